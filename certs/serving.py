@@ -1,0 +1,31 @@
+"""Server-side TLS contexts for kube-rdma's HTTPS endpoints.
+
+TLS 1.2 is the floor the apiserver and kube-scheduler both speak; nothing older is offered.
+A context is always built fresh and fully loaded before it is used, because loading a
+mismatched pair into a live `ssl.SSLContext` breaks it for every later handshake.
+"""
+
+from __future__ import annotations
+
+import ssl
+from pathlib import Path
+
+
+class TLSConfigError(Exception):
+    """The certificate or key cannot be used to serve TLS."""
+
+
+def server_context(cert_file: Path, key_file: Path) -> ssl.SSLContext:
+    """A TLS 1.2+ server context holding the pair in `cert_file` and `key_file`."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    try:
+        ctx.load_cert_chain(certfile=str(cert_file), keyfile=str(key_file))
+    except FileNotFoundError as e:
+        raise TLSConfigError(f"cannot read {e.filename}: file not found") from e
+    except ssl.SSLError as e:
+        raise TLSConfigError(
+            f"cannot load certificate {cert_file} with key {key_file}: {e.reason or e}; "
+            "check that both are PEM files and that the key belongs to the certificate"
+        ) from e
+    return ctx

@@ -1,0 +1,28 @@
+"""Every annotation and label key kube-rdma reads or writes, in one place.
+
+All keys carry the `kube-rdma.io/` prefix. The webhook writes some of them for the extender and
+reads others that the extender writes at bind time, so both import them from here.
+"""
+
+from __future__ import annotations
+
+PREFIX = "kube-rdma.io/"
+
+# Pod annotations set by users to opt in or out and choose a profile.
+INJECT = PREFIX + "inject"
+PROFILE = PREFIX + "profile"
+CONTAINERS = PREFIX + "containers"
+
+# Namespace label that opts every training pod in the namespace in.
+INJECTION = PREFIX + "injection"
+INJECTION_ENABLED = "enabled"
+
+# Pod annotation the webhook writes: which profile it applied, and a short hash of it.
+APPLIED = PREFIX + "applied"
+
+# Pod annotations the extender writes before binding, read by the pod's containers through the
+# downward API when the profile uses the `node` GID strategy.
+GID_INDEX = PREFIX + "gid-index"
+HCA = PREFIX + "hca"
+
+ALL = (INJECT, PROFILE, CONTAINERS, INJECTION, APPLIED, GID_INDEX, HCA)

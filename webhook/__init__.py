@@ -1,0 +1,1 @@
+"""The mutating admission webhook that makes opted-in training pods RDMA-ready."""

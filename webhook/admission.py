@@ -1,0 +1,119 @@
+"""Review semantics: which pods the webhook touches, with which profile, and the verdict.
+
+This is the layer between the wire (review.py) and the pure mutation (mutate.py): it applies
+the opt-in rules, looks up the namespace's labels only when they matter, and turns the
+mutation's result into an allowed, patched or denied response.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from extender import keys
+from extender.workloads import training_key
+from webhook import review
+from webhook.mutate import Denied, Target, gpu_count, mutate
+from webhook.namespaces import NamespaceSource
+from webhook.patch import diff
+from webhook.podsecurity import enforced_level
+from webhook.profiles import ProfileSet
+from webhook.reload import ProfileStore
+
+Json = dict[str, Any]
+PROTECTED_NAMESPACES = frozenset({"kube-system"})
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The response to send and what to record about it."""
+
+    response: Json
+    outcome: str
+    profile: str = ""
+
+
+class Admitter:
+    def __init__(
+        self, profiles: ProfileStore, namespaces: NamespaceSource, own_namespace: str | None
+    ) -> None:
+        self._profiles = profiles
+        self._namespaces = namespaces
+        self._protected = PROTECTED_NAMESPACES | ({own_namespace} if own_namespace else set())
+
+    async def review(self, request: Json) -> Decision:
+        uid = request["uid"]
+        if not _is_pod_create(request):
+            return Decision(review.allowed(uid), "ignored")
+        pod = request.get("object")
+        if not isinstance(pod, dict):
+            raise review.BadRequest("a Pod CREATE review needs the pod in request.object")
+        metadata = pod.get("metadata") or {}
+        namespace = request.get("namespace") or metadata.get("namespace") or "default"
+        if namespace in self._protected:
+            return Decision(review.allowed(uid), "ignored")
+        profiles = self._profiles.current
+        try:
+            name = await self._opted_in_profile(pod, namespace, profiles)
+        except Denied as e:
+            return Decision(review.denied(uid, str(e)), "denied")
+        if name is None:
+            return Decision(review.allowed(uid), "not-selected")
+        level, warning = enforced_level(await self._namespaces.labels(namespace))
+        warnings = [warning] if warning else []
+        try:
+            outcome = mutate(pod, name, profiles.profiles[name], Target(namespace, level))
+        except Denied as e:
+            return Decision(review.denied(uid, str(e), warnings), "denied", name)
+        warnings += outcome.warnings
+        patch = diff(pod, outcome.pod)
+        if not patch:
+            return Decision(review.allowed(uid, warnings), "unchanged", name)
+        return Decision(review.patched(uid, patch, warnings), "patched", name)
+
+    async def _opted_in_profile(
+        self, pod: Json, namespace: str, profiles: ProfileSet
+    ) -> str | None:
+        """The profile the pod opted into, or None; raises Denied for a bad choice."""
+        metadata = pod.get("metadata") or {}
+        annotations: Mapping[str, str] = metadata.get("annotations") or {}
+        inject = annotations.get(keys.INJECT)
+        if inject is not None and inject.lower() not in ("true", "false"):
+            raise Denied(f'{keys.INJECT} must be "true" or "false", not {inject!r}')
+        if inject is not None and inject.lower() == "false":
+            return None
+        chosen = annotations.get(keys.PROFILE)
+        if chosen is not None:
+            if chosen not in profiles.profiles:
+                raise Denied(
+                    f"RDMA profile {chosen!r} (annotation {keys.PROFILE}) does not exist; "
+                    f"valid profiles: {', '.join(sorted(profiles.profiles))}"
+                )
+            return chosen
+        if inject is not None:
+            return profiles.default_profile
+        if not self._is_training_pod(pod, profiles):
+            return None
+        labels = await self._namespaces.labels(namespace)
+        if labels.get(keys.INJECTION) == keys.INJECTION_ENABLED:
+            return profiles.default_profile
+        return None
+
+    @staticmethod
+    def _is_training_pod(pod: Json, profiles: ProfileSet) -> bool:
+        metadata = pod.get("metadata") or {}
+        if not training_key(metadata.get("labels") or {}, metadata.get("annotations") or {}):
+            return False
+        containers = (pod.get("spec") or {}).get("containers") or []
+        return any(gpu_count(c, profiles.default) > 0 for c in containers)
+
+
+def _is_pod_create(request: Json) -> bool:
+    kind = request.get("kind") or {}
+    return (
+        kind.get("kind") == "Pod"
+        and kind.get("group", "") == ""
+        and not request.get("subResource")
+        and request.get("operation") == "CREATE"
+    )

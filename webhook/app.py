@@ -1,0 +1,182 @@
+"""The webhook's aiohttp application: transport only, the review semantics live elsewhere.
+
+`create_app(settings)` builds everything the process needs; clients, watchers and the profile
+reloader are started and stopped by the app's cleanup context, never at import time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from webhook import review
+from webhook.admission import Admitter, Decision
+from webhook.metrics import Metrics
+from webhook.namespaces import LiveNamespaces, NamespaceSource, StaticNamespaces
+from webhook.reload import ProfileStore
+
+log = logging.getLogger("kube_rdma.webhook")
+
+DEFAULT_MAX_BODY_BYTES = 6 << 20
+
+
+@dataclass(frozen=True)
+class Settings:
+    profiles_file: Path | None = None
+    namespaces_file: Path | None = None
+    kubeconfig: Path | None = None
+    in_cluster: bool = False
+    own_namespace: str | None = None
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    reload_interval: float = 2.0
+
+
+METRICS = web.AppKey("metrics", Metrics)
+PROFILES = web.AppKey("profiles", ProfileStore)
+NAMESPACES = web.AppKey("namespaces", NamespaceSource)
+ADMITTER = web.AppKey("admitter", Admitter)
+SETTINGS = web.AppKey("settings", Settings)
+
+
+def create_app(settings: Settings) -> web.Application:
+    """The webhook app; raises ProfileError when the profile file is unusable at start-up."""
+    app = web.Application(client_max_size=settings.max_body_bytes)
+    metrics = Metrics()
+    profiles = ProfileStore(
+        settings.profiles_file, lambda result: metrics.profile_reloads.labels(result).inc()
+    )
+    app[SETTINGS] = settings
+    app[METRICS] = metrics
+    app[PROFILES] = profiles
+    app.cleanup_ctx.append(_namespaces_ctx(settings))
+    app.cleanup_ctx.append(_reload_ctx(settings))
+    app.router.add_post("/mutate", handle_mutate)
+    app.router.add_get("/healthz", handle_healthz)
+    app.router.add_get("/readyz", handle_readyz)
+    app.router.add_get("/metrics", handle_metrics)
+    return app
+
+
+def _namespaces_ctx(settings: Settings) -> Any:
+    async def ctx(app: web.Application) -> AsyncIterator[None]:
+        if settings.kubeconfig is None and not settings.in_cluster:
+            source: NamespaceSource = (
+                StaticNamespaces.from_file(settings.namespaces_file)
+                if settings.namespaces_file
+                else StaticNamespaces()
+            )
+            _install(app, source, settings)
+            yield
+            return
+        from kubernetes_asyncio import client, config
+
+        if settings.in_cluster:
+            config.load_incluster_config()  # type: ignore[no-untyped-call]
+        else:
+            await config.load_kube_config(config_file=str(settings.kubeconfig))
+        async with client.ApiClient() as api:
+            live = LiveNamespaces(client.CoreV1Api(api))
+            _install(app, live, settings)
+            task = asyncio.create_task(live.reflector.run())
+            yield
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    return ctx
+
+
+def _install(app: web.Application, source: NamespaceSource, settings: Settings) -> None:
+    app[NAMESPACES] = source
+    app[ADMITTER] = Admitter(app[PROFILES], source, settings.own_namespace)
+
+
+def _reload_ctx(settings: Settings) -> Any:
+    async def ctx(app: web.Application) -> AsyncIterator[None]:
+        task = asyncio.create_task(app[PROFILES].watch(settings.reload_interval))
+        yield
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    return ctx
+
+
+async def handle_mutate(request: web.Request) -> web.Response:
+    started = time.perf_counter()
+    metrics = request.app[METRICS]
+    try:
+        body = await request.read()
+        admission = review.decode(body)
+    except web.HTTPRequestEntityTooLarge:
+        return _bad_request(
+            metrics,
+            413,
+            f"body larger than the {request.app[SETTINGS].max_body_bytes}-byte limit "
+            "(--max-body-bytes)",
+        )
+    except review.BadRequest as e:
+        return _bad_request(metrics, e.status, str(e))
+    try:
+        decision = await request.app[ADMITTER].review(admission)
+    except review.BadRequest as e:
+        return _bad_request(metrics, e.status, str(e))
+    except Exception as e:
+        log.exception("review %s failed", admission["uid"], extra={"uid": admission["uid"]})
+        message = f"kube-rdma webhook internal error ({type(e).__name__}); see the webhook's logs"
+        decision = Decision(review.errored(admission["uid"], message), "error")
+    elapsed = time.perf_counter() - started
+    metrics.reviews.labels(decision.outcome, decision.profile).inc()
+    metrics.latency.labels(decision.outcome, decision.profile).observe(elapsed)
+    _log_review(admission, decision, elapsed)
+    return web.Response(body=orjson.dumps(decision.response), content_type="application/json")
+
+
+def _log_review(admission: dict[str, Any], decision: Decision, elapsed: float) -> None:
+    meta = (admission.get("object") or {}).get("metadata") or {}
+    name = admission.get("name") or meta.get("name") or (meta.get("generateName") or "") + "*"
+    response = decision.response["response"]
+    log.info(
+        "review",
+        extra={
+            "uid": admission["uid"],
+            "pod": f"{admission.get('namespace') or meta.get('namespace')}/{name}",
+            "outcome": decision.outcome,
+            "profile": decision.profile,
+            "ms": round(elapsed * 1000, 3),
+            "warnings": len(response.get("warnings") or ()),
+            **({"reason": response["status"]["message"]} if "status" in response else {}),
+        },
+    )
+
+
+def _bad_request(metrics: Metrics, status: int, message: str) -> web.Response:
+    metrics.bad_requests.labels(str(status)).inc()
+    log.warning("rejected /mutate request: %s", message, extra={"status": status})
+    return web.json_response({"error": message}, status=status)
+
+
+async def handle_healthz(request: web.Request) -> web.Response:
+    return web.Response(text="ok\n")
+
+
+async def handle_readyz(request: web.Request) -> web.Response:
+    source = request.app.get(NAMESPACES)
+    if source is None or not source.ready():
+        return web.Response(status=503, text="namespace cache not synced yet\n")
+    return web.Response(text="ok\n")
+
+
+async def handle_metrics(request: web.Request) -> web.Response:
+    body = generate_latest(request.app[METRICS].registry)
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})

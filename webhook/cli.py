@@ -1,0 +1,94 @@
+"""The `kube-rdma` command: one console script, a subcommand per job.
+
+It lives in webhook/ because the webhook package is the top of the import graph (it may import
+extender/ and certs/, never the reverse), so the dispatcher can reach every subcommand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from certs import cli as certs_cli
+from extender import logfmt
+
+log = logging.getLogger("kube_rdma")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kube-rdma", description="RDMA plumbing and placement for GPU training on Kubernetes"
+    )
+    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
+    subcommands = parser.add_subparsers(dest="command", required=True)
+    _register_webhook(subcommands)
+    certs_cli.register(subcommands)
+    return parser
+
+
+def _register_webhook(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    webhook = subcommands.add_parser("webhook", help="serve the mutating admission webhook")
+    webhook.add_argument("--tls-cert-file", required=True, type=Path)
+    webhook.add_argument("--tls-key-file", required=True, type=Path)
+    webhook.add_argument("--profiles", type=Path, help="RDMA profiles YAML (default: built-in)")
+    webhook.add_argument("--port", type=int, default=8443)
+    webhook.add_argument("--host", default="0.0.0.0")
+    where = webhook.add_mutually_exclusive_group()
+    where.add_argument("--kubeconfig", type=Path, help="watch Namespaces with this kubeconfig")
+    where.add_argument(
+        "--in-cluster", action="store_true", help="watch Namespaces with the pod's ServiceAccount"
+    )
+    where.add_argument(
+        "--namespaces-file",
+        type=Path,
+        help="without a cluster: Namespace objects (YAML/JSON) standing in for the live ones",
+    )
+    webhook.add_argument(
+        "--own-namespace",
+        default=os.environ.get("POD_NAMESPACE"),
+        help="the webhook's namespace, never mutated (default: $POD_NAMESPACE)",
+    )
+    webhook.add_argument("--max-body-bytes", type=int, default=6 << 20)
+    webhook.set_defaults(run=run_webhook)
+
+
+def run_webhook(args: argparse.Namespace) -> int:
+    from aiohttp import web
+
+    from certs.serving import TLSConfigError, server_context
+    from webhook.app import Settings, create_app
+    from webhook.profiles import ProfileError
+
+    settings = Settings(
+        profiles_file=args.profiles,
+        namespaces_file=args.namespaces_file,
+        kubeconfig=args.kubeconfig,
+        in_cluster=args.in_cluster,
+        own_namespace=args.own_namespace,
+        max_body_bytes=args.max_body_bytes,
+    )
+    try:
+        ssl_context = server_context(args.tls_cert_file, args.tls_key_file)
+        app = create_app(settings)
+    except (TLSConfigError, ProfileError) as e:
+        log.error("cannot start the webhook: %s", e)
+        return 1
+    log.info("webhook listening on https://%s:%d", args.host, args.port)
+    web.run_app(
+        app, host=args.host, port=args.port, ssl_context=ssl_context, print=None, access_log=None
+    )
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logfmt.configure(args.log_level)
+    return int(args.run(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,111 @@
+"""The labels of Namespaces, which an AdmissionReview does not carry.
+
+The webhook needs two of them: `kube-rdma.io/injection` (namespace opt-in) and
+`pod-security.kubernetes.io/enforce`. Two sources sit behind one Protocol: a live cache fed
+by list + watch (with a direct GET for a namespace created a moment ago and not yet seen), and
+a static stand-in read from a file so the webhook runs without a cluster.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+import orjson
+import yaml
+
+from extender.reflector import Reflector
+
+log = logging.getLogger(__name__)
+
+Labels = Mapping[str, str]
+
+
+class NamespaceSource(Protocol):
+    async def labels(self, name: str) -> Labels:
+        """The namespace's labels; empty when it is unknown."""
+        ...
+
+    def ready(self) -> bool: ...
+
+
+class StaticNamespaces:
+    """Namespace labels from a fixed map, for local runs, demos and tests."""
+
+    def __init__(self, labels: Mapping[str, Labels] | None = None) -> None:
+        self._labels = dict(labels or {})
+
+    @classmethod
+    def from_file(cls, path: Path) -> StaticNamespaces:
+        """Read Namespace objects from YAML or JSON: a list, a `kind: List`, or documents."""
+        objects: list[Any] = []
+        for doc in yaml.safe_load_all(path.read_text()):
+            if isinstance(doc, list):
+                objects.extend(doc)
+            elif isinstance(doc, dict) and "items" in doc:
+                objects.extend(doc["items"])
+            elif doc is not None:
+                objects.append(doc)
+        labels = {}
+        for obj in objects:
+            if not isinstance(obj, dict) or obj.get("kind", "Namespace") != "Namespace":
+                continue
+            meta = obj.get("metadata") or {}
+            labels[str(meta.get("name"))] = dict(meta.get("labels") or {})
+        return cls(labels)
+
+    async def labels(self, name: str) -> Labels:
+        return self._labels.get(name, {})
+
+    def ready(self) -> bool:
+        return True
+
+
+class LiveNamespaces:
+    """Namespace labels cached from the cluster through list + watch."""
+
+    def __init__(self, core_api: Any) -> None:
+        self._api = core_api
+        self._labels: dict[str, Labels] = {}
+        self.reflector = Reflector(
+            core_api.list_namespace, self._replace, self._event, "namespaces"
+        )
+
+    def _replace(self, items: list[dict[str, Any]]) -> None:
+        self._labels = {_name(o): _labels(o) for o in items}
+
+    def _event(self, kind: str, obj: dict[str, Any]) -> None:
+        if kind == "DELETED":
+            self._labels.pop(_name(obj), None)
+        else:
+            self._labels[_name(obj)] = _labels(obj)
+
+    async def labels(self, name: str) -> Labels:
+        cached = self._labels.get(name)
+        if cached is not None:
+            return cached
+        response = await self._api.read_namespace(name, _preload_content=False)
+        try:
+            if response.status == 404:
+                return {}
+            if response.status != 200:
+                raise RuntimeError(f"reading namespace {name}: HTTP {response.status}")
+            obj = orjson.loads(await response.read())
+        finally:
+            response.release()
+        labels = _labels(obj)
+        self._labels.setdefault(name, labels)
+        return labels
+
+    def ready(self) -> bool:
+        return self.reflector.synced.is_set()
+
+
+def _name(obj: dict[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("name"))
+
+
+def _labels(obj: dict[str, Any]) -> Labels:
+    return dict((obj.get("metadata") or {}).get("labels") or {})
