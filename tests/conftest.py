@@ -1,0 +1,88 @@
+"""Shared fixtures: real certificates from `kube-rdma certs generate`, and the real webhook app
+served over HTTPS on a loopback port."""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+import pytest
+from aiohttp import web
+
+from certs.serving import server_context
+from webhook.app import Settings, create_app
+from webhook.cli import main
+
+Json = dict[str, Any]
+
+
+@pytest.fixture(scope="session")
+def cert_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("certs")
+    args = ["certs", "generate", "--service", "kube-rdma-webhook", "--namespace", "kube-rdma"]
+    assert main([*args, "--out", str(out), "--localhost"]) == 0
+    return out
+
+
+@dataclass
+class WebhookClient:
+    """An HTTPS client for a running webhook, verifying its certificate against the CA."""
+
+    session: aiohttp.ClientSession
+    base: str
+
+    async def post(self, body: bytes, path: str = "/mutate") -> tuple[int, Json]:
+        headers = {"Content-Type": "application/json"}
+        async with self.session.post(self.base + path, data=body, headers=headers) as response:
+            return response.status, orjson.loads(await response.read())
+
+    async def review(self, request: Json) -> Json:
+        """POST an AdmissionReview holding `request`; the `response` part of the answer."""
+        review = {
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": request,
+        }
+        status, body = await self.post(orjson.dumps(review))
+        assert status == 200, body
+        assert body["apiVersion"] == "admission.k8s.io/v1"
+        assert body["kind"] == "AdmissionReview"
+        response: Json = body["response"]
+        assert response["uid"] == request["uid"]
+        return response
+
+    async def get(self, path: str) -> tuple[int, str]:
+        async with self.session.get(self.base + path) as response:
+            return response.status, await response.text()
+
+
+Serve = Callable[[Settings], AbstractAsyncContextManager[WebhookClient]]
+
+
+@pytest.fixture
+def serve(cert_dir: Path) -> Serve:
+    """Start the webhook app over TLS with `settings`; yields a client trusting the test CA."""
+
+    @asynccontextmanager
+    async def run(settings: Settings) -> AsyncIterator[WebhookClient]:
+        runner = web.AppRunner(create_app(settings), access_log=None)
+        await runner.setup()
+        tls = server_context(cert_dir / "tls.crt", cert_dir / "tls.key")
+        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=tls)
+        await site.start()
+        port = runner.addresses[0][1]
+        client_tls = ssl.create_default_context(cafile=str(cert_dir / "ca.crt"))
+        connector = aiohttp.TCPConnector(ssl=client_tls)
+        try:
+            async with aiohttp.ClientSession(connector=connector) as session:
+                yield WebhookClient(session, f"https://localhost:{port}")
+        finally:
+            await runner.cleanup()
+
+    return run

@@ -1,0 +1,325 @@
+"""The webhook end to end over HTTPS: realistic pods in, exact RDMA-ready pods out.
+
+Every response's patch is applied with the `jsonpatch` package to the request object, the result
+is compared with the exact expected pod, and validated against the Kubernetes 1.30 and newest
+schemas.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonpatch
+import kubernetes_validate
+import orjson
+import pytest
+
+from tests.conftest import Serve
+from tests.webhook import pods
+from webhook.app import Settings
+from webhook.profiles import parse_profiles
+
+Json = dict[str, Any]
+K8S_VERSIONS = ("1.30.0", "1.37.0")
+PROFILES = parse_profiles(pods.PROFILES_YAML, "test")
+NAMESPACES = {
+    "team-a": {},
+    "ml-training": {"kube-rdma.io/injection": "enabled"},
+    "locked": {"pod-security.kubernetes.io/enforce": "baseline"},
+    "typo": {"pod-security.kubernetes.io/enforce": "baseln"},
+}
+AUTO_ENV = [
+    {"name": "NCCL_IB_DISABLE", "value": "0"},
+    {"name": "NCCL_IB_ROCE_VERSION_NUM", "value": "2"},
+    {"name": "NCCL_IB_ADDR_FAMILY", "value": "AF_INET"},
+]
+RAILS8_ENV = [
+    {"name": "NCCL_IB_DISABLE", "value": "0"},
+    {"name": "NCCL_SOCKET_IFNAME", "value": "eth0"},
+    {"name": "NCCL_IB_HCA", "value": "=mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7"},
+    {"name": "NCCL_IB_ROCE_VERSION_NUM", "value": "2"},
+    {"name": "NCCL_IB_ADDR_FAMILY", "value": "AF_INET"},
+    {"name": "NCCL_IB_ADDR_RANGE", "value": "192.168.0.0/16"},
+]
+IB_MOUNT = {"name": "kube-rdma-infiniband", "mountPath": "/dev/infiniband"}
+SHM_MOUNT = {"name": "kube-rdma-shm", "mountPath": "/dev/shm"}
+IB_VOLUME = {"name": "kube-rdma-infiniband", "hostPath": {"path": "/dev/infiniband"}}
+IPC_LOCK = {"capabilities": {"add": ["IPC_LOCK"]}}
+
+
+def shm_volume(size: str) -> Json:
+    return {"name": "kube-rdma-shm", "emptyDir": {"medium": "Memory", "sizeLimit": size}}
+
+
+def applied(profile: str) -> str:
+    record = {
+        "profile": profile,
+        "hash": PROFILES.profiles[profile].digest(),
+        "network": PROFILES.profiles[profile].network.mode.value,
+    }
+    return orjson.dumps(record).decode()
+
+
+def rails(count: int) -> Json:
+    return {f"rdma/hca{i}": "1" for i in range(1, count + 1)}
+
+
+def add_resources(container: Json, extra: Json) -> None:
+    container["resources"]["limits"].update(extra)
+    container["resources"]["requests"].update(extra)
+
+
+@dataclass
+class Case:
+    name: str
+    pod: Json
+    expect: Callable[[Json], None] | None
+    """Turns a copy of the pod into the expected result; None means no patch."""
+    warnings: list[str] = field(default_factory=list)
+
+
+def _default_master(pod: Json) -> None:
+    pod["metadata"]["annotations"]["kube-rdma.io/applied"] = applied("default")
+    c = pod["spec"]["containers"][0]
+    add_resources(c, {"rdma/hca": "1"})
+    c["volumeMounts"] = [IB_MOUNT, SHM_MOUNT]
+    c["securityContext"] = IPC_LOCK
+    c["env"] += AUTO_ENV
+    pod["spec"]["volumes"] = [IB_VOLUME, shm_volume("256Gi")]
+
+
+def _default_worker(pod: Json) -> None:
+    pod["metadata"]["annotations"] = {"kube-rdma.io/applied": applied("default")}
+    c = pod["spec"]["containers"][0]
+    add_resources(c, {"rdma/hca": "1"})
+    c["volumeMounts"] = [IB_MOUNT, SHM_MOUNT]
+    c["securityContext"] = IPC_LOCK
+    c["env"] += AUTO_ENV
+    pod["spec"]["volumes"] = [IB_VOLUME, shm_volume("100Gi")]
+
+
+def _rails8(pod: Json, gpus: int) -> None:
+    annotations = pod["metadata"]["annotations"]
+    annotations["kube-rdma.io/applied"] = applied("rails8")
+    annotations["k8s.v1.cni.cncf.io/networks"] = ",".join(
+        f"kube-rdma/rail{i}" for i in range(1, gpus + 1)
+    )
+    c = pod["spec"]["containers"][0]
+    add_resources(c, rails(gpus))
+    c["volumeMounts"] = [SHM_MOUNT]
+    c["securityContext"] = IPC_LOCK
+    c["env"] = [*c.get("env", []), *RAILS8_ENV]
+    pod["spec"]["volumes"] = [shm_volume("64Gi")]
+
+
+def _mpijob_worker(pod: Json) -> None:
+    _rails8(pod, 8)
+    pod["spec"]["schedulerName"] = "rdma-scheduler"
+
+
+def _jobset(pod: Json) -> None:
+    _rails8(pod, 4)
+    pod["spec"]["schedulerName"] = "rdma-scheduler"
+
+
+def _sidecars(pod: Json) -> None:
+    pod["metadata"]["annotations"] = {"kube-rdma.io/applied": applied("default")}
+    trainer = pod["spec"]["containers"][0]
+    add_resources(trainer, {"rdma/hca": "1"})
+    trainer["volumeMounts"] += [IB_MOUNT, SHM_MOUNT]
+    trainer["securityContext"] = IPC_LOCK
+    trainer["env"] = AUTO_ENV
+    pod["spec"]["volumes"] += [IB_VOLUME, shm_volume("256Gi")]
+
+
+def _preset(pod: Json) -> None:
+    annotations = pod["metadata"]["annotations"]
+    annotations["kube-rdma.io/applied"] = applied("rails8")
+    annotations["k8s.v1.cni.cncf.io/networks"] = orjson.dumps(
+        [{"name": "rail1", "namespace": "kube-rdma", "interface": "net1"}]
+        + [{"name": f"rail{i}", "namespace": "kube-rdma"} for i in range(2, 9)]
+    ).decode()
+    c = pod["spec"]["containers"][0]
+    c["env"] += [e for e in RAILS8_ENV if e["name"] != "NCCL_SOCKET_IFNAME"]
+    pod["spec"]["schedulerName"] = "rdma-scheduler"
+
+
+def _hostnet(pod: Json) -> None:
+    pod["metadata"]["annotations"]["kube-rdma.io/applied"] = applied("hostnet")
+    c = pod["spec"]["containers"][0]
+    add_resources(c, {"rdma/hca": "1"})
+    c["volumeMounts"] = [IB_MOUNT, SHM_MOUNT]
+    c["securityContext"] = IPC_LOCK
+    c["env"] += [
+        {"name": "NCCL_IB_DISABLE", "value": "0"},
+        {"name": "NCCL_SOCKET_IFNAME", "value": "=bond0"},
+        {"name": "NCCL_IB_HCA", "value": "=mlx5_0:1,mlx5_1:1"},
+        {"name": "NCCL_IB_GID_INDEX", "value": "3"},
+        {"name": "NCCL_DEBUG", "value": "WARN"},
+    ]
+    pod["spec"]["volumes"] = [IB_VOLUME, shm_volume("100Gi")]
+    pod["spec"]["hostNetwork"] = True
+    pod["spec"]["dnsPolicy"] = "ClusterFirstWithHostNet"
+
+
+def _node(pod: Json) -> None:
+    pod["metadata"]["annotations"]["kube-rdma.io/applied"] = applied("node")
+    pod["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"] = "sriov-rdma"
+    c = pod["spec"]["containers"][0]
+    add_resources(c, {"nvidia.com/sriov_rdma_vf": "1"})
+    c["volumeMounts"] = [SHM_MOUNT]
+    c["securityContext"] = IPC_LOCK
+    c["env"] = [
+        {"name": "NCCL_IB_DISABLE", "value": "0"},
+        {
+            "name": "NCCL_IB_GID_INDEX",
+            "valueFrom": {
+                "fieldRef": {"fieldPath": "metadata.annotations['kube-rdma.io/gid-index']"}
+            },
+        },
+        {
+            "name": "NCCL_IB_HCA",
+            "valueFrom": {"fieldRef": {"fieldPath": "metadata.annotations['kube-rdma.io/hca']"}},
+        },
+    ]
+    pod["spec"]["volumes"] = [shm_volume("256Gi")]
+
+
+def _lenient(pod: Json) -> None:
+    pod["metadata"]["annotations"]["kube-rdma.io/applied"] = applied("lenient")
+    c = pod["spec"]["containers"][0]
+    add_resources(c, {"rdma/hca": "1"})
+    c["volumeMounts"] = [SHM_MOUNT]
+    c["env"] += AUTO_ENV
+    pod["spec"]["volumes"] = [shm_volume("100Gi")]
+
+
+INJECT = {"kube-rdma.io/inject": "true"}
+
+
+def profile(name: str) -> Json:
+    return {"kube-rdma.io/profile": name}
+
+
+CASES = [
+    Case("pytorchjob-master", pods.pytorchjob("master", 0, "team-a", INJECT), _default_master),
+    Case(
+        "pytorchjob-worker-namespace-opt-in",
+        pods.pytorchjob("worker", 0, "ml-training", {}),
+        _default_worker,
+    ),
+    Case("mpijob-launcher-no-gpu", pods.mpijob_launcher("ml-training"), None),
+    Case("mpijob-worker-8-rails", pods.mpijob_worker("team-a", profile("rails8")), _mpijob_worker),
+    Case("jobset-4-gpus-4-rails", pods.jobset_pod("team-a", profile("rails8")), _jobset),
+    Case(
+        "volcano-keeps-its-scheduler",
+        pods.volcano_pod("team-a", profile("rails8")),
+        lambda pod: _rails8(pod, 8),
+        [
+            "kube-rdma: pod uses scheduler volcano, not rdma-scheduler; RDMA-aware placement is "
+            "skipped"
+        ],
+    ),
+    Case("sidecars-untouched", pods.sidecar_pod("ml-training", {}), _sidecars),
+    Case(
+        "user-values-kept",
+        pods.preset_pod("team-a", profile("rails8")),
+        _preset,
+        [
+            "kube-rdma: container trainer mounts its own /dev/shm volume dshm without a sizeLimit; "
+            "kept as it is"
+        ],
+    ),
+    Case(
+        "hostnetwork-fixed-gid",
+        pods.pytorchjob("worker", 2, "team-a", profile("hostnet")),
+        _hostnet,
+    ),
+    Case("node-gid-from-extender", pods.mpijob_worker("team-a", profile("node")), _node),
+    Case(
+        "baseline-namespace-skips",
+        pods.pytorchjob("worker", 1, "locked", profile("lenient")),
+        _lenient,
+        [
+            "kube-rdma: left out capability IPC_LOCK: Pod Security level baseline of namespace "
+            "locked forbids it; RDMA memory registration fails unless memlock is unlimited",
+            "kube-rdma: left out hostPath volume /dev/infiniband: Pod Security level baseline "
+            "of namespace locked forbids it; /dev/infiniband must come from the RDMA device plugin",
+        ],
+    ),
+    Case(
+        "opted-out",
+        pods.pytorchjob("worker", 3, "ml-training", {"kube-rdma.io/inject": "false"}),
+        None,
+    ),
+    Case("kube-system-never", pods.pytorchjob("worker", 0, "kube-system", INJECT), None),
+    Case("own-namespace-never", pods.pytorchjob("worker", 0, "kube-rdma", INJECT), None),
+]
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    profiles = tmp_path / "profiles.yaml"
+    profiles.write_text(pods.PROFILES_YAML)
+    namespaces = tmp_path / "namespaces.yaml"
+    items = [
+        {"kind": "Namespace", "metadata": {"name": n, "labels": labels}}
+        for n, labels in NAMESPACES.items()
+    ]
+    namespaces.write_text(orjson.dumps({"kind": "List", "items": items}).decode())
+    return Settings(profiles_file=profiles, namespaces_file=namespaces, own_namespace="kube-rdma")
+
+
+def apply(request: Json, response: Json) -> Json:
+    """The pod as the apiserver would store it after this response."""
+    assert response["allowed"] is True, response
+    if "patch" not in response:
+        assert "patchType" not in response
+        return copy.deepcopy(request["object"])
+    assert response["patchType"] == "JSONPatch"
+    ops = orjson.loads(base64.b64decode(response["patch"]))
+    result: Json = jsonpatch.apply_patch(request["object"], ops)
+    return result
+
+
+def validate(pod: Json) -> None:
+    for version in K8S_VERSIONS:
+        kubernetes_validate.validate(pod, version, strict=True)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+async def test_pod_is_made_rdma_ready(case: Case, serve: Serve, settings: Settings) -> None:
+    request = pods.request(case.pod)
+    async with serve(settings) as client:
+        response = await client.review(request)
+        result = apply(request, response)
+        expected = copy.deepcopy(case.pod)
+        if case.expect is None:
+            assert "patch" not in response
+        else:
+            case.expect(expected)
+        assert result == expected
+        assert response.get("warnings", []) == case.warnings
+        validate(result)
+        again = await client.review(pods.request(result, uid="second-pass"))
+        assert "patch" not in again, "a second pass must not change anything"
+
+
+async def test_inject_without_gpu_container_warns(serve: Serve, settings: Settings) -> None:
+    pod = pods.mpijob_launcher("team-a")
+    pod["metadata"]["annotations"] = dict(INJECT)
+    async with serve(settings) as client:
+        response = await client.review(pods.request(pod))
+    assert response == {
+        "uid": "0b5c3e2a-7f1d-4c88-9a51-3d2e1f0a9b77",
+        "allowed": True,
+        "warnings": [
+            "kube-rdma: no container requests nvidia.com/gpu, so nothing was added; name the "
+            "containers in the kube-rdma.io/containers annotation"
+        ],
+    }
