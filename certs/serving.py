@@ -17,12 +17,13 @@ class TLSConfigError(Exception):
 
 def server_context(cert_file: Path, key_file: Path) -> ssl.SSLContext:
     """A TLS 1.2+ server context holding the pair in `cert_file` and `key_file`."""
+    for path in (cert_file, key_file):
+        if not path.is_file():
+            raise TLSConfigError(f"cannot read {path}: file not found")
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
     try:
         ctx.load_cert_chain(certfile=str(cert_file), keyfile=str(key_file))
-    except FileNotFoundError as e:
-        raise TLSConfigError(f"cannot read {e.filename}: file not found") from e
     except ssl.SSLError as e:
         raise TLSConfigError(
             f"cannot load certificate {cert_file} with key {key_file}: {e.reason or e}; "

@@ -18,6 +18,7 @@ from aiohttp import web
 from certs.serving import server_context
 from webhook.app import Settings, create_app
 from webhook.cli import main
+from webhook.namespaces import NamespaceSource
 
 Json = dict[str, Any]
 
@@ -62,16 +63,18 @@ class WebhookClient:
             return response.status, await response.text()
 
 
-Serve = Callable[[Settings], AbstractAsyncContextManager[WebhookClient]]
+Serve = Callable[..., AbstractAsyncContextManager[WebhookClient]]
 
 
 @pytest.fixture
 def serve(cert_dir: Path) -> Serve:
-    """Start the webhook app over TLS with `settings`; yields a client trusting the test CA."""
+    """Start the webhook app over TLS; yields a client trusting the test CA."""
 
     @asynccontextmanager
-    async def run(settings: Settings) -> AsyncIterator[WebhookClient]:
-        runner = web.AppRunner(create_app(settings), access_log=None)
+    async def run(
+        settings: Settings, namespaces: NamespaceSource | None = None
+    ) -> AsyncIterator[WebhookClient]:
+        runner = web.AppRunner(create_app(settings, namespaces), access_log=None)
         await runner.setup()
         tls = server_context(cert_dir / "tls.crt", cert_dir / "tls.key")
         site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=tls)

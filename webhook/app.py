@@ -48,8 +48,11 @@ ADMITTER = web.AppKey("admitter", Admitter)
 SETTINGS = web.AppKey("settings", Settings)
 
 
-def create_app(settings: Settings) -> web.Application:
-    """The webhook app; raises ProfileError when the profile file is unusable at start-up."""
+def create_app(settings: Settings, namespaces: NamespaceSource | None = None) -> web.Application:
+    """The webhook app; raises ProfileError when the profile file is unusable at start-up.
+
+    `namespaces` replaces the namespace source that `settings` would select.
+    """
     app = web.Application(client_max_size=settings.max_body_bytes)
     metrics = Metrics()
     profiles = ProfileStore(
@@ -58,7 +61,10 @@ def create_app(settings: Settings) -> web.Application:
     app[SETTINGS] = settings
     app[METRICS] = metrics
     app[PROFILES] = profiles
-    app.cleanup_ctx.append(_namespaces_ctx(settings))
+    if namespaces is None:
+        app.cleanup_ctx.append(_namespaces_ctx(settings))
+    else:
+        _install(app, namespaces, settings)
     app.cleanup_ctx.append(_reload_ctx(settings))
     app.router.add_post("/mutate", handle_mutate)
     app.router.add_get("/healthz", handle_healthz)

@@ -318,7 +318,7 @@ def load_profiles(path: Path) -> ProfileSet:
 def _describe(error: ValidationError) -> str:
     problems = []
     for item in error.errors():
-        where = ".".join(str(p) for p in item["loc"]) or "(top level)"
+        where = ".".join(str(p) for p in item["loc"])
         message = item["msg"].removeprefix("Value error, ")
-        problems.append(f"{where}: {message}")
+        problems.append(f"{where}: {message}" if where else message)
     return "; ".join(problems)

@@ -34,7 +34,10 @@ def decode(body: bytes) -> Json:
     try:
         review = orjson.loads(body)
     except orjson.JSONDecodeError as e:
-        raise BadRequest(f"body is not JSON ({e}): expected an {KIND} ({API_VERSION})") from e
+        raise BadRequest(
+            f"body is not JSON (error at line {e.lineno}, column {e.colno}): expected an {KIND} "
+            f"({API_VERSION})"
+        ) from e
     if not isinstance(review, dict):
         raise BadRequest(f"body is a JSON {type(review).__name__}, expected an {KIND} object")
     api_version, kind = review.get("apiVersion"), review.get("kind")
