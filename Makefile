@@ -28,7 +28,7 @@ demo: $(STAMP)
 	$(PY) -m examples.demo
 
 bench: $(STAMP)
-	$(PY) bench/webhook.py
+	$(PY) -m bench.webhook
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
