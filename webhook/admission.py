@@ -17,7 +17,7 @@ from webhook import review
 from webhook.mutate import Denied, Target, gpu_count, mutate
 from webhook.namespaces import NamespaceSource
 from webhook.patch import diff
-from webhook.podsecurity import enforced_level
+from webhook.podsecurity import Level, enforced_level
 from webhook.profiles import ProfileSet
 from webhook.reload import ProfileStore
 
@@ -36,10 +36,15 @@ class Decision:
 
 class Admitter:
     def __init__(
-        self, profiles: ProfileStore, namespaces: NamespaceSource, own_namespace: str | None
+        self,
+        profiles: ProfileStore,
+        namespaces: NamespaceSource,
+        own_namespace: str | None,
+        default_level: Level = Level.PRIVILEGED,
     ) -> None:
         self._profiles = profiles
         self._namespaces = namespaces
+        self._default_level = default_level
         self._protected = PROTECTED_NAMESPACES | ({own_namespace} if own_namespace else set())
 
     async def review(self, request: Json) -> Decision:
@@ -60,7 +65,8 @@ class Admitter:
             return Decision(review.denied(uid, str(e)), "denied")
         if name is None:
             return Decision(review.allowed(uid), "not-selected")
-        level, warning = enforced_level(await self._namespaces.labels(namespace))
+        labels = await self._namespaces.labels(namespace)
+        level, warning = enforced_level(labels, self._default_level)
         warnings = [warning] if warning else []
         try:
             outcome = mutate(pod, name, profiles.profiles[name], Target(namespace, level))

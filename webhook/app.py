@@ -23,6 +23,7 @@ from webhook import review
 from webhook.admission import Admitter, Decision
 from webhook.metrics import Metrics
 from webhook.namespaces import LiveNamespaces, NamespaceSource, StaticNamespaces
+from webhook.podsecurity import Level
 from webhook.reload import ProfileStore
 
 log = logging.getLogger("kube_rdma.webhook")
@@ -39,6 +40,8 @@ class Settings:
     own_namespace: str | None = None
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     reload_interval: float = 2.0
+    default_pod_security: Level = Level.PRIVILEGED
+    """The level of namespaces without an enforce label (the cluster's PSA default)."""
 
 
 METRICS = web.AppKey("metrics", Metrics)
@@ -104,7 +107,9 @@ def _namespaces_ctx(settings: Settings) -> Any:
 
 def _install(app: web.Application, source: NamespaceSource, settings: Settings) -> None:
     app[NAMESPACES] = source
-    app[ADMITTER] = Admitter(app[PROFILES], source, settings.own_namespace)
+    app[ADMITTER] = Admitter(
+        app[PROFILES], source, settings.own_namespace, settings.default_pod_security
+    )
 
 
 def _reload_ctx(settings: Settings) -> Any:

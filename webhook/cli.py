@@ -53,6 +53,12 @@ def _register_webhook(subcommands: argparse._SubParsersAction[argparse.ArgumentP
         help="the webhook's namespace, never mutated (default: $POD_NAMESPACE)",
     )
     webhook.add_argument("--max-body-bytes", type=int, default=6 << 20)
+    webhook.add_argument(
+        "--default-pod-security",
+        choices=["privileged", "baseline", "restricted"],
+        default="privileged",
+        help="Pod Security level of namespaces without an enforce label (the cluster default)",
+    )
     webhook.set_defaults(run=run_webhook)
 
 
@@ -61,6 +67,7 @@ def run_webhook(args: argparse.Namespace) -> int:
 
     from certs.serving import TLSConfigError, server_context
     from webhook.app import Settings, create_app
+    from webhook.podsecurity import Level
     from webhook.profiles import ProfileError
 
     settings = Settings(
@@ -70,6 +77,7 @@ def run_webhook(args: argparse.Namespace) -> int:
         in_cluster=args.in_cluster,
         own_namespace=args.own_namespace,
         max_body_bytes=args.max_body_bytes,
+        default_pod_security=Level(args.default_pod_security),
     )
     try:
         ssl_context = server_context(args.tls_cert_file, args.tls_key_file)

@@ -29,15 +29,18 @@ class Item(StrEnum):
     HOST_NETWORK = "hostNetwork"
 
 
-def enforced_level(labels: Mapping[str, str]) -> tuple[Level, str | None]:
+def enforced_level(
+    labels: Mapping[str, str], default: Level = Level.PRIVILEGED
+) -> tuple[Level, str | None]:
     """The namespace's enforced level, and a warning when the label holds no valid level.
 
-    An unset label means the cluster default, which is privileged unless the admin configured
-    otherwise. An invalid value is enforced as restricted, the most restrictive level.
+    An unset label means the cluster default (the admission configuration's `defaults.enforce`,
+    privileged unless the admin changed it). An invalid value is enforced as restricted, as Pod
+    Security Admission does (pod-security-admission api.PolicyToEvaluate).
     """
     value = labels.get(ENFORCE_LABEL)
     if value is None:
-        return Level.PRIVILEGED, None
+        return default, None
     try:
         return Level(value), None
     except ValueError:

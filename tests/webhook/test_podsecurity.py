@@ -38,3 +38,7 @@ def test_enforced_level(labels: dict[str, str], level: Level, warning: str | Non
 )
 def test_forbidden(level: Level, wanted: set[Item], expected: list[Item]) -> None:
     assert forbidden(level, wanted) == expected
+
+
+def test_unlabelled_namespace_takes_the_cluster_default() -> None:
+    assert enforced_level({}, Level.BASELINE) == (Level.BASELINE, None)
