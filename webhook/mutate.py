@@ -82,7 +82,7 @@ def mutate(pod: Json, name: str, profile: Profile, target: Target) -> Outcome:
 
 
 def applied_record(name: str, profile: Profile) -> str:
-    record = {"profile": name, "hash": profile.digest(), "network": profile.network.mode.value}
+    record = {"profile": name, "hash": profile.digest, "network": profile.network.mode.value}
     return orjson.dumps(record).decode()
 
 

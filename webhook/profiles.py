@@ -13,6 +13,7 @@ import hashlib
 import ipaddress
 import re
 from enum import StrEnum
+from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 
@@ -255,6 +256,7 @@ class Profile(_Model):
             raise ValueError("gpuResources must name at least one GPU resource")
         return self
 
+    @cached_property
     def digest(self) -> str:
         """A short stable hash of the profile's full effective content."""
         body = orjson.dumps(

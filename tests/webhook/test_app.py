@@ -59,7 +59,7 @@ def shm_volume(size: str) -> Json:
 def applied(profile: str) -> str:
     record = {
         "profile": profile,
-        "hash": PROFILES.profiles[profile].digest(),
+        "hash": PROFILES.profiles[profile].digest,
         "network": PROFILES.profiles[profile].network.mode.value,
     }
     return orjson.dumps(record).decode()
