@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -21,7 +22,11 @@ log = logging.getLogger(__name__)
 
 Json = dict[str, Any]
 WATCH_TIMEOUT_SECONDS = 300
+INITIAL_BACKOFF_SECONDS = 0.5
 MAX_BACKOFF_SECONDS = 30.0
+# A watch the server closes sooner than this without a single event is treated as a failure, so
+# a server or proxy that keeps closing watches is not hammered (client-go's "very short watch").
+MIN_WATCH_SECONDS = 1.0
 
 
 class ListFunction(Protocol):
@@ -43,34 +48,46 @@ class Reflector:
         on_replace: Callable[[list[Json]], None],
         on_event: Callable[[str, Json], None],
         what: str,
+        *,
+        initial_backoff: float = INITIAL_BACKOFF_SECONDS,
+        max_backoff: float = MAX_BACKOFF_SECONDS,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self._list_fn = list_fn
         self._on_replace = on_replace
         self._on_event = on_event
         self._what = what
+        self._initial_backoff = initial_backoff
+        self._max_backoff = max_backoff
+        self._sleep = sleep
+        self._backoff = initial_backoff
         self.synced = asyncio.Event()
         self.relists = 0
 
     async def run(self) -> None:
         """List and watch until cancelled, backing off on errors."""
-        backoff = 0.5
         while True:
             try:
                 version = await self._list()
-                backoff = 0.5
                 while True:
-                    version = await self._watch(version)
+                    started = time.monotonic()
+                    version, events = await self._watch(version)
+                    if events or time.monotonic() - started >= MIN_WATCH_SECONDS:
+                        self._backoff = self._initial_backoff
+                        continue
+                    await self._back_off(f"watch closed after {time.monotonic() - started:.2f}s")
             except asyncio.CancelledError:
                 raise
             except Gone:
                 log.info("watch of %s expired (410 Gone); re-listing", self._what)
                 self.relists += 1
             except Exception as e:
-                log.warning(
-                    "list/watch of %s failed: %s; retrying in %.1fs", self._what, e, backoff
-                )
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
+                await self._back_off(f"list/watch failed: {e}")
+
+    async def _back_off(self, reason: str) -> None:
+        log.warning("%s of %s; retrying in %.1fs", reason, self._what, self._backoff)
+        await self._sleep(self._backoff)
+        self._backoff = min(self._backoff * 2, self._max_backoff)
 
     async def _list(self) -> str:
         response = await self._list_fn(_preload_content=False)
@@ -83,8 +100,9 @@ class Reflector:
         self.synced.set()
         return str(body["metadata"]["resourceVersion"])
 
-    async def _watch(self, version: str) -> str:
-        """Follow the watch until the server ends it; the last resourceVersion seen."""
+    async def _watch(self, version: str) -> tuple[str, int]:
+        """Follow the watch until the server ends it: the last resourceVersion seen, and how
+        many events (bookmarks included) arrived."""
         response = await self._list_fn(
             watch=True,
             resource_version=version,
@@ -93,14 +111,16 @@ class Reflector:
             _preload_content=False,
             _request_timeout=WATCH_TIMEOUT_SECONDS + 30,
         )
+        events = 0
         try:
             await _check(response)
             while line := await response.content.readline():
                 version = self._handle(orjson.loads(line), version)
+                events += 1
         finally:
             with contextlib.suppress(Exception):
                 response.release()
-        return version
+        return version, events
 
     def _handle(self, event: Json, version: str) -> str:
         kind, obj = event.get("type"), event.get("object") or {}

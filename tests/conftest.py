@@ -1,5 +1,5 @@
-"""Shared fixtures: real certificates from `kube-rdma certs generate`, and the real webhook app
-served over HTTPS on a loopback port."""
+"""Shared fixtures: real certificates from `kube-rdma certs generate`, the real webhook app
+served over HTTPS on a loopback port, and the HTTP-level fake apiserver (`fake_api`, `core_v1`)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ import pytest
 from aiohttp import web
 
 from certs.serving import server_context
+from tests.fakeapi import core_v1 as core_v1
+from tests.fakeapi import fake_api as fake_api
 from webhook.app import Settings, create_app
 from webhook.cli import main
 from webhook.namespaces import NamespaceSource

@@ -45,7 +45,7 @@ class StaticNamespaces:
             if isinstance(doc, list):
                 objects.extend(doc)
             elif isinstance(doc, dict) and "items" in doc:
-                objects.extend(doc["items"])
+                objects.extend(doc["items"] or [])
             elif doc is not None:
                 objects.append(doc)
         labels = {}
