@@ -316,8 +316,14 @@ def _from_annotation(name: str, annotation: str) -> Json:
 
 def _add_env(container: Json, wanted: Iterable[Json], warnings: list[str]) -> None:
     env = container.get("env") or []
-    present = {e.get("name") for e in env}
+    present = {e.get("name"): e for e in env}
     added = [e for e in wanted if e["name"] not in present]
+    kept = [e["name"] for e in wanted if e["name"] in present and present[e["name"]] != e]
+    if kept:
+        warnings.append(
+            f"kube-rdma: container {container.get('name')} keeps its own {', '.join(kept)} "
+            "instead of the profile's"
+        )
     if not added:
         return
     container["env"] = [*env, *added]

@@ -232,7 +232,9 @@ CASES = [
         _preset,
         [
             "kube-rdma: container trainer mounts its own /dev/shm volume dshm without a sizeLimit; "
-            "kept as it is"
+            "kept as it is",
+            "kube-rdma: container trainer keeps its own NCCL_SOCKET_IFNAME instead of the "
+            "profile's",
         ],
     ),
     Case(
