@@ -1,0 +1,87 @@
+"""The node topology document: what the agent publishes and the extender reads.
+
+A public contract (docs/topology.md), versioned by `version`. The agent writes it, compact JSON,
+into the Node annotation `kube-rdma.io/topology`; the extender parses it with these models and
+treats a document it cannot read as a node without RDMA. Fields a discovery source cannot know
+(PCI addresses from an `nvidia-smi topo -m` text, ports without sysfs) are null, never invented.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+VERSION = 1
+
+
+class Level(StrEnum):
+    """GPU-NIC PCIe relation as `nvidia-smi topo -m` names it, best first."""
+
+    PIX = "PIX"  # at most one PCIe switch between them
+    PXB = "PXB"  # several PCIe switches, no host bridge
+    PHB = "PHB"  # through the PCIe host bridge (the CPU)
+    NODE = "NODE"  # between host bridges of one NUMA node
+    SYS = "SYS"  # across NUMA nodes (the SMP interconnect)
+
+    @property
+    def rank(self) -> int:
+        """0 for PIX (best) to 4 for SYS (worst)."""
+        return list(Level).index(self)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class Gpu(_Model):
+    index: int = Field(ge=0)
+    """The GPU's index as nvidia-smi orders them (by PCI bus id)."""
+    pci: str | None = None
+    numa: int | None = None
+
+
+class Gid(_Model):
+    index: int = Field(ge=0)
+    gid: str | None = None
+    type: Literal["IB", "RoCE v1", "RoCE v2"]
+    ip: str | None = None
+    """The IPv4 or IPv6 address the GID encodes (RoCE only)."""
+    netdev: str | None = None
+
+
+class Port(_Model):
+    port: int = Field(ge=1)
+    state: str
+    """ACTIVE, DOWN, INIT, ARMED (the kernel's port state name)."""
+    phys_state: str | None = Field(default=None, alias="physState")
+    link_layer: Literal["InfiniBand", "Ethernet"] = Field(alias="linkLayer")
+    rate_gbps: float | None = Field(default=None, alias="rateGbps")
+    netdev: str | None = None
+    healthy: bool
+    gids: tuple[Gid, ...] = ()
+    counters: dict[str, int] = {}
+    """Error counters (symbol_error, link_downed, ...), as last read."""
+
+
+class Nic(_Model):
+    name: str
+    pci: str | None = None
+    numa: int | None = None
+    ports: tuple[Port, ...] = ()
+
+
+class Pair(_Model):
+    gpu: int
+    nic: str
+    level: Level
+
+
+class Topology(_Model):
+    version: Literal[1] = VERSION
+    gpus: tuple[Gpu, ...] = ()
+    nics: tuple[Nic, ...] = ()
+    pairs: tuple[Pair, ...] = ()
+    """Every GPU-NIC pair."""
+    source: Literal["sysfs", "nvidia-smi"] | None = None
