@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-VERSION = 1
+VERSION: Literal[1] = 1
 
 
 class Level(StrEnum):
