@@ -25,4 +25,8 @@ APPLIED = PREFIX + "applied"
 GID_INDEX = PREFIX + "gid-index"
 HCA = PREFIX + "hca"
 
-ALL = (INJECT, PROFILE, CONTAINERS, INJECTION, APPLIED, GID_INDEX, HCA)
+# Node annotation and label the agent publishes (extender/topology.py is the document's schema).
+TOPOLOGY = PREFIX + "topology"
+RDMA_READY = PREFIX + "rdma-ready"
+
+ALL = (INJECT, PROFILE, CONTAINERS, INJECTION, APPLIED, GID_INDEX, HCA, TOPOLOGY, RDMA_READY)

@@ -85,3 +85,56 @@ class Topology(_Model):
     pairs: tuple[Pair, ...] = ()
     """Every GPU-NIC pair."""
     source: Literal["sysfs", "nvidia-smi"] | None = None
+
+
+# All annotations of an object share 256 KiB; the document keeps well below half of that.
+MAX_DOCUMENT_BYTES = 96 * 1024
+
+
+class DocumentTooLarge(ValueError):
+    """The topology does not fit the annotation budget even without GID tables."""
+
+
+def encode(topology: Topology, limit: int = MAX_DOCUMENT_BYTES) -> str:
+    """Compact JSON for the annotation. Over `limit`, GID tables are trimmed to RoCE v2 and
+    IB entries, then dropped, before giving up."""
+    for trim in (_keep_all, _keep_v2, _drop_gids):
+        text = trim(topology).model_dump_json(by_alias=True, exclude_none=True)
+        if len(text.encode()) <= limit:
+            return text
+    raise DocumentTooLarge(
+        f"the topology document is {len(text.encode())} bytes without GID tables, over the "
+        f"{limit}-byte budget"
+    )
+
+
+def decode(text: str) -> Topology:
+    """Parse an annotation value; raises pydantic.ValidationError or ValueError when invalid."""
+    return Topology.model_validate_json(text)
+
+
+def _with_gids(topology: Topology, keep: set[str]) -> Topology:
+    nics = tuple(
+        nic.model_copy(
+            update={
+                "ports": tuple(
+                    p.model_copy(update={"gids": tuple(g for g in p.gids if g.type in keep)})
+                    for p in nic.ports
+                )
+            }
+        )
+        for nic in topology.nics
+    )
+    return topology.model_copy(update={"nics": nics})
+
+
+def _keep_all(topology: Topology) -> Topology:
+    return topology
+
+
+def _keep_v2(topology: Topology) -> Topology:
+    return _with_gids(topology, {"RoCE v2", "IB"})
+
+
+def _drop_gids(topology: Topology) -> Topology:
+    return _with_gids(topology, set())
