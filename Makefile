@@ -29,6 +29,7 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m bench.webhook
+	$(PY) -m bench.agent
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -50,12 +50,19 @@ class PciFunction:
     numa: int | None
 
 
-def _read(path: Path) -> str | None:
+def _read(path: Path | str) -> str | None:
+    """A sysfs attribute, stripped; None when it cannot be read (absent, or EINVAL for an
+    unused entry). Unbuffered os-level reads: a scan reads thousands of tiny files."""
     try:
-        with open(path, "rb") as f:
-            return f.read().decode().strip()
+        fd = os.open(path, os.O_RDONLY)
     except OSError:
         return None
+    try:
+        return os.read(fd, 4096).decode(errors="replace").strip()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _numa(path: Path) -> int | None:
@@ -121,18 +128,18 @@ def _gid_ip(gid: str) -> str | None:
 
 
 def _gids(port_dir: Path, link_layer: str) -> list[Gid]:
-    gids_dir = port_dir / "gids"
-    if not gids_dir.is_dir():
+    gids_dir = f"{port_dir}/gids"
+    if not os.path.isdir(gids_dir):
         return []
     result = []
     for entry in sorted(os.listdir(gids_dir), key=int):
-        raw = _read(gids_dir / entry)
+        raw = _read(f"{gids_dir}/{entry}")
         if not raw or raw == _EMPTY_GID:
             continue
-        kind = _read(port_dir / "gid_attrs" / "types" / entry)
+        kind = _read(f"{port_dir}/gid_attrs/types/{entry}")
         if kind is None:
             continue  # EINVAL: the entry is not in use
-        netdev = _read(port_dir / "gid_attrs" / "ndevs" / entry) or None
+        netdev = _read(f"{port_dir}/gid_attrs/ndevs/{entry}") or None
         if link_layer == "InfiniBand":
             result.append(Gid(index=int(entry), gid=_short(raw), type="IB", netdev=netdev))
             continue

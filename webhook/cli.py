@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from certs import cli as certs_cli
+from extender import cli as extender_cli
 from extender import logfmt
 
 log = logging.getLogger("kube_rdma")
@@ -27,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     subcommands = parser.add_subparsers(dest="command", required=True)
     _register_webhook(subcommands)
     certs_cli.register(subcommands)
+    extender_cli.register(subcommands)
     return parser
 
 

@@ -12,7 +12,7 @@ def node(state: str = "ACTIVE", symbol_errors: int = 0, link_downed: int = 0) ->
     port = Port(
         port=1,
         state=state,
-        linkLayer="Ethernet",
+        link_layer="Ethernet",
         healthy=state == "ACTIVE",
         counters={"symbol_error": symbol_errors, "link_downed": link_downed},
     )

@@ -1,0 +1,67 @@
+"""`kube-rdma agent inspect` and the argument checks of `kube-rdma agent run`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from extender.sysfs import scan
+from extender.topology import encode
+from tests.extender import sysfs_tree
+from webhook.cli import main
+
+
+def test_inspect_prints_the_document(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    sysfs_tree.hgx_8gpu_8nic(tmp_path)
+    assert main(["agent", "inspect", "--sysfs-root", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out == encode(scan(tmp_path)) + "\n"
+    assert json.loads(out)["version"] == 1
+
+
+def test_inspect_unreadable_input_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sysfs_tree.dual_port_ib_node(tmp_path)
+    (tmp_path / "class/infiniband/mlx4_0/ports/1/link_layer").write_text("Omni-Path\n")
+    assert main(["agent", "inspect", "--sysfs-root", str(tmp_path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"kube-rdma agent inspect: {tmp_path}/class/infiniband/mlx4_0/ports/1/link_layer: "
+        "expected InfiniBand or Ethernet, got 'Omni-Path'\n"
+    )
+
+
+def test_inspect_missing_topo_file_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "topo.txt"
+    assert (
+        main(["agent", "inspect", "--sysfs-root", str(tmp_path), "--topo-file", str(missing)]) == 2
+    )
+    assert capsys.readouterr().err == (
+        f"kube-rdma agent inspect: {missing}: cannot read: No such file or directory\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "no node name: pass --node-name or set NODE_NAME"),
+        (["--node-name", "n", "--interval", "0"], "--interval must be positive"),
+    ],
+)
+def test_run_checks_its_arguments(
+    args: list[str],
+    message: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.delenv("NODE_NAME", raising=False)
+    assert main(["agent", "run", *args]) == 2
+    line = json.loads(capsys.readouterr().err.splitlines()[-1])
+    assert line["level"] == "error"
+    assert line["msg"].startswith(message)
