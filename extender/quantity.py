@@ -22,6 +22,8 @@ _DECIMAL = {
     "P": Decimal("1e15"),
     "E": Decimal("1e18"),
 }
+_MAX_DIGITS = 40
+_MAX_EXPONENT = 30
 _QUANTITY = re.compile(r"^([+-]?[0-9.]+)([eE][+-]?[0-9]+|Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?$")
 
 
@@ -41,6 +43,10 @@ def parse_quantity(value: str | int | float) -> Decimal:
             f"{value!r} is not a Kubernetes quantity (expected e.g. 16Gi, 512Mi, 1G or 8)"
         )
     number, suffix = match.group(1), match.group(2) or ""
+    exponent = int(suffix[1:]) if suffix[:1] in ("e", "E") else 0
+    # Bounded before any arithmetic: converting 1e999999 to an int takes the CPU for seconds.
+    if len(number) > _MAX_DIGITS or abs(exponent) > _MAX_EXPONENT:
+        raise QuantityError(f"{value!r} is out of range for a Kubernetes quantity")
     try:
         base = Decimal(number)
     except InvalidOperation as e:
@@ -49,7 +55,7 @@ def parse_quantity(value: str | int | float) -> Decimal:
         return base * _BINARY[suffix]
     if suffix in _DECIMAL:
         return base * _DECIMAL[suffix]
-    return base * Decimal(10) ** int(suffix[1:])
+    return base * Decimal(10) ** exponent
 
 
 def parse_bytes(value: str | int | float) -> int:

@@ -12,12 +12,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from extender import keys
+from extender.quantity import QuantityError
 from extender.workloads import training_key
 from webhook import review
-from webhook.mutate import Denied, Target, gpu_count, mutate
+from webhook.mutate import Denied, Target, mutate
 from webhook.namespaces import NamespaceSource
 from webhook.patch import diff
 from webhook.podsecurity import Level, enforced_level
+from webhook.podspec import gpu_count
 from webhook.profiles import ProfileSet
 from webhook.reload import ProfileStore
 
@@ -55,7 +57,9 @@ class Admitter:
         if not isinstance(pod, dict):
             raise review.BadRequest("a Pod CREATE review needs the pod in request.object")
         metadata = pod.get("metadata") or {}
-        namespace = request.get("namespace") or metadata.get("namespace") or "default"
+        namespace = request.get("namespace") or metadata.get("namespace")
+        if not isinstance(namespace, str) or not namespace:
+            raise review.BadRequest("a Pod CREATE review needs request.namespace")
         if namespace in self._protected:
             return Decision(review.allowed(uid), "ignored")
         profiles = self._profiles.current
@@ -112,7 +116,11 @@ class Admitter:
         if not training_key(metadata.get("labels") or {}, metadata.get("annotations") or {}):
             return False
         containers = (pod.get("spec") or {}).get("containers") or []
-        return any(gpu_count(c, profiles.default) > 0 for c in containers)
+        gpus = profiles.default.gpu_resources
+        try:
+            return any(gpu_count(c, gpus) > 0 for c in containers)
+        except QuantityError as e:
+            raise Denied(f"{e}; fix the pod's resources") from e
 
 
 def _is_pod_create(request: Json) -> bool:

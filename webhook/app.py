@@ -127,25 +127,14 @@ async def handle_mutate(request: web.Request) -> web.Response:
     started = time.perf_counter()
     metrics = request.app[METRICS]
     try:
-        body = await request.read()
-        admission = review.decode(body)
+        admission = review.decode(await request.read())
+        decision = await _decide(request.app[ADMITTER], admission)
     except web.HTTPRequestEntityTooLarge:
-        return _bad_request(
-            metrics,
-            413,
-            f"body larger than the {request.app[SETTINGS].max_body_bytes}-byte limit "
-            "(--max-body-bytes)",
-        )
+        limit = request.app[SETTINGS].max_body_bytes
+        message = f"body larger than the {limit}-byte limit (--max-body-bytes)"
+        return _bad_request(metrics, 413, message)
     except review.BadRequest as e:
         return _bad_request(metrics, e.status, str(e))
-    try:
-        decision = await request.app[ADMITTER].review(admission)
-    except review.BadRequest as e:
-        return _bad_request(metrics, e.status, str(e))
-    except Exception as e:
-        log.exception("review %s failed", admission["uid"], extra={"uid": admission["uid"]})
-        message = f"kube-rdma webhook internal error ({type(e).__name__}); see the webhook's logs"
-        decision = Decision(review.errored(admission["uid"], message), "error")
     elapsed = time.perf_counter() - started
     metrics.reviews.labels(decision.outcome, decision.profile).inc()
     metrics.latency.labels(decision.outcome, decision.profile).observe(elapsed)
@@ -153,22 +142,41 @@ async def handle_mutate(request: web.Request) -> web.Response:
     return web.Response(body=orjson.dumps(decision.response), content_type="application/json")
 
 
+async def _decide(admitter: Admitter, admission: dict[str, Any]) -> Decision:
+    """The admitter's decision; anything unexpected becomes a denial carrying the same uid."""
+    try:
+        return await admitter.review(admission)
+    except review.BadRequest:
+        raise
+    except Exception as e:
+        log.exception("review %s failed", admission["uid"], extra={"uid": admission["uid"]})
+        message = f"kube-rdma webhook internal error ({type(e).__name__}); see the webhook's logs"
+        return Decision(review.errored(admission["uid"], message), "error")
+
+
 def _log_review(admission: dict[str, Any], decision: Decision, elapsed: float) -> None:
-    meta = (admission.get("object") or {}).get("metadata") or {}
-    name = admission.get("name") or meta.get("name") or (meta.get("generateName") or "") + "*"
     response = decision.response["response"]
-    log.info(
-        "review",
-        extra={
-            "uid": admission["uid"],
-            "pod": f"{admission.get('namespace') or meta.get('namespace')}/{name}",
-            "outcome": decision.outcome,
-            "profile": decision.profile,
-            "ms": round(elapsed * 1000, 3),
-            "warnings": len(response.get("warnings") or ()),
-            **({"reason": response["status"]["message"]} if "status" in response else {}),
-        },
-    )
+    fields: dict[str, Any] = {
+        "uid": admission["uid"],
+        "pod": _pod_name(admission),
+        "outcome": decision.outcome,
+        "profile": decision.profile,
+        "ms": round(elapsed * 1000, 3),
+        "warnings": len(response.get("warnings") or ()),
+    }
+    if "status" in response:
+        fields["reason"] = response["status"]["message"]
+    log.info("review", extra=fields)
+
+
+def _pod_name(admission: dict[str, Any]) -> str:
+    """namespace/name, or namespace/generateName* for pods a controller creates; read
+    defensively, since the log line is written for malformed reviews too."""
+    obj = admission.get("object")
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    meta = meta if isinstance(meta, dict) else {}
+    name = admission.get("name") or meta.get("name") or f"{meta.get('generateName') or ''}*"
+    return f"{admission.get('namespace') or meta.get('namespace')}/{name}"
 
 
 def _bad_request(metrics: Metrics, status: int, message: str) -> web.Response:

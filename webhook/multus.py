@@ -36,12 +36,17 @@ def parse_ref(text: str, default_namespace: str) -> Ref:
 
 
 def _parse(value: str, namespace: str) -> tuple[list[Ref], bool]:
-    """The networks the annotation names, and whether it is in JSON form."""
-    if value.lstrip().startswith("["):
+    """The networks the annotation names, and whether it is in JSON form. Like Multus, any
+    of `[`, `{` or `"` in the value means JSON, which must be a list."""
+    if any(c in value for c in '[{"'):
         try:
             items = json.loads(value)
         except json.JSONDecodeError as e:
             raise NetworksError(f"{NETWORKS_ANNOTATION} is not valid JSON: {e}") from e
+        except RecursionError as e:
+            raise NetworksError(f"{NETWORKS_ANNOTATION} is nested too deeply") from e
+        if not isinstance(items, list):
+            raise NetworksError(f"{NETWORKS_ANNOTATION} must be a JSON list of networks")
         refs = []
         for item in items:
             if not isinstance(item, dict) or not isinstance(item.get("name"), str):

@@ -3,33 +3,43 @@
 `mutate` works on a copy and does no I/O; the JSON patch is computed afterwards from the
 request object and the result. Every step is idempotent: it adds only what is missing (volumes
 by name, mounts by mountPath, env vars and capabilities by name, networks by namespace/name),
-so the webhook applied to its own output, or re-invoked after other webhooks, changes nothing.
-A value the user set is never overridden; every item left out or defaulted is explained in a
-warning.
+and writes each value in the form the apiserver stores after defaulting, so the webhook applied
+to its own stored output, or re-invoked after other webhooks, changes nothing. A value the user
+set is never overridden; every item left out or defaulted is explained in a warning.
 """
 
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
 from extender import keys
-from extender.quantity import QuantityError, format_bytes, parse_bytes, parse_quantity
+from extender.quantity import QuantityError, parse_bytes
 from webhook import multus
+from webhook.env import add_env, nccl_env
 from webhook.podsecurity import Item, Level, forbidden
-from webhook.profiles import ConflictAction, DeviceMode, GidStrategy, Profile
+from webhook.podspec import (
+    add_mount,
+    containers,
+    gpu_count,
+    mapping,
+    mount_at,
+    requested,
+    sequence,
+    volume,
+)
+from webhook.profiles import ConflictAction, DeviceMode, Profile
+from webhook.shm import SHM_VOLUME, mount_shm, shm_size, shm_source
 
 Json = dict[str, Any]
 
 INFINIBAND_VOLUME = "kube-rdma-infiniband"
 INFINIBAND_PATH = "/dev/infiniband"
-SHM_VOLUME = "kube-rdma-shm"
-SHM_PATH = "/dev/shm"
-_MIB = 1 << 20
+# `type: ""` is what the apiserver's defaulting stores for an unset hostPath type.
+INFINIBAND_SOURCE: Json = {"hostPath": {"path": INFINIBAND_PATH, "type": ""}}
 
 
 class Denied(Exception):
@@ -37,7 +47,9 @@ class Denied(Exception):
 
 
 @dataclass
-class Outcome:
+class Mutation:
+    """The mutated copy of the pod and the warnings that explain it."""
+
     pod: Json
     warnings: list[str] = field(default_factory=list)
 
@@ -50,48 +62,57 @@ class Target:
     level: Level = Level.PRIVILEGED
 
 
-def mutate(pod: Json, name: str, profile: Profile, target: Target) -> Outcome:
+def mutate(pod: Json, name: str, profile: Profile, target: Target) -> Mutation:
     """Apply profile `name` to a copy of `pod`; raises Denied when that cannot be done."""
-    out = Outcome(orjson.loads(orjson.dumps(pod)))
-    spec = out.pod.setdefault("spec", {})
-    containers = select_containers(spec, out.pod.get("metadata", {}), profile)
-    if not containers:
+    out = Mutation(orjson.loads(orjson.dumps(pod)))
+    try:
+        _apply(out, name, profile, target)
+    except QuantityError as e:
+        raise Denied(f"{e}; fix the pod's resources") from e
+    return out
+
+
+def _apply(out: Mutation, name: str, profile: Profile, target: Target) -> None:
+    spec, metadata = mapping(out.pod, "spec"), mapping(out.pod, "metadata")
+    selected = select_containers(spec, metadata, profile)
+    if not selected:
         out.warnings.append(
             f"kube-rdma: no container requests {'/'.join(profile.gpu_resources)}, so nothing was "
             f"added; name the containers in the {keys.CONTAINERS} annotation"
         )
-        return out
+        return
     skipped = _pod_security(name, profile, target, out.warnings)
-    gpus = max(gpu_count(c, profile) for c in containers)
-    shm_size = _shm_size(containers, profile, out.warnings) if profile.shm.enabled else None
-    for container in containers:
+    size = shm_size(selected, profile.shm, out.warnings) if profile.shm.enabled else None
+    for container in selected:
         _add_resources(container, profile, out.warnings)
         if profile.devices is DeviceMode.HOST_PATH and Item.HOST_PATH not in skipped:
-            _add_mount(container, INFINIBAND_VOLUME, INFINIBAND_PATH)
+            _mount_infiniband(container, out.warnings)
         if profile.ipc_lock and Item.IPC_LOCK not in skipped:
             _add_ipc_lock(container, out.warnings)
-        if shm_size is not None:
-            _add_shm_mount(container, spec, out.warnings)
-        _add_env(container, nccl_env(profile), out.warnings)
-    _ensure_volumes(spec, shm_size)
+        if size is not None:
+            mount_shm(container, spec, out.warnings)
+        add_env(container, nccl_env(profile), out.warnings)
+    _ensure_volumes(spec, size)
+    gpus = max(gpu_count(c, profile.gpu_resources) for c in selected)
     _set_network(out.pod, profile, gpus, target.namespace, skipped)
     _set_scheduler(spec, profile, out.warnings)
-    annotations = out.pod.setdefault("metadata", {}).setdefault("annotations", {})
-    annotations[keys.APPLIED] = applied_record(name, profile)
-    return out
+    mapping(metadata, "annotations")[keys.APPLIED] = applied_record(name, profile)
 
 
 def applied_record(name: str, profile: Profile) -> str:
+    """The `kube-rdma.io/applied` value: which profile, which version of it (its hash), and
+    the network mode, which tells the extender the link layer the pod needs."""
     record = {"profile": name, "hash": profile.digest, "network": profile.network.mode.value}
     return orjson.dumps(record).decode()
 
 
 def select_containers(spec: Json, metadata: Json, profile: Profile) -> list[Json]:
-    """The containers to make RDMA-ready: those named by annotation, else the GPU containers."""
+    """The containers to make RDMA-ready: those named by annotation (init containers too),
+    else the regular containers that request a GPU."""
     regular = spec.get("containers") or []
     named = (metadata.get("annotations") or {}).get(keys.CONTAINERS)
     if named is None:
-        return [c for c in regular if gpu_count(c, profile) > 0]
+        return [c for c in regular if gpu_count(c, profile.gpu_resources) > 0]
     wanted = [n.strip() for n in named.split(",") if n.strip()]
     by_name = {c.get("name"): c for c in [*regular, *(spec.get("initContainers") or [])]}
     unknown = [n for n in wanted if n not in by_name]
@@ -103,58 +124,40 @@ def select_containers(spec: Json, metadata: Json, profile: Profile) -> list[Json
     return [by_name[n] for n in dict.fromkeys(wanted)]
 
 
-def _requested(container: Json) -> dict[str, Any]:
-    resources = container.get("resources") or {}
-    return {**(resources.get("requests") or {}), **(resources.get("limits") or {})}
-
-
-def gpu_count(container: Json, profile: Profile) -> int:
-    requested = _requested(container)
-    total = 0
-    for name in profile.gpu_resources:
-        if name in requested:
-            try:
-                total += int(parse_quantity(requested[name]))
-            except QuantityError as e:
-                raise Denied(f"container {container.get('name')}: {name}: {e}") from e
-    return total
-
-
 def _pod_security(name: str, profile: Profile, target: Target, warnings: list[str]) -> set[Item]:
-    """The items to leave out because the namespace's level forbids them (or deny)."""
-    wanted = set()
-    if profile.ipc_lock:
-        wanted.add(Item.IPC_LOCK)
-    if profile.devices is DeviceMode.HOST_PATH:
-        wanted.add(Item.HOST_PATH)
-    if profile.network.host_network:
-        wanted.add(Item.HOST_NETWORK)
+    """The items to leave out because the namespace's level forbids them; raises Denied
+    instead when the profile says to deny."""
+    wanted = {
+        item
+        for item, on in (
+            (Item.IPC_LOCK, profile.ipc_lock),
+            (Item.HOST_PATH, profile.devices is DeviceMode.HOST_PATH),
+            (Item.HOST_NETWORK, profile.network.host_network),
+        )
+        if on
+    }
     conflicts = forbidden(target.level, wanted)
-    if not conflicts:
-        return set()
-    what = ", ".join(conflicts)
-    if profile.pod_security_conflict is ConflictAction.DENY:
+    if conflicts and profile.pod_security_conflict is ConflictAction.DENY:
         raise Denied(
             f'namespace "{target.namespace}" enforces Pod Security level "{target.level}", which '
-            f'forbids what RDMA profile "{name}" adds: {what}. Label the namespace '
-            f"pod-security.kubernetes.io/enforce=privileged, or ask the admin for a profile "
-            f"without them (ipcLock: false, devices: plugin, hostNetwork: false) or with "
+            f'forbids what RDMA profile "{name}" adds: {", ".join(conflicts)}. Label the '
+            f"namespace pod-security.kubernetes.io/enforce=privileged, or ask the admin for a "
+            f"profile without them (ipcLock: false, devices: plugin, hostNetwork: false) or with "
             f"podSecurityConflict: skip"
         )
     for item in conflicts:
         warnings.append(
             f"kube-rdma: left out {item}: Pod Security level {target.level} of namespace "
-            f"{target.namespace} forbids it" + _skip_consequence(item)
+            f"{target.namespace} forbids it; {_SKIP_CONSEQUENCE[item]}"
         )
     return set(conflicts)
 
 
-def _skip_consequence(item: Item) -> str:
-    return {
-        Item.IPC_LOCK: "; RDMA memory registration fails unless memlock is unlimited",
-        Item.HOST_PATH: "; /dev/infiniband must come from the RDMA device plugin",
-        Item.HOST_NETWORK: "; RoCE must reach the pod through a Multus network instead",
-    }[item]
+_SKIP_CONSEQUENCE = {
+    Item.IPC_LOCK: "RDMA memory registration fails unless memlock is unlimited",
+    Item.HOST_PATH: "/dev/infiniband must come from the RDMA device plugin",
+    Item.HOST_NETWORK: "RoCE must reach the pod through a Multus network instead",
+}
 
 
 def _is_rdma(resource: str, profile: Profile) -> bool:
@@ -164,46 +167,62 @@ def _is_rdma(resource: str, profile: Profile) -> bool:
 
 
 def _add_resources(container: Json, profile: Profile, warnings: list[str]) -> None:
-    if any(_is_rdma(r, profile) for r in _requested(container)):
+    """Add the profile's RDMA resources to requests and limits, unless the container already
+    asks for an RDMA resource (any the profile adds or the admin lists as RDMA)."""
+    present = [r for r in requested(container) if _is_rdma(r, profile)]
+    if present:
+        foreign = [r for r in present if r not in profile.resources.names()]
+        if foreign:
+            warnings.append(
+                f"kube-rdma: container {container.get('name')} already requests "
+                f"{', '.join(foreign)}, so no RDMA resource was added"
+            )
         return
-    wanted = dict(profile.resources.fixed or {})
-    rails = profile.resources.per_rail
-    if rails is not None:
-        gpus = gpu_count(container, profile)
-        if gpus > len(rails):
-            warnings.append(
-                f"kube-rdma: container {container.get('name')} requests {gpus} GPUs but the "
-                f"profile has {len(rails)} rails; it gets all {len(rails)}"
-            )
-        if gpus == 0:
-            warnings.append(
-                f"kube-rdma: container {container.get('name')} requests no GPU, so it gets no "
-                "per-rail RDMA resource"
-            )
-        wanted = {name: 1 for name in rails[:gpus]}
+    wanted = _wanted_resources(container, profile, warnings)
     if not wanted:
         return
-    resources = container.setdefault("resources", {})
+    resources = mapping(container, "resources")
     for kind in ("requests", "limits"):
-        bucket = resources.get(kind) or {}
-        resources[kind] = bucket
-        for name, count in wanted.items():
-            bucket[name] = str(count)
+        mapping(resources, kind).update({name: str(count) for name, count in wanted.items()})
 
 
-def _add_mount(container: Json, volume: str, path: str) -> None:
-    mounts = container.setdefault("volumeMounts", [])
-    if not any(m.get("mountPath") == path for m in mounts):
-        mounts.append({"name": volume, "mountPath": path})
+def _wanted_resources(container: Json, profile: Profile, warnings: list[str]) -> dict[str, int]:
+    rails = profile.resources.per_rail
+    if rails is None:
+        return dict(profile.resources.fixed or {})
+    gpus = gpu_count(container, profile.gpu_resources)
+    if gpus > len(rails):
+        warnings.append(
+            f"kube-rdma: container {container.get('name')} requests {gpus} GPUs but the profile "
+            f"has {len(rails)} rails; it gets all {len(rails)}"
+        )
+    if gpus == 0:
+        warnings.append(
+            f"kube-rdma: container {container.get('name')} requests no GPU, so it gets no "
+            "per-rail RDMA resource"
+        )
+    return {name: 1 for name in rails[:gpus]}
+
+
+def _mount_infiniband(container: Json, warnings: list[str]) -> None:
+    if add_mount(container, INFINIBAND_VOLUME, INFINIBAND_PATH):
+        return
+    own = mount_at(container, INFINIBAND_PATH) or {}
+    if own.get("name") != INFINIBAND_VOLUME:
+        warnings.append(
+            f"kube-rdma: container {container.get('name')} mounts its own /dev/infiniband "
+            f"({own.get('name')}); kept as it is"
+        )
 
 
 def _add_ipc_lock(container: Json, warnings: list[str]) -> None:
+    """Add IPC_LOCK (RDMA pins memory) without touching other capabilities. Kubernetes takes
+    names with or without the CAP_ prefix; a privileged container has every capability."""
     security = container.get("securityContext") or {}
     if security.get("privileged"):
         return
     caps = security.get("capabilities") or {}
-    added = caps.get("add") or []
-    if "IPC_LOCK" in added or "CAP_IPC_LOCK" in added:
+    if {"IPC_LOCK", "CAP_IPC_LOCK"} & set(caps.get("add") or []):
         return
     if {"IPC_LOCK", "CAP_IPC_LOCK"} & set(caps.get("drop") or []):
         warnings.append(
@@ -211,127 +230,42 @@ def _add_ipc_lock(container: Json, warnings: list[str]) -> None:
             "RDMA memory registration fails unless memlock is unlimited"
         )
         return
-    container["securityContext"] = security
-    security["capabilities"] = caps
-    caps["add"] = [*added, "IPC_LOCK"]
+    sequence(mapping(mapping(container, "securityContext"), "capabilities"), "add").append(
+        "IPC_LOCK"
+    )
 
 
-def _memory_limit(container: Json) -> int | None:
-    limit = ((container.get("resources") or {}).get("limits") or {}).get("memory")
-    if limit is None:
-        return None
-    try:
-        return parse_bytes(limit)
-    except QuantityError as e:
-        raise Denied(f"container {container.get('name')}: memory limit: {e}") from e
-
-
-def _shm_size(containers: list[Json], profile: Profile, warnings: list[str]) -> int:
-    shm = profile.shm
-    if shm.size is not None:
-        return shm.size
-    limits = [m for m in (_memory_limit(c) for c in containers) if m is not None]
-    if not limits:
-        warnings.append(
-            f"kube-rdma: no memory limit set, so /dev/shm gets the fallback size "
-            f"{format_bytes(shm.fallback)}; set a memory limit to size it from that"
-        )
-        return shm.fallback
-    size = int(max(limits) * shm.memory_fraction)
-    size = max(shm.min, min(shm.max, size))
-    return max(_MIB, size // _MIB * _MIB)
-
-
-def _add_shm_mount(container: Json, spec: Json, warnings: list[str]) -> None:
-    mounts = container.get("volumeMounts") or []
-    own = next((m for m in mounts if m.get("mountPath") == SHM_PATH), None)
-    if own is None:
-        _add_mount(container, SHM_VOLUME, SHM_PATH)
-        return
-    if own.get("name") == SHM_VOLUME:
-        return
-    volumes: list[Json] = spec.get("volumes") or []
-    volume = next((v for v in volumes if v.get("name") == own.get("name")), {})
-    empty_dir = volume.get("emptyDir")
-    if isinstance(empty_dir, dict) and "sizeLimit" not in empty_dir:
-        warnings.append(
-            f"kube-rdma: container {container.get('name')} mounts its own /dev/shm volume "
-            f"{own.get('name')} without a sizeLimit; kept as it is"
-        )
-
-
-def _ensure_volumes(spec: Json, shm_size: int | None) -> None:
-    """Add or refresh kube-rdma's volumes that some container mounts."""
-    mounted = {
-        m.get("name")
-        for c in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]
-        for m in c.get("volumeMounts") or []
-    }
-    ours: dict[str, Json] = {INFINIBAND_VOLUME: {"hostPath": {"path": INFINIBAND_PATH}}}
-    if shm_size is not None:
-        ours[SHM_VOLUME] = {"emptyDir": {"medium": "Memory", "sizeLimit": format_bytes(shm_size)}}
-    volumes = spec.get("volumes") or []
-    for name, source in ours.items():
+def _ensure_volumes(spec: Json, size: int | None) -> None:
+    """Add kube-rdma's volumes that some container mounts; keep our /dev/shm's size current.
+    A volume of the user's that merely has one of our names is a conflict, not ours to edit."""
+    mounted = {m.get("name") for c in containers(spec) for m in c.get("volumeMounts") or []}
+    wanted: dict[str, Json] = {INFINIBAND_VOLUME: INFINIBAND_SOURCE}
+    if size is not None:
+        wanted[SHM_VOLUME] = shm_source(size)
+    for name, source in wanted.items():
         if name not in mounted:
             continue
-        current = next((v for v in volumes if v.get("name") == name), None)
+        current = volume(spec, name)
         if current is None:
-            volumes.append({"name": name, **source})
-        elif {k: v for k, v in current.items() if k != "name"} != source:
-            current.clear()
-            current.update({"name": name, **source})
-    if volumes:
-        spec["volumes"] = volumes
+            sequence(spec, "volumes").append({"name": name, **source})
+        elif name == SHM_VOLUME:
+            _refresh_shm(current, source)
+        elif (current.get("hostPath") or {}).get("path") != INFINIBAND_PATH:
+            raise _reserved(name)
 
 
-def nccl_env(profile: Profile) -> list[Json]:
-    """The env entries the profile wants, in a stable order."""
-    env: list[Json] = [{"name": "NCCL_IB_DISABLE", "value": "0"}]
-    nccl, gid = profile.nccl, profile.gid
-    if nccl.socket_ifname:
-        env.append({"name": "NCCL_SOCKET_IFNAME", "value": nccl.socket_ifname})
-    if nccl.ib_hca:
-        # One leading '=' makes NCCL match every listed name exactly: NCCL strips a single
-        # '^' or '=' from the front of the whole list (net_ib.cc), so '=' per item would
-        # make the later items unmatchable. Without it, mlx5_1 also matches mlx5_10.
-        env.append({"name": "NCCL_IB_HCA", "value": "=" + ",".join(nccl.ib_hca)})
-    if gid.strategy is GidStrategy.AUTO:
-        env.append({"name": "NCCL_IB_ROCE_VERSION_NUM", "value": "2"})
-        env.append({"name": "NCCL_IB_ADDR_FAMILY", "value": gid.addr_family})
-        if gid.addr_range:
-            env.append({"name": "NCCL_IB_ADDR_RANGE", "value": gid.addr_range})
-    elif gid.strategy is GidStrategy.FIXED:
-        env.append({"name": "NCCL_IB_GID_INDEX", "value": str(gid.index)})
-    else:
-        env.append(_from_annotation("NCCL_IB_GID_INDEX", keys.GID_INDEX))
-        env.append(_from_annotation("NCCL_IB_HCA", keys.HCA))
-    env.extend({"name": k, "value": v} for k, v in nccl.extra_env.items())
-    return env
+def _refresh_shm(current: Json, source: Json) -> None:
+    empty_dir = current.get("emptyDir")
+    if not isinstance(empty_dir, dict) or empty_dir.get("medium") != "Memory":
+        raise _reserved(SHM_VOLUME)
+    wanted = source["emptyDir"]["sizeLimit"]
+    size = empty_dir.get("sizeLimit")
+    if size is None or parse_bytes(size) != parse_bytes(wanted):
+        empty_dir["sizeLimit"] = wanted
 
 
-def _from_annotation(name: str, annotation: str) -> Json:
-    path = f"metadata.annotations['{annotation}']"
-    return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
-
-
-def _add_env(container: Json, wanted: Iterable[Json], warnings: list[str]) -> None:
-    env = container.get("env") or []
-    present = {e.get("name"): e for e in env}
-    added = [e for e in wanted if e["name"] not in present]
-    kept = [e["name"] for e in wanted if e["name"] in present and present[e["name"]] != e]
-    if kept:
-        warnings.append(
-            f"kube-rdma: container {container.get('name')} keeps its own {', '.join(kept)} "
-            "instead of the profile's"
-        )
-    if not added:
-        return
-    container["env"] = [*env, *added]
-    if container.get("envFrom"):
-        warnings.append(
-            f"kube-rdma: container {container.get('name')} uses envFrom; the NCCL variables "
-            "kube-rdma adds to env take precedence there, set them in env to choose your own"
-        )
+def _reserved(name: str) -> Denied:
+    return Denied(f"the pod has its own volume named {name}, a name kube-rdma reserves; rename it")
 
 
 def _set_network(
@@ -340,14 +274,14 @@ def _set_network(
     network, spec = profile.network, pod["spec"]
     if network.host_network and Item.HOST_NETWORK not in skipped and not spec.get("hostNetwork"):
         spec["hostNetwork"] = True
+        # Without this a hostNetwork pod resolves names with the node's resolver and cannot
+        # reach cluster Services (its job's headless Service included).
         if spec.get("dnsPolicy", "ClusterFirst") == "ClusterFirst":
             spec["dnsPolicy"] = "ClusterFirstWithHostNet"
     if not network.networks:
         return
-    wanted = list(network.networks)
-    if network.per_gpu:
-        wanted = wanted[: max(gpus, 1)]
-    annotations = pod.setdefault("metadata", {}).setdefault("annotations", {})
+    wanted = list(network.networks[: max(gpus, 1)] if network.per_gpu else network.networks)
+    annotations = mapping(mapping(pod, "metadata"), "annotations")
     try:
         merged = multus.merge(annotations.get(multus.NETWORKS_ANNOTATION), wanted, namespace)
     except multus.NetworksError as e:
@@ -357,8 +291,7 @@ def _set_network(
 
 
 def _set_scheduler(spec: Json, profile: Profile, warnings: list[str]) -> None:
-    wanted = profile.scheduler_name
-    current = spec.get("schedulerName")
+    wanted, current = profile.scheduler_name, spec.get("schedulerName")
     if wanted is None or current == wanted:
         return
     if current in (None, "default-scheduler"):

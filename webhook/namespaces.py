@@ -21,6 +21,8 @@ from extender.reflector import Reflector
 log = logging.getLogger(__name__)
 
 Labels = Mapping[str, str]
+# A review must be answered well inside the webhook's 5-second timeout.
+LOOKUP_TIMEOUT_SECONDS = 2.0
 
 
 class NamespaceSource(Protocol):
@@ -86,7 +88,9 @@ class LiveNamespaces:
         cached = self._labels.get(name)
         if cached is not None:
             return cached
-        response = await self._api.read_namespace(name, _preload_content=False)
+        response = await self._api.read_namespace(
+            name, _preload_content=False, _request_timeout=LOOKUP_TIMEOUT_SECONDS
+        )
         try:
             if response.status == 404:
                 return {}

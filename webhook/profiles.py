@@ -41,6 +41,19 @@ _NETWORK = re.compile(
     r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?/)?[a-z0-9]([-a-z0-9.]*[a-z0-9])?(@[\w.-]+)?$"
 )
 _PROFILE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+_MIB = 1 << 20
+# Variables the webhook writes itself from the profile's fields; extraEnv may not repeat them.
+GENERATED_ENV = frozenset(
+    {
+        "NCCL_IB_DISABLE",
+        "NCCL_SOCKET_IFNAME",
+        "NCCL_IB_HCA",
+        "NCCL_IB_GID_INDEX",
+        "NCCL_IB_ROCE_VERSION_NUM",
+        "NCCL_IB_ADDR_FAMILY",
+        "NCCL_IB_ADDR_RANGE",
+    }
+)
 _RESOURCE = re.compile(r"^[A-Za-z0-9.-]+/[A-Za-z0-9_.*-]+$")
 
 
@@ -139,6 +152,15 @@ class Resources(_Model):
         for name in [*(self.fixed or {}), *(self.per_rail or ()), *self.rdma_resources]:
             if not _RESOURCE.match(name):
                 raise ValueError(f"{name!r} is not an extended resource name (domain/name)")
+        for name in [*(self.fixed or {}), *(self.per_rail or ())]:
+            if "*" in name:
+                raise ValueError(
+                    f"{name!r}: patterns belong in rdmaResources, not fixed or perRail"
+                )
+        if self.per_rail is not None and not self.per_rail:
+            raise ValueError("perRail must list at least one resource")
+        if self.per_rail and len(set(self.per_rail)) != len(self.per_rail):
+            raise ValueError("perRail lists the same resource twice")
         for name, count in (self.fixed or {}).items():
             if count < 1:
                 raise ValueError(f"fixed[{name}] must be at least 1, not {count}")
@@ -163,6 +185,10 @@ class Shm(_Model):
     def _bounds(self) -> Self:
         if self.min > self.max:
             raise ValueError("shm.min is larger than shm.max")
+        for name in ("size", "min", "max", "fallback"):
+            value = getattr(self, name)
+            if value is not None and value < _MIB:
+                raise ValueError(f"shm.{name} must be at least 1Mi (a zero sizeLimit means none)")
         return self
 
 
@@ -190,6 +216,11 @@ class Nccl(_Model):
         for name in value:
             if not _ENV_NAME.match(name):
                 raise ValueError(f"{name!r} is not a valid environment variable name")
+            if name in GENERATED_ENV:
+                raise ValueError(
+                    f"{name} is set from the profile's own fields (nccl, gid); set it there, "
+                    "not in extraEnv"
+                )
         return value
 
 
@@ -299,6 +330,8 @@ def parse_profiles(text: str, source: str) -> ProfileSet:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
         raise ProfileError(f"{source}: not valid YAML: {e}") from e
+    except RecursionError as e:
+        raise ProfileError(f"{source}: not valid YAML: nested too deeply") from e
     if not isinstance(data, dict):
         raise ProfileError(
             f"{source}: expected a mapping with `profiles:`, got {type(data).__name__}"
@@ -309,12 +342,17 @@ def parse_profiles(text: str, source: str) -> ProfileSet:
         raise ProfileError(f"{source}: {_describe(e)}") from e
 
 
-def load_profiles(path: Path) -> ProfileSet:
+def read_profiles_file(path: Path) -> str:
     try:
-        text = path.read_text()
+        return path.read_text(encoding="utf-8")
     except OSError as e:
         raise ProfileError(f"{path}: cannot read: {e.strerror}") from e
-    return parse_profiles(text, str(path))
+    except UnicodeDecodeError as e:
+        raise ProfileError(f"{path}: not UTF-8 text (byte {e.start})") from e
+
+
+def load_profiles(path: Path) -> ProfileSet:
+    return parse_profiles(read_profiles_file(path), str(path))
 
 
 def _describe(error: ValidationError) -> str:

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from webhook.profiles import BUILTIN, ProfileError, ProfileSet, parse_profiles
+from webhook.profiles import BUILTIN, ProfileError, ProfileSet, parse_profiles, read_profiles_file
 
 log = logging.getLogger(__name__)
 
@@ -36,10 +36,7 @@ class ProfileStore:
 
     def _read(self) -> str:
         assert self.path is not None
-        try:
-            return self.path.read_text()
-        except OSError as e:
-            raise ProfileError(f"{self.path}: cannot read: {e.strerror}") from e
+        return read_profiles_file(self.path)
 
     def check(self) -> bool:
         """Reload when the file changed; True when new profiles were taken."""
@@ -63,9 +60,13 @@ class ProfileStore:
         return True
 
     async def watch(self, interval: float) -> None:
+        """Check every `interval` seconds; nothing a file holds may end the loop."""
         while True:
             await asyncio.sleep(interval)
-            self.check()
+            try:
+                self.check()
+            except Exception:
+                log.exception("profile reload failed unexpectedly; keeping the last good profiles")
 
 
 def _digest(text: str) -> str:

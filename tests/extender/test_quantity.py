@@ -42,3 +42,9 @@ def test_bytes_round_up_and_format() -> None:
     ]
     with pytest.raises(QuantityError, match="is negative"):
         parse_bytes("-1Gi")
+
+
+@pytest.mark.parametrize("text", ["1e999999", "1e999999999", "1E31", "1" * 41, "1e-31"])
+def test_huge_quantities_are_refused_before_any_arithmetic(text: str) -> None:
+    with pytest.raises(QuantityError, match="is out of range for a Kubernetes quantity"):
+        parse_quantity(text)

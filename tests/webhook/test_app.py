@@ -48,7 +48,7 @@ RAILS8_ENV = [
 ]
 IB_MOUNT = {"name": "kube-rdma-infiniband", "mountPath": "/dev/infiniband"}
 SHM_MOUNT = {"name": "kube-rdma-shm", "mountPath": "/dev/shm"}
-IB_VOLUME = {"name": "kube-rdma-infiniband", "hostPath": {"path": "/dev/infiniband"}}
+IB_VOLUME = {"name": "kube-rdma-infiniband", "hostPath": {"path": "/dev/infiniband", "type": ""}}
 IPC_LOCK = {"capabilities": {"add": ["IPC_LOCK"]}}
 
 
@@ -179,12 +179,20 @@ def _node(pod: Json) -> None:
         {
             "name": "NCCL_IB_GID_INDEX",
             "valueFrom": {
-                "fieldRef": {"fieldPath": "metadata.annotations['kube-rdma.io/gid-index']"}
+                "fieldRef": {
+                    "apiVersion": "v1",
+                    "fieldPath": "metadata.annotations['kube-rdma.io/gid-index']",
+                }
             },
         },
         {
             "name": "NCCL_IB_HCA",
-            "valueFrom": {"fieldRef": {"fieldPath": "metadata.annotations['kube-rdma.io/hca']"}},
+            "valueFrom": {
+                "fieldRef": {
+                    "apiVersion": "v1",
+                    "fieldPath": "metadata.annotations['kube-rdma.io/hca']",
+                }
+            },
         },
     ]
     pod["spec"]["volumes"] = [shm_volume("256Gi")]
@@ -207,7 +215,12 @@ def profile(name: str) -> Json:
 
 
 CASES = [
-    Case("pytorchjob-master", pods.pytorchjob("master", 0, "team-a", INJECT), _default_master),
+    Case(
+        "pytorchjob-master",
+        pods.pytorchjob("master", 0, "team-a", INJECT),
+        _default_master,
+        ["kube-rdma: /dev/shm is 256Gi, set by shm.max instead of 0.5 of the 1600Gi memory limit"],
+    ),
     Case(
         "pytorchjob-worker-namespace-opt-in",
         pods.pytorchjob("worker", 0, "ml-training", {}),
@@ -231,6 +244,8 @@ CASES = [
         pods.preset_pod("team-a", profile("rails8")),
         _preset,
         [
+            "kube-rdma: container trainer already requests rdma/hca_shared_devices_a, so no RDMA "
+            "resource was added",
             "kube-rdma: container trainer mounts its own /dev/shm volume dshm without a sizeLimit; "
             "kept as it is",
             "kube-rdma: container trainer keeps its own NCCL_SOCKET_IFNAME instead of the "
@@ -242,7 +257,12 @@ CASES = [
         pods.pytorchjob("worker", 2, "team-a", profile("hostnet")),
         _hostnet,
     ),
-    Case("node-gid-from-extender", pods.mpijob_worker("team-a", profile("node")), _node),
+    Case(
+        "node-gid-from-extender",
+        pods.mpijob_worker("team-a", profile("node")),
+        _node,
+        ["kube-rdma: /dev/shm is 256Gi, set by shm.max instead of 0.5 of the 1000Gi memory limit"],
+    ),
     Case(
         "baseline-namespace-skips",
         pods.pytorchjob("worker", 1, "locked", profile("lenient")),

@@ -13,7 +13,7 @@ import orjson
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from tests.webhook import pods
+from tests.webhook import apiserver, pods
 from webhook.admission import Admitter
 from webhook.namespaces import StaticNamespaces
 from webhook.patch import diff
@@ -65,6 +65,11 @@ def containers(draw: st.DrawFn, name: str) -> Json:
     if env_names:
         container["env"] = [{"name": n, "value": "user"} for n in env_names]
     if draw(st.booleans()):
+        field_ref = {"fieldPath": "metadata.annotations['kube-rdma.io/gid-index']"}
+        container.setdefault("env", []).append(
+            {"name": "NCCL_IB_GID_INDEX", "valueFrom": {"fieldRef": field_ref}}
+        )
+    if draw(st.booleans()):
         container["volumeMounts"] = [{"name": "own-shm", "mountPath": "/dev/shm"}]
     caps: Json = {}
     if draw(st.booleans()):
@@ -80,6 +85,8 @@ def containers(draw: st.DrawFn, name: str) -> Json:
 def training_pods(draw: st.DrawFn) -> Json:
     count = draw(st.integers(1, 3))
     spec: Json = {"containers": [draw(containers(f"c{i}")) for i in range(count)]}
+    if draw(st.booleans()):
+        spec["initContainers"] = [draw(containers("init"))]
     if any(m for c in spec["containers"] for m in c.get("volumeMounts", [])):
         spec["volumes"] = [
             {
@@ -103,7 +110,7 @@ def training_pods(draw: st.DrawFn) -> Json:
                 f"kube-rdma/rail{r}" for r in rails
             )
     if draw(st.booleans()):
-        annotations["kube-rdma.io/containers"] = "c0"
+        annotations["kube-rdma.io/containers"] = draw(st.sampled_from(["c0", "c0,init", "init"]))
     if draw(st.booleans()):
         spec["hostNetwork"] = draw(st.booleans())
     namespace = draw(st.sampled_from(["team-a", "ml-training", "locked", "strict"]))
@@ -128,7 +135,7 @@ async def test_second_pass_yields_no_patch(pod: Json, tmp_path: Path) -> None:
     event(first.outcome)
     if first.outcome == "denied":
         return
-    once = patched(first_request, first.response)
+    once = apiserver.stored(patched(first_request, first.response))
     second = await review.review(pods.request(once, uid="second"))
     assert second.outcome in ("unchanged", "not-selected", "ignored"), second.response
     assert "patch" not in second.response["response"]
