@@ -23,10 +23,14 @@ def server_context(cert_file: Path, key_file: Path) -> ssl.SSLContext:
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
     try:
-        ctx.load_cert_chain(certfile=str(cert_file), keyfile=str(key_file))
-    except ssl.SSLError as e:
+        # An empty password makes OpenSSL fail on an encrypted key instead of prompting.
+        ctx.load_cert_chain(certfile=str(cert_file), keyfile=str(key_file), password=lambda: b"")
+    except OSError as e:
+        if not isinstance(e, ssl.SSLError):
+            raise TLSConfigError(f"cannot read {e.filename or cert_file}: {e.strerror}") from e
         raise TLSConfigError(
-            f"cannot load certificate {cert_file} with key {key_file}: {e.reason or e}; "
-            "check that both are PEM files and that the key belongs to the certificate"
+            f"cannot load certificate {cert_file} with key {key_file}: "
+            f"{getattr(e, 'reason', None) or e}; check that both are PEM files, that the key is "
+            "not encrypted and that it belongs to the certificate"
         ) from e
     return ctx

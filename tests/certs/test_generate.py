@@ -68,3 +68,17 @@ def test_mismatched_key_is_rejected(tmp_path: Path, cert_dir: Path) -> None:
 def test_missing_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(TLSConfigError, match=r"tls\.crt: file not found"):
         server_context(tmp_path / "tls.crt", tmp_path / "tls.key")
+
+
+def test_encrypted_key_is_rejected_without_prompting(tmp_path: Path, cert_dir: Path) -> None:
+    from cryptography.hazmat.primitives import serialization
+
+    key = serialization.load_pem_private_key((cert_dir / "tls.key").read_bytes(), password=None)
+    encrypted = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.BestAvailableEncryption(b"secret"),
+    )
+    (tmp_path / "tls.key").write_bytes(encrypted)
+    with pytest.raises(TLSConfigError, match="that the key is not encrypted"):
+        server_context(cert_dir / "tls.crt", tmp_path / "tls.key")

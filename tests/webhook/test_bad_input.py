@@ -228,3 +228,90 @@ async def test_internal_error_is_a_denial_with_the_same_uid(serve: Serve) -> Non
     }
     assert metrics_status == 200
     assert 'kube_rdma_webhook_reviews_total{outcome="error",profile=""} 1.0' in metrics
+
+
+MALFORMED_OBJECTS = [
+    ("metadata-not-object", {"metadata": "x", "spec": {}}),
+    (
+        "containers-not-list",
+        {"metadata": {"annotations": {"kube-rdma.io/inject": "true"}}, "spec": {"containers": 5}},
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "obj", [c[1] for c in MALFORMED_OBJECTS], ids=[c[0] for c in MALFORMED_OBJECTS]
+)
+async def test_malformed_pod_objects_are_answered_with_the_uid(obj: Json, serve: Serve) -> None:
+    request = {**_annotated({"kube-rdma.io/inject": "true"}), "object": obj}
+    async with serve(Settings()) as client:
+        response = await client.review(request)
+    assert response["uid"] == UID
+    assert response["allowed"] is False
+    assert response["status"]["code"] == 500
+
+
+async def test_a_non_pod_with_a_strange_object_is_allowed(serve: Serve) -> None:
+    request = {
+        **_pod_request(kind={"group": "apps", "version": "v1", "kind": "Deployment"}),
+        "object": "x",
+    }
+    async with serve(Settings()) as client:
+        assert await client.review(request) == {"uid": UID, "allowed": True}
+
+
+async def test_a_review_without_namespace_is_a_bad_request(serve: Serve) -> None:
+    request = _annotated({"kube-rdma.io/inject": "true"})
+    request["namespace"] = ""
+    del request["object"]["metadata"]["namespace"]
+    async with serve(Settings()) as client:
+        assert await client.post(review_body(request)) == (
+            400,
+            {"error": "a Pod CREATE review needs request.namespace"},
+        )
+
+
+MORE_DENIALS = [
+    (
+        "multus-json-object",
+        {"kube-rdma.io/profile": "rails8", "k8s.v1.cni.cncf.io/networks": '{"name": "rail1"}'},
+        "k8s.v1.cni.cncf.io/networks must be a JSON list of networks; fix the annotation so "
+        "kube-rdma can add the rail networks",
+    ),
+    (
+        "huge-gpu-count",
+        {"kube-rdma.io/inject": "true"},
+        "'1e999999' is out of range for a Kubernetes quantity; fix the pod's resources",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("annotations", "message"), [c[1:] for c in MORE_DENIALS], ids=[c[0] for c in MORE_DENIALS]
+)
+async def test_more_denials(
+    annotations: dict[str, str], message: str, serve: Serve, settings: Settings
+) -> None:
+    request = _annotated(annotations)
+    if "huge" in message or "1e999999" in message:
+        limits = request["object"]["spec"]["containers"][0]["resources"]["limits"]
+        limits["nvidia.com/gpu"] = "1e999999"
+    async with serve(settings) as client:
+        response = await client.review(request)
+    assert response == {
+        "uid": UID,
+        "allowed": False,
+        "status": {"code": 403, "reason": "Forbidden", "message": message},
+    }
+
+
+async def test_a_user_volume_with_a_reserved_name_is_denied(serve: Serve) -> None:
+    request = _annotated({"kube-rdma.io/inject": "true"})
+    spec = request["object"]["spec"]
+    spec["volumes"] = [{"name": "kube-rdma-shm", "configMap": {"name": "scripts"}}]
+    spec["containers"][0]["volumeMounts"] = [{"name": "kube-rdma-shm", "mountPath": "/dev/shm"}]
+    async with serve(Settings()) as client:
+        response = await client.review(request)
+    assert response["status"]["message"] == (
+        "the pod has its own volume named kube-rdma-shm, a name kube-rdma reserves; rename it"
+    )

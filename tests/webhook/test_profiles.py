@@ -145,6 +145,38 @@ INVALID = [
         "(namespace/name)",
     ),
     (
+        "extra-env-collides",
+        "profiles: {default: {nccl: {extraEnv: {NCCL_IB_DISABLE: '1'}}}}",
+        "f.yaml: profiles.default.nccl.extraEnv: NCCL_IB_DISABLE is set from the profile's own "
+        "fields (nccl, gid); set it there, not in extraEnv",
+    ),
+    (
+        "per-rail-empty",
+        "profiles: {default: {resources: {perRail: []}}}",
+        "f.yaml: profiles.default.resources: perRail must list at least one resource",
+    ),
+    (
+        "per-rail-duplicate",
+        "profiles: {default: {resources: {perRail: [rdma/hca1, rdma/hca1]}}}",
+        "f.yaml: profiles.default.resources: perRail lists the same resource twice",
+    ),
+    (
+        "fixed-pattern",
+        "profiles: {default: {resources: {fixed: {'rdma/*': 1}}}}",
+        "f.yaml: profiles.default.resources: 'rdma/*': patterns belong in rdmaResources, not "
+        "fixed or perRail",
+    ),
+    (
+        "shm-zero",
+        "profiles: {default: {shm: {size: 0}}}",
+        "f.yaml: profiles.default.shm: shm.size must be at least 1Mi (a zero sizeLimit means none)",
+    ),
+    (
+        "deeply-nested",
+        "[" * 5000,
+        "f.yaml: not valid YAML: ",
+    ),
+    (
         "bad-profile-name",
         "defaultProfile: Default\nprofiles: {Default: {}}",
         "f.yaml: profile name 'Default' must be lowercase letters, digits, - or .",
@@ -207,3 +239,10 @@ def test_invalid_file_at_start_up_raises(tmp_path: Path) -> None:
     path.write_text("profiles: {}")
     with pytest.raises(ProfileError, match="defaultProfile 'default' is not one of the profiles"):
         ProfileStore(path)
+
+
+def test_non_utf8_file_is_explained(tmp_path: Path) -> None:
+    path = tmp_path / "profiles.yaml"
+    path.write_bytes(b"profiles: {default: {}}\n# \xff")
+    with pytest.raises(ProfileError, match=r"profiles.yaml: not UTF-8 text \(byte 26\)"):
+        load_profiles(path)
