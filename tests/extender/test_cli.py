@@ -10,7 +10,7 @@ import pytest
 from extender.sysfs import scan
 from extender.topology import encode
 from tests.extender import sysfs_tree
-from webhook.cli import main
+from webhook.cli import build_parser, main
 
 
 def test_inspect_prints_the_document(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -65,3 +65,53 @@ def test_run_checks_its_arguments(
     line = json.loads(capsys.readouterr().err.splitlines()[-1])
     assert line["level"] == "error"
     assert line["msg"].startswith(message)
+
+
+async def test_run_publishes_through_a_kubeconfig(tmp_path: Path) -> None:
+    import asyncio
+
+    from extender.cli import _serve
+    from tests.fakeapi import FakeApiServer, eventually
+
+    sysfs_tree.shared_nic_node(tmp_path / "sys")
+    async with FakeApiServer() as api:
+        api.create("nodes", {"metadata": {"name": "gpu-7"}})
+        kubeconfig = tmp_path / "kubeconfig"
+        kubeconfig.write_text(
+            json.dumps(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "clusters": [{"name": "fake", "cluster": {"server": api.host}}],
+                    "users": [{"name": "agent", "user": {"token": "t"}}],
+                    "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "agent"}}],
+                    "current-context": "fake",
+                }
+            )
+        )
+        args = build_parser().parse_args(
+            [
+                "agent",
+                "run",
+                "--node-name",
+                "gpu-7",
+                "--kubeconfig",
+                str(kubeconfig),
+                "--sysfs-root",
+                str(tmp_path / "sys"),
+                "--interval",
+                "0.05",
+            ]
+        )
+        task = asyncio.create_task(_serve(args))
+
+        def published() -> bool:
+            labels = api.get("nodes", "gpu-7")["metadata"].get("labels") or {}
+            return labels.get("kube-rdma.io/rdma-ready") == "true"
+
+        await eventually(published, within=5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    annotation = api.get("nodes", "gpu-7")["metadata"]["annotations"]["kube-rdma.io/topology"]
+    assert annotation == encode(scan(tmp_path / "sys"))
