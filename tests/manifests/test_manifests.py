@@ -6,10 +6,17 @@ The rest pins what the design depends on and what would otherwise drift silently
 entries fail closed on a narrow scope, the Deployment's args parse with the real CLI and point
 at files its volumes provide, the ConfigMap's profiles parse with the real loader, and the
 webhook's own pod passes Pod Security "restricted".
+
+For the node agent: the DaemonSet's args parse with the real CLI and read the host's /sys where
+it is mounted (read-only), its RBAC is exactly what the real agent calls against a fake
+apiserver, it runs on GPU/RDMA nodes only, and its namespace's Pod Security level is the
+strictest that admits its hostPath volume, which is the only thing in the pod that needs more
+than "restricted".
 """
 
 from __future__ import annotations
 
+import argparse
 import re
 import shutil
 import subprocess
@@ -22,6 +29,9 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from extender.agent import Agent, AgentSettings
+from tests.extender import sysfs_tree
+from tests.fakeapi import FakeApiServer, RecordedRequest
 from webhook.cli import build_parser
 from webhook.profiles import BUILTIN, GidStrategy, NetworkMode, parse_profiles
 
@@ -29,7 +39,7 @@ Json = dict[str, Any]
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "manifests"
-KUSTOMIZE_DIR = MANIFESTS / "webhook"
+KUSTOMIZE_DIRS = ("webhook", "agent")
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 
 # The first release with matchConditions GA, and the newest schema shipped.
@@ -37,6 +47,7 @@ K8S_VERSIONS = ("1.30.0", kubernetes_validate.utils.latest_version())
 
 NAMESPACE = "kube-rdma"
 SERVICE = "kube-rdma-webhook"
+AGENT = "kube-rdma-agent"  # the DaemonSet, its ServiceAccount, namespace and PriorityClass
 TLS_SECRET = "kube-rdma-webhook-tls"
 PROFILES_CONFIGMAP = "kube-rdma-profiles"
 IMAGE = "ghcr.io/kube-rdma/kube-rdma"
@@ -47,6 +58,16 @@ ANNOTATION_CONDITION = {
     "expression": "has(object.metadata.annotations) && "
     "('kube-rdma.io/inject' in object.metadata.annotations || "
     "'kube-rdma.io/profile' in object.metadata.annotations)",
+}
+
+GPU_OR_ANNOTATION_CONDITION = {
+    "name": "gpu-or-annotated",
+    "expression": "(has(object.metadata.annotations) && "
+    "('kube-rdma.io/inject' in object.metadata.annotations || "
+    "'kube-rdma.io/profile' in object.metadata.annotations)) || "
+    "object.spec.containers.exists(c, has(c.resources) && "
+    "((has(c.resources.limits) && 'nvidia.com/gpu' in c.resources.limits) || "
+    "(has(c.resources.requests) && 'nvidia.com/gpu' in c.resources.requests)))",
 }
 
 
@@ -104,22 +125,55 @@ def profiles_text() -> str:
     return text
 
 
+def daemonset() -> Json:
+    return find("DaemonSet", AGENT)
+
+
+def agent_pod() -> Json:
+    spec: Json = daemonset()["spec"]["template"]["spec"]
+    return spec
+
+
+def agent_container() -> Json:
+    containers: list[Json] = agent_pod()["containers"]
+    assert [c["name"] for c in containers] == ["agent"]
+    return containers[0]
+
+
+# Each workload's controller, by the directory of manifests that installs it.
+WORKLOADS = {"webhook": ("Deployment", SERVICE), "agent": ("DaemonSet", AGENT)}
+
+
+def workload(directory: str) -> Json:
+    return find(*WORKLOADS[directory])
+
+
+def workload_pod(directory: str) -> Json:
+    spec: Json = workload(directory)["spec"]["template"]["spec"]
+    return spec
+
+
 # --- schema ---------------------------------------------------------------------------------
 
 
 def test_manifests_exist() -> None:
-    kinds = sorted(doc["kind"] for _, doc in DOCUMENTS)
-    assert kinds == [
-        "ClusterRole",
-        "ClusterRoleBinding",
-        "ConfigMap",
-        "Deployment",
-        "MutatingWebhookConfiguration",
-        "Namespace",
-        "PodDisruptionBudget",
-        "PriorityClass",
-        "Service",
-        "ServiceAccount",
+    assert [name for name, _ in DOCUMENTS] == [
+        "agent/daemonset.yaml:DaemonSet/kube-rdma-agent",
+        "agent/namespace.yaml:Namespace/kube-rdma-agent",
+        "agent/priorityclass.yaml:PriorityClass/kube-rdma-agent",
+        "agent/rbac.yaml:ServiceAccount/kube-rdma-agent",
+        "agent/rbac.yaml:ClusterRole/kube-rdma-agent",
+        "agent/rbac.yaml:ClusterRoleBinding/kube-rdma-agent",
+        "webhook/configmap.yaml:ConfigMap/kube-rdma-profiles",
+        "webhook/deployment.yaml:Deployment/kube-rdma-webhook",
+        "webhook/mutatingwebhookconfiguration.yaml:MutatingWebhookConfiguration/kube-rdma",
+        "webhook/namespace.yaml:Namespace/kube-rdma",
+        "webhook/poddisruptionbudget.yaml:PodDisruptionBudget/kube-rdma-webhook",
+        "webhook/priorityclass.yaml:PriorityClass/kube-rdma-webhook",
+        "webhook/rbac.yaml:ServiceAccount/kube-rdma-webhook",
+        "webhook/rbac.yaml:ClusterRole/kube-rdma-webhook",
+        "webhook/rbac.yaml:ClusterRoleBinding/kube-rdma-webhook",
+        "webhook/service.yaml:Service/kube-rdma-webhook",
     ]
 
 
@@ -129,50 +183,61 @@ def test_validates_against_the_kubernetes_schema(doc: Json, version: str) -> Non
     kubernetes_validate.validate(doc, version, strict=True)
 
 
-@pytest.mark.parametrize("doc", [d for _, d in DOCUMENTS], ids=[n for n, _ in DOCUMENTS])
-def test_namespaced_objects_live_in_the_webhook_namespace(doc: Json) -> None:
-    cluster_scoped = {
-        "Namespace",
-        "ClusterRole",
-        "ClusterRoleBinding",
-        "PriorityClass",
-        "MutatingWebhookConfiguration",
-    }
+# The namespace each directory's namespaced objects live in; the directory also creates it.
+NAMESPACES = {"webhook": NAMESPACE, "agent": AGENT}
+CLUSTER_SCOPED = {
+    "Namespace",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "PriorityClass",
+    "MutatingWebhookConfiguration",
+}
+
+
+@pytest.mark.parametrize(("name", "doc"), DOCUMENTS, ids=[n for n, _ in DOCUMENTS])
+def test_namespaced_objects_live_in_their_directorys_namespace(name: str, doc: Json) -> None:
+    namespace = NAMESPACES[name.split("/")[0]]
     assert doc["metadata"].get("namespace") == (
-        None if doc["kind"] in cluster_scoped else NAMESPACE
+        None if doc["kind"] in CLUSTER_SCOPED else namespace
     )
+    assert f"{name.split('/')[0]}/namespace.yaml:Namespace/{namespace}" in dict(DOCUMENTS)
 
 
 # --- kustomize ------------------------------------------------------------------------------
 
 
-def kustomization() -> Json:
-    data: Json = yaml.safe_load((KUSTOMIZE_DIR / "kustomization.yaml").read_text())
+def kustomization(directory: str) -> Json:
+    data: Json = yaml.safe_load((MANIFESTS / directory / "kustomization.yaml").read_text())
     return data
 
 
-def test_kustomization_lists_every_manifest() -> None:
-    files = {p.name for p in KUSTOMIZE_DIR.glob("*.yaml")} - {"kustomization.yaml"}
-    assert sorted(kustomization()["resources"]) == sorted(files)
+@pytest.mark.parametrize("directory", KUSTOMIZE_DIRS)
+def test_kustomization_lists_every_manifest(directory: str) -> None:
+    files = {p.name for p in (MANIFESTS / directory).glob("*.yaml")} - {"kustomization.yaml"}
+    assert sorted(kustomization(directory)["resources"]) == sorted(files)
 
 
-def test_kustomize_image_override_matches_the_deployment() -> None:
+@pytest.mark.parametrize("directory", KUSTOMIZE_DIRS)
+def test_kustomize_image_override_matches_the_workload(directory: str) -> None:
+    # One image for both, so one `images:` entry in an overlay of both retags both.
     version = PYPROJECT["project"]["version"]
-    assert kustomization()["images"] == [{"name": IMAGE, "newTag": version}]
-    assert container()["image"] == f"{IMAGE}:{version}"
+    assert kustomization(directory)["images"] == [{"name": IMAGE, "newTag": version}]
+    images = [c["image"] for c in workload_pod(directory)["containers"]]
+    assert images == [f"{IMAGE}:{version}"]
 
 
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
-def test_kustomize_build_yields_every_document() -> None:
+@pytest.mark.parametrize("directory", KUSTOMIZE_DIRS)
+def test_kustomize_build_yields_every_document(directory: str) -> None:
     result = subprocess.run(
-        ["kubectl", "kustomize", str(KUSTOMIZE_DIR)],
+        ["kubectl", "kustomize", str(MANIFESTS / directory)],
         capture_output=True,
         text=True,
         check=True,
         timeout=60,
     )
     built = [doc for doc in yaml.safe_load_all(result.stdout) if doc]
-    expected = [doc for name, doc in DOCUMENTS if name.startswith("webhook/")]
+    expected = [doc for name, doc in DOCUMENTS if name.startswith(f"{directory}/")]
     assert sorted(_identity(d) for d in built) == sorted(_identity(d) for d in expected)
 
 
@@ -231,7 +296,7 @@ def test_webhook_excludes_system_and_own_namespace(name: str) -> None:
 
 
 def test_match_conditions() -> None:
-    assert "matchConditions" not in webhook("namespaces.kube-rdma.io")
+    assert webhook("namespaces.kube-rdma.io")["matchConditions"] == [GPU_OR_ANNOTATION_CONDITION]
     assert webhook("pods.kube-rdma.io")["matchConditions"] == [ANNOTATION_CONDITION]
 
 
@@ -365,36 +430,88 @@ def test_two_replicas_spread_across_nodes_and_kept_through_drains() -> None:
     assert budget["selector"]["matchLabels"] == pod_labels()
 
 
-def test_priority_class_is_our_own() -> None:
-    name = pod_spec()["priorityClassName"]
+@pytest.mark.parametrize("directory", KUSTOMIZE_DIRS)
+def test_priority_class_is_our_own(directory: str) -> None:
+    name = workload_pod(directory)["priorityClassName"]
     assert not name.startswith("system-"), "system classes are admitted in kube-system only"
     priority = find("PriorityClass", name)
     assert 0 < priority["value"] <= 1_000_000_000  # the user-defined range
     assert priority["globalDefault"] is False
 
 
+def granted_rules(namespace: str, account: str) -> list[Json]:
+    """The rules of every role bound to the ServiceAccount; each binding binds it alone."""
+    subject = {"kind": "ServiceAccount", "name": account, "namespace": namespace}
+    bindings = [
+        doc
+        for _, doc in DOCUMENTS
+        if doc["kind"] in ("ClusterRoleBinding", "RoleBinding") and subject in doc["subjects"]
+    ]
+    assert all(b["subjects"] == [subject] for b in bindings)
+    roles = [find(b["roleRef"]["kind"], b["roleRef"]["name"]) for b in bindings]
+    return [rule for role in roles for rule in role["rules"]]
+
+
 def test_rbac_reads_namespaces_only() -> None:
     account = pod_spec()["serviceAccountName"]
     assert find("ServiceAccount", account)["metadata"]["namespace"] == NAMESPACE
-    binding = find("ClusterRoleBinding")
-    assert binding["subjects"] == [
-        {"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}
-    ]
-    role = find("ClusterRole", binding["roleRef"]["name"])
-    assert role["rules"] == [
+    assert granted_rules(NAMESPACE, account) == [
         {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]}
     ]
 
 
-# --- Pod Security "restricted" --------------------------------------------------------------
+# --- Pod Security ---------------------------------------------------------------------------
 
 
 def effective(pod: Json, item: Json, field: str) -> Any:
     """A securityContext field as the kubelet applies it: the container's, else the pod's."""
-    value = (item.get("securityContext") or {}).get(field)
-    return value if value is not None else (pod.get("securityContext") or {}).get(field)
+    value = context(item).get(field)
+    return value if value is not None else context(pod).get(field)
 
 
+def context(item: Json) -> Json:
+    """The securityContext of a pod spec or a container, empty when it has none."""
+    value: Json = item.get("securityContext") or {}
+    return value
+
+
+Check = Callable[[Json, Json], bool]
+
+# What the baseline level lets a container add, set and use (Pod Security Standards, latest).
+BASELINE_CAPABILITIES = {
+    "AUDIT_WRITE",
+    "CHOWN",
+    "DAC_OVERRIDE",
+    "FOWNER",
+    "FSETID",
+    "KILL",
+    "MKNOD",
+    "NET_BIND_SERVICE",
+    "SETFCAP",
+    "SETGID",
+    "SETPCAP",
+    "SETUID",
+    "SYS_CHROOT",
+}
+BASELINE_SELINUX_TYPES = {
+    "",
+    "container_t",
+    "container_init_t",
+    "container_kvm_t",
+    "container_engine_t",  # since 1.31
+}
+SAFE_SYSCTLS = {
+    "kernel.shm_rmid_forced",
+    "net.ipv4.ip_local_port_range",
+    "net.ipv4.ip_local_reserved_ports",
+    "net.ipv4.ip_unprivileged_port_start",
+    "net.ipv4.ping_group_range",
+    "net.ipv4.tcp_fin_timeout",
+    "net.ipv4.tcp_keepalive_intvl",
+    "net.ipv4.tcp_keepalive_probes",
+    "net.ipv4.tcp_keepalive_time",
+    "net.ipv4.tcp_syncookies",
+}
 RESTRICTED_VOLUMES = {
     "configMap",
     "csi",
@@ -406,47 +523,309 @@ RESTRICTED_VOLUMES = {
     "secret",
 }
 
-# The checks of the Pod Security Standards' restricted level that a pod spec can fail, plus the
-# read-only root filesystem the webhook asks for; each takes the pod spec and one container.
-RESTRICTED: dict[str, Callable[[Json, Json], bool]] = {
-    "runAsNonRoot": lambda pod, c: effective(pod, c, "runAsNonRoot") is True,
-    "runAsUser non-zero": lambda pod, c: effective(pod, c, "runAsUser") not in (0, None),
-    "allowPrivilegeEscalation false": lambda pod, c: (
-        c["securityContext"].get("allowPrivilegeEscalation") is False
+
+def baseline_selinux(item: Json) -> bool:
+    options: Json = context(item).get("seLinuxOptions") or {}
+    return options.get("type", "") in BASELINE_SELINUX_TYPES and not (
+        options.get("user") or options.get("role")
+    )
+
+
+# The checks of the Pod Security Standards that a pod spec can fail, by level; each takes the pod
+# spec and one container.
+BASELINE: dict[str, Check] = {
+    "no host namespaces": lambda pod, c: (
+        not any(pod.get(f) for f in ("hostNetwork", "hostPID", "hostIPC"))
     ),
-    "not privileged": lambda pod, c: not c["securityContext"].get("privileged", False),
+    "not privileged": lambda pod, c: not context(c).get("privileged", False),
+    "not a Windows HostProcess": lambda pod, c: (
+        not (effective(pod, c, "windowsOptions") or {}).get("hostProcess")
+    ),
+    "capabilities add within the baseline set": lambda pod, c: (
+        set(context(c).get("capabilities", {}).get("add", [])) <= BASELINE_CAPABILITIES
+    ),
+    "no hostPath volumes": lambda pod, c: all("hostPath" not in v for v in pod.get("volumes", [])),
+    "no host ports": lambda pod, c: all("hostPort" not in p for p in c.get("ports", [])),
+    "AppArmor not Unconfined": lambda pod, c: all(
+        (context(item).get("appArmorProfile") or {}).get("type") != "Unconfined"
+        for item in (pod, c)
+    ),
+    "SELinux type within the baseline set, no user or role": lambda pod, c: (
+        baseline_selinux(pod) and baseline_selinux(c)
+    ),
+    "procMount Default": lambda pod, c: context(c).get("procMount", "Default") == "Default",
+    "seccompProfile not Unconfined": lambda pod, c: all(
+        (context(item).get("seccompProfile") or {}).get("type") != "Unconfined" for item in (pod, c)
+    ),
+    "safe sysctls only": lambda pod, c: (
+        {s["name"] for s in context(pod).get("sysctls", [])} <= SAFE_SYSCTLS
+    ),
+}
+RESTRICTED: dict[str, Check] = {
+    **BASELINE,
+    "allowed volume types only": lambda pod, c: all(
+        (set(v) - {"name"}) <= RESTRICTED_VOLUMES for v in pod.get("volumes", [])
+    ),
+    "allowPrivilegeEscalation false": lambda pod, c: (
+        context(c).get("allowPrivilegeEscalation") is False
+    ),
+    "runAsNonRoot": lambda pod, c: effective(pod, c, "runAsNonRoot") is True,
+    "runAsUser not 0": lambda pod, c: effective(pod, c, "runAsUser") != 0,
+    "seccompProfile RuntimeDefault or Localhost": lambda pod, c: (
+        (effective(pod, c, "seccompProfile") or {}).get("type") in ("RuntimeDefault", "Localhost")
+    ),
     "capabilities drop ALL": lambda pod, c: (
-        "ALL" in c["securityContext"].get("capabilities", {}).get("drop", [])
+        "ALL" in context(c).get("capabilities", {}).get("drop", [])
     ),
     "capabilities add at most NET_BIND_SERVICE": lambda pod, c: (
-        set(c["securityContext"].get("capabilities", {}).get("add", [])) <= {"NET_BIND_SERVICE"}
+        set(context(c).get("capabilities", {}).get("add", [])) <= {"NET_BIND_SERVICE"}
+    ),
+}
+# Least restrictive first.
+LEVELS: dict[str, dict[str, Check]] = {
+    "privileged": {},
+    "baseline": BASELINE,
+    "restricted": RESTRICTED,
+}
+# kube-rdma's own pods go further than restricted.
+LOCKED_DOWN: dict[str, Check] = {
+    **RESTRICTED,
+    "runAsUser set (the kubelet checks non-root by number)": lambda pod, c: (
+        effective(pod, c, "runAsUser") not in (0, None)
     ),
     "seccompProfile RuntimeDefault": lambda pod, c: (
         (effective(pod, c, "seccompProfile") or {}).get("type") == "RuntimeDefault"
     ),
-    "no host namespaces": lambda pod, c: (
-        not any(pod.get(f) for f in ("hostNetwork", "hostPID", "hostIPC"))
-    ),
-    "no host ports": lambda pod, c: all("hostPort" not in p for p in c.get("ports", [])),
-    "allowed volume types only": lambda pod, c: all(
-        (set(v) - {"name"}) <= RESTRICTED_VOLUMES for v in pod.get("volumes", [])
-    ),
-    "readOnlyRootFilesystem": lambda pod, c: (
-        c["securityContext"].get("readOnlyRootFilesystem") is True
-    ),
+    "readOnlyRootFilesystem": lambda pod, c: context(c).get("readOnlyRootFilesystem") is True,
 }
 
 
-@pytest.mark.parametrize("check", RESTRICTED)
+def failures(checks: dict[str, Check], pod: Json) -> list[str]:
+    """The checks some container of `pod` fails, in the order of `checks`."""
+    items = [*pod.get("initContainers", []), *pod["containers"]]
+    return [name for name, check in checks.items() if not all(check(pod, c) for c in items)]
+
+
+@pytest.mark.parametrize("check", LOCKED_DOWN)
 def test_webhook_pod_is_restricted(check: str) -> None:
-    pod = pod_spec()
-    for item in [*pod.get("initContainers", []), *pod["containers"]]:
-        assert RESTRICTED[check](pod, item), f"container {item['name']} fails {check}"
+    assert failures({check: LOCKED_DOWN[check]}, pod_spec()) == []
 
 
-def test_namespace_enforces_restricted() -> None:
-    labels = find("Namespace", NAMESPACE)["metadata"]["labels"]
-    assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
+def test_agent_pod_needs_privileged_for_the_sys_volume_only() -> None:
+    assert failures(BASELINE, agent_pod()) == ["no hostPath volumes"]
+    assert failures(LOCKED_DOWN, agent_pod()) == [
+        "no hostPath volumes",
+        "allowed volume types only",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("directory", "level"), [("webhook", "restricted"), ("agent", "privileged")]
+)
+def test_namespace_enforces_the_strictest_level_that_admits_its_pod(
+    directory: str, level: str
+) -> None:
+    labels = find("Namespace", NAMESPACES[directory])["metadata"]["labels"]
+    modes = ("enforce", "warn", "audit")
+    assert [labels[f"pod-security.kubernetes.io/{mode}"] for mode in modes] == [level] * 3
+    admitting = [
+        name for name, checks in LEVELS.items() if not failures(checks, workload_pod(directory))
+    ]
+    assert admitting[-1] == level
+
+
+def test_privileged_namespace_holds_the_agent_only() -> None:
+    inside = sorted(
+        (doc["kind"], doc["metadata"]["name"])
+        for _, doc in DOCUMENTS
+        if doc["metadata"].get("namespace") == AGENT
+    )
+    assert inside == [("DaemonSet", AGENT), ("ServiceAccount", AGENT)]
+
+
+# --- node agent -----------------------------------------------------------------------------
+
+
+def agent_args() -> argparse.Namespace:
+    spec = agent_container()
+    assert "command" not in spec, "the image's ENTRYPOINT (kube-rdma) must stay in charge"
+    return build_parser().parse_args(spec["args"])
+
+
+def test_agent_args_parse_with_the_cli() -> None:
+    args = agent_args()
+    assert (args.command, args.verb) == ("agent", "run")
+    assert args.in_cluster is True
+    assert args.kubeconfig is None
+    assert args.topo_file is None  # sysfs only: the image has no nvidia-smi
+    assert args.interval == 30.0
+
+
+def test_agent_reads_the_hosts_sys_read_only_where_it_is_mounted() -> None:
+    assert agent_container()["volumeMounts"] == [
+        {
+            "name": "sys",
+            "mountPath": str(agent_args().sysfs_root),
+            "readOnly": True,
+            "recursiveReadOnly": "IfPossible",
+        }
+    ]
+    assert agent_pod()["volumes"] == [
+        {"name": "sys", "hostPath": {"path": "/sys", "type": "Directory"}}
+    ]
+
+
+def test_agent_node_name_comes_from_the_downward_api(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert agent_container()["env"] == [
+        {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}
+    ]
+    monkeypatch.setenv("NODE_NAME", "gpu-node-7")
+    assert agent_args().node_name == "gpu-node-7"
+
+
+# HTTP method to RBAC verb, for a request that names one object.
+VERBS = {"GET": "get", "PATCH": "patch", "PUT": "update", "POST": "create", "DELETE": "delete"}
+
+
+def authorized_as(request: RecordedRequest) -> tuple[str, str, str]:
+    """(apiGroup, resource, verb) as the apiserver authorizes a request for a cluster-scoped
+    core/v1 resource: a PATCH of `/api/v1/nodes/n/status` is `patch` on `nodes/status`."""
+    parts = request.path.strip("/").split("/")
+    assert parts[:2] == ["api", "v1"], request.path
+    resource = "/".join(parts[2::2])  # nodes, nodes/status
+    verb = VERBS[request.method]
+    if request.method == "GET" and len(parts) == 3:
+        verb = "watch" if request.watch else "list"
+    return "", resource, verb
+
+
+async def test_agent_rbac_is_exactly_what_the_agent_calls(
+    fake_api: FakeApiServer, core_v1: Any, tmp_path: Path
+) -> None:
+    node = "gpu-node-1"
+    fake_api.create("nodes", {"metadata": {"name": node}})
+    args = agent_args()
+    up, down = tmp_path / "up", tmp_path / "down"
+    sysfs_tree.hgx_8gpu_8nic(up)
+    sysfs_tree.hgx_8gpu_8nic(down, down={0})
+    for root in (up, down):  # a first start, then a restart after a link went down
+        settings = AgentSettings(
+            node_name=node,
+            sysfs_root=root,
+            interval=args.interval,
+            recover_after=args.recover_after,
+        )
+        await Agent(core_v1, settings).step()
+    assert [(r.method, r.path) for r in fake_api.requests] == [
+        (method, f"/api/v1/nodes/{node}") for method in ("GET", "PATCH", "GET", "PATCH")
+    ]
+    called = sorted({authorized_as(r) for r in fake_api.requests})
+    assert called == [("", "nodes", "get"), ("", "nodes", "patch")]
+    account = agent_pod()["serviceAccountName"]
+    assert find("ServiceAccount", account)["metadata"]["namespace"] == AGENT
+    assert granted_rules(AGENT, account) == [
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]}
+    ]
+
+
+def tolerated(tolerations: list[Json], taint: Json) -> bool:
+    """Whether one of `tolerations` tolerates `taint`, by the scheduler's rule."""
+
+    def matches(toleration: Json) -> bool:
+        if toleration.get("effect") not in (None, "", taint["effect"]):
+            return False
+        if toleration.get("operator", "Equal") == "Exists":
+            return toleration.get("key") in (None, "", taint["key"])
+        return (toleration.get("key"), toleration.get("value", "")) == (
+            taint["key"],
+            taint.get("value", ""),
+        )
+
+    return any(matches(t) for t in tolerations)
+
+
+def agent_runs_on(labels: dict[str, str], taints: list[Json]) -> bool:
+    """Whether the DaemonSet places a pod on a node with these labels and taints."""
+    pod = agent_pod()
+    affinity = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    terms = affinity["nodeSelectorTerms"]  # ORed
+    affine = any(selects({"matchExpressions": t["matchExpressions"]}, labels) for t in terms)
+    repelling = [t for t in taints if t["effect"] in ("NoSchedule", "NoExecute")]
+    return affine and all(tolerated(pod["tolerations"], t) for t in repelling)
+
+
+GPU = {"nvidia.com/gpu.present": "true"}
+MELLANOX = {"feature.node.kubernetes.io/pci-15b3.present": "true"}
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+# (case, node labels, node taints, whether the agent runs there)
+PLACEMENT_CASES: list[tuple[str, dict[str, str], list[Json], bool]] = [
+    ("gpu", GPU, [], True),
+    ("mellanox-nic-only", MELLANOX, [], True),
+    ("gpu-and-nic", {**GPU, **MELLANOX}, [], True),
+    ("gpu-tainted", GPU, [GPU_TAINT], True),
+    ("gpu-tainted-no-value", GPU, [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}], True),
+    ("gpu-prefer-no-schedule", GPU, [{"key": "dedicated", "effect": "PreferNoSchedule"}], True),
+    ("cpu", {"kubernetes.io/os": "linux"}, [], False),
+    ("gpu-label-false", {"nvidia.com/gpu.present": "false"}, [], False),
+    ("gpu-taint-without-gpu-label", {}, [GPU_TAINT], False),
+    (
+        "gpu-control-plane",
+        GPU,
+        [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}],
+        False,
+    ),
+    (
+        "gpu-in-maintenance",
+        GPU,
+        [{"key": "example.com/maintenance", "value": "true", "effect": "NoExecute"}],
+        False,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("labels", "taints", "expected"),
+    [c[1:] for c in PLACEMENT_CASES],
+    ids=[c[0] for c in PLACEMENT_CASES],
+)
+def test_agent_runs_on_gpu_and_rdma_nodes_only(
+    labels: dict[str, str], taints: list[Json], expected: bool
+) -> None:
+    assert agent_runs_on(labels, taints) is expected
+
+
+def test_agent_tolerates_named_taints_only() -> None:
+    assert all(t.get("key") for t in agent_pod()["tolerations"]), "no blanket toleration"
+
+
+def test_agent_rollout_replaces_a_tenth_of_the_nodes_at_a_time() -> None:
+    spec = daemonset()["spec"]
+    assert spec["selector"]["matchLabels"] == spec["template"]["metadata"]["labels"]
+    assert spec["updateStrategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxUnavailable": "10%", "maxSurge": 0},
+    }
+    # No readiness probe, so Ready means started: an agent that exits during start-up must be
+    # caught before the rollout moves on.
+    assert "readinessProbe" not in agent_container()
+    assert spec["minReadySeconds"] >= 10
+
+
+def test_agent_never_preempts_training_pods() -> None:
+    priority = find("PriorityClass", agent_pod()["priorityClassName"])
+    assert priority["preemptionPolicy"] == "Never"
+
+
+def test_agent_pods_are_never_sent_to_the_webhook() -> None:
+    # The webhook fails closed (failurePolicy Fail): the agent must not depend on it.
+    labels = find("Namespace", AGENT)["metadata"]["labels"]
+    all_labels = {"kubernetes.io/metadata.name": AGENT, **labels}
+    matched = [n for n in WEBHOOKS if selects(webhook(n)["namespaceSelector"], all_labels)]
+    assert matched == ["pods.kube-rdma.io"]
+    # which the match condition narrows to pods with one of these annotations
+    assert webhook("pods.kube-rdma.io")["matchConditions"] == [ANNOTATION_CONDITION]
+    annotations = daemonset()["spec"]["template"]["metadata"].get("annotations", {})
+    assert not {"kube-rdma.io/inject", "kube-rdma.io/profile"} & annotations.keys()
 
 
 # --- profiles ConfigMap ---------------------------------------------------------------------
@@ -492,12 +871,13 @@ def dockerfile(instruction: str) -> list[str]:
     return re.findall(rf"^{instruction}\s+(.+)$", text, flags=re.MULTILINE)
 
 
-def test_image_runs_the_console_script_as_the_pods_user() -> None:
+@pytest.mark.parametrize("directory", KUSTOMIZE_DIRS)
+def test_image_runs_the_console_script_as_the_pods_user(directory: str) -> None:
     assert dockerfile("ENTRYPOINT") == ['["kube-rdma"]']
     assert "kube-rdma" in PYPROJECT["project"]["scripts"]
-    context = pod_spec()["securityContext"]
-    assert dockerfile("USER") == [f"{context['runAsUser']}:{context['runAsGroup']}"]
-    assert context["runAsUser"] != 0
+    security = context(workload_pod(directory))
+    assert dockerfile("USER") == [f"{security['runAsUser']}:{security['runAsGroup']}"]
+    assert security["runAsUser"] != 0
 
 
 def test_image_copies_every_package() -> None:
