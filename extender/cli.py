@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import logging
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -67,7 +68,21 @@ def run_agent(args: argparse.Namespace) -> int:
     if args.interval <= 0 or args.recover_after < 1:
         log.error("--interval must be positive and --recover-after at least 1")
         return 2
-    return asyncio.run(_serve(args))
+    return asyncio.run(_until_signalled(args))
+
+
+async def _until_signalled(args: argparse.Namespace) -> int:
+    """Run the agent until SIGTERM or SIGINT (as PID 1 in a container nothing else stops it
+    short of SIGKILL)."""
+    task = asyncio.create_task(_serve(args))
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, task.cancel)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        log.info("agent stopped", extra={"node": args.node_name})
+        return 0
 
 
 async def _serve(args: argparse.Namespace) -> int:

@@ -115,3 +115,45 @@ async def test_run_publishes_through_a_kubeconfig(tmp_path: Path) -> None:
             await task
     annotation = api.get("nodes", "gpu-7")["metadata"]["annotations"]["kube-rdma.io/topology"]
     assert annotation == encode(scan(tmp_path / "sys"))
+
+
+def test_run_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:9"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "c",
+            }
+        )
+    )
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "webhook.cli",
+            "agent",
+            "run",
+            "--node-name",
+            "n",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--sysfs-root",
+            str(tmp_path),
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(1.5)
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=10) == 0
+    assert '"msg":"agent stopped"' in (process.stderr.read() if process.stderr else "")
