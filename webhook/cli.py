@@ -68,9 +68,9 @@ def run_webhook(args: argparse.Namespace) -> int:
     from aiohttp import web
 
     from certs.serving import TLSConfigError, server_context
+    from extender.watched import ConfigError
     from webhook.app import Settings, create_app
     from webhook.podsecurity import Level
-    from webhook.profiles import ProfileError
 
     settings = Settings(
         profiles_file=args.profiles,
@@ -84,7 +84,7 @@ def run_webhook(args: argparse.Namespace) -> int:
     try:
         ssl_context = server_context(args.tls_cert_file, args.tls_key_file)
         app = create_app(settings)
-    except (TLSConfigError, ProfileError) as e:
+    except (TLSConfigError, ConfigError) as e:
         log.error("cannot start the webhook: %s", e)
         return 1
     log.info("webhook listening on https://%s:%d", args.host, args.port)

@@ -31,6 +31,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from extender.quantity import QuantityError, parse_bytes
+from extender.watched import ConfigError, read_text
 
 DEFAULT_PROFILE = "default"
 DEFAULT_RDMA_RESOURCE = "rdma/hca"
@@ -320,7 +321,7 @@ class ProfileSet(_Model):
 BUILTIN = ProfileSet(profiles={DEFAULT_PROFILE: Profile()})
 
 
-class ProfileError(Exception):
+class ProfileError(ConfigError):
     """A profile file that cannot be used; the message says where and why."""
 
 
@@ -342,17 +343,8 @@ def parse_profiles(text: str, source: str) -> ProfileSet:
         raise ProfileError(f"{source}: {_describe(e)}") from e
 
 
-def read_profiles_file(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise ProfileError(f"{path}: cannot read: {e.strerror}") from e
-    except UnicodeDecodeError as e:
-        raise ProfileError(f"{path}: not UTF-8 text (byte {e.start})") from e
-
-
 def load_profiles(path: Path) -> ProfileSet:
-    return parse_profiles(read_profiles_file(path), str(path))
+    return parse_profiles(read_text(path), str(path))
 
 
 def _describe(error: ValidationError) -> str:

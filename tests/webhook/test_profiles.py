@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from extender.watched import ConfigError
 from webhook.profiles import (
     BUILTIN,
     DeviceMode,
@@ -195,7 +196,7 @@ def test_invalid_profiles_are_explained(text: str, message: str) -> None:
 
 
 def test_missing_file_is_explained(tmp_path: Path) -> None:
-    with pytest.raises(ProfileError, match=r"missing.yaml: cannot read: No such file or directory"):
+    with pytest.raises(ConfigError, match=r"missing.yaml: cannot read: No such file or directory"):
         load_profiles(tmp_path / "missing.yaml")
 
 
@@ -221,7 +222,7 @@ def test_reload_takes_new_profiles_and_keeps_last_good_on_error(
     assert "profiles.default.ipcLock: Input should be a valid boolean" in store.last_error
     errors = [r for r in caplog.records if r.levelno == logging.ERROR]
     assert [r.getMessage().split(":")[0] for r in errors] == [
-        "profile reload rejected, keeping the last good profiles"
+        "profiles reload rejected, keeping the last good profiles"
     ]
 
     path.unlink()
@@ -244,5 +245,5 @@ def test_invalid_file_at_start_up_raises(tmp_path: Path) -> None:
 def test_non_utf8_file_is_explained(tmp_path: Path) -> None:
     path = tmp_path / "profiles.yaml"
     path.write_bytes(b"profiles: {default: {}}\n# \xff")
-    with pytest.raises(ProfileError, match=r"profiles.yaml: not UTF-8 text \(byte 26\)"):
+    with pytest.raises(ConfigError, match=r"profiles.yaml: not UTF-8 text \(byte 26\)"):
         load_profiles(path)

@@ -1,0 +1,139 @@
+"""GPU-NIC pairing: which of a node's GPUs can each get a NIC of their own, and how close.
+
+For every pod the extender needs, per node: how many ports of the pod's link layer exist, how
+many are usable, and the best way to give g GPUs g distinct usable NICs. With the PCIe levels as
+edge weights, the GPU sides of all matchings form a transversal matroid, so taking the largest
+matching using only PIX edges, then PIX or PXB, and so on, gives the best achievable profile
+("6 GPUs at PIX, 2 at NODE") without searching assignments. Nodes have at most a few dozen
+GPUs and NICs, so simple augmenting paths (Kuhn's algorithm) are enough.
+
+The extender cannot see which GPUs the device plugin will hand out, so this is the best case
+over the node's GPUs; with the node otherwise empty it is exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from extender.topology import Level, Topology
+
+LEVELS = tuple(Level)
+LEVEL_SCORE = {Level.PIX: 10.0, Level.PXB: 8.0, Level.PHB: 5.0, Level.NODE: 3.0, Level.SYS: 1.0}
+
+
+@dataclass(frozen=True)
+class Rails:
+    """A node's RDMA rails for one requirement (link layer and minimum rate)."""
+
+    ports: int
+    """Ports of the link layer, whatever their state."""
+    usable: int
+    """ACTIVE, healthy ports at or above the minimum rate."""
+    rates: tuple[float, ...]
+    """Rates of the usable ports, fastest first."""
+    usable_nics: frozenset[str]
+    down: tuple[str, ...]
+    """NICs with ports of the link layer of which none is usable."""
+    gpus: int
+    matched: tuple[int, ...]
+    """matched[i]: the most GPUs that can each get a distinct usable NIC at LEVELS[i] or better."""
+
+    def at(self, level: Level) -> int:
+        return self.matched[level.rank]
+
+
+def rails(topology: Topology, link_layer: str | None, min_rate: float | None) -> Rails:
+    usable_nics, down, rates, ports = set(), [], [], 0
+    for nic in topology.nics:
+        mine = [p for p in nic.ports if link_layer is None or p.link_layer == link_layer]
+        ports += len(mine)
+        good = [
+            p
+            for p in mine
+            if p.state == "ACTIVE"
+            and p.healthy
+            and (min_rate is None or (p.rate_gbps or 0) >= min_rate)
+        ]
+        rates += [p.rate_gbps or 0.0 for p in good]
+        if good:
+            usable_nics.add(nic.name)
+        elif mine:
+            down.append(nic.name)
+    edges = _edges(topology, usable_nics)
+    matched = tuple(len(_matching(edges, level.rank)) for level in LEVELS)
+    return Rails(
+        ports=ports,
+        usable=len(rates),
+        rates=tuple(sorted(rates, reverse=True)),
+        usable_nics=frozenset(usable_nics),
+        down=tuple(down),
+        gpus=len(topology.gpus),
+        matched=matched,
+    )
+
+
+def _edges(topology: Topology, nics: set[str]) -> dict[int, list[tuple[str, int]]]:
+    edges: dict[int, list[tuple[str, int]]] = {g.index: [] for g in topology.gpus}
+    for pair in topology.pairs:
+        if pair.nic in nics and pair.gpu in edges:
+            edges[pair.gpu].append((pair.nic, pair.level.rank))
+    for options in edges.values():
+        options.sort(key=lambda option: option[1])
+    return edges
+
+
+def _matching(edges: Mapping[int, list[tuple[str, int]]], max_rank: int) -> dict[str, int]:
+    """A maximum matching NIC -> GPU using edges at `max_rank` or better."""
+    owner: dict[str, int] = {}
+
+    def augment(gpu: int, seen: set[str]) -> bool:
+        for nic, rank in edges[gpu]:
+            if rank > max_rank or nic in seen:
+                continue
+            seen.add(nic)
+            if nic not in owner or augment(owner[nic], seen):
+                owner[nic] = gpu
+                return True
+        return False
+
+    for gpu in edges:
+        augment(gpu, set())
+    return owner
+
+
+def quality(found: Rails, gpus: int) -> float:
+    """0-10: the mean over the pod's GPUs of their best achievable NIC level (PIX 10 ... SYS 1,
+    no NIC 0)."""
+    if gpus <= 0:
+        return 10.0
+    total, placed = 0.0, 0
+    for level in LEVELS:
+        reach = min(gpus, found.at(level))
+        total += (reach - placed) * LEVEL_SCORE[level]
+        placed = reach
+    return total / gpus
+
+
+def profile(found: Rails, gpus: int) -> dict[str, int]:
+    """How many of the pod's GPUs get a NIC at each level, e.g. {"PIX": 7, "NODE": 1}."""
+    result, placed = {}, 0
+    for level in LEVELS:
+        reach = min(gpus, found.at(level))
+        if reach > placed:
+            result[level.value] = reach - placed
+        placed = reach
+    return result
+
+
+def chosen_nics(topology: Topology, usable: Iterable[str], gpus: int) -> list[str]:
+    """NICs for `gpus` GPUs at the best bottleneck level, in GPU order: the list the bind
+    writes for NCCL_IB_HCA."""
+    edges = _edges(topology, set(usable))
+    for level in LEVELS:
+        owner = _matching(edges, level.rank)
+        if len(owner) >= gpus:
+            by_gpu = sorted(owner.items(), key=lambda item: item[1])
+            return [nic for nic, _ in by_gpu[:gpus]]
+    by_gpu = sorted(_matching(edges, LEVELS[-1].rank).items(), key=lambda item: item[1])
+    return [nic for nic, _ in by_gpu]

@@ -1,0 +1,171 @@
+"""What a pod asks of a node, read once per scheduling call from the pod object.
+
+Filters and scores take this frozen view rather than the raw pod. Annotation values the
+extender cannot read do not raise: they are collected in `problems`, and the filters then fail
+every node with the problem as the reason, which is where an admin looks ("why pending?").
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import orjson
+
+from extender import keys
+from extender.cluster import pod_requests
+from extender.topology import Level
+
+Json = dict[str, Any]
+LinkLayer = Literal["InfiniBand", "Ethernet"]
+
+# The webhook records the profile's network mode; InfiniBand needs IB ports, the others RoCE.
+_LINK_LAYER: dict[str, LinkLayer] = {
+    "ib": "InfiniBand",
+    "host": "Ethernet",
+    "macvlan": "Ethernet",
+    "sriov": "Ethernet",
+}
+RAILS = keys.PREFIX + "rails"
+MIN_RATE = keys.PREFIX + "min-rate-gbps"
+MIN_AFFINITY = keys.PREFIX + "min-affinity"
+
+
+@dataclass(frozen=True)
+class PodView:
+    namespace: str
+    name: str
+    uid: str
+    gpus: int
+    rdma: Mapping[str, int]
+    """The RDMA resources the pod requests."""
+    gpu_resource: str
+    link_layer: LinkLayer | None
+    """None when the pod does not say (no kube-rdma profile applied): any link layer will do."""
+    rails: int
+    min_rate: float | None = None
+    min_affinity: Level | None = None
+    node_settings: bool = False
+    """The pod reads NCCL_IB_GID_INDEX / NCCL_IB_HCA from annotations the bind must write."""
+    problems: tuple[str, ...] = field(default=())
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.namespace, self.name
+
+    @property
+    def needs_rdma(self) -> bool:
+        return bool(self.rdma) or self.link_layer is not None
+
+    @property
+    def relevant(self) -> bool:
+        """The extender has an opinion about this pod."""
+        return self.gpus > 0 or self.needs_rdma
+
+    @property
+    def shape(self) -> tuple[Any, ...]:
+        """Everything a verdict depends on: pods of one shape get the same answers."""
+        return (
+            self.gpus,
+            tuple(sorted(self.rdma.items())),
+            self.link_layer,
+            self.rails,
+            self.min_rate,
+            self.min_affinity,
+            self.problems,
+        )
+
+
+def pod_view(
+    pod: Json,
+    gpu_resources: Iterable[str] = ("nvidia.com/gpu",),
+    rdma_patterns: Iterable[str] = ("rdma/*",),
+) -> PodView:
+    meta = pod.get("metadata") or {}
+    annotations: Mapping[str, str] = meta.get("annotations") or {}
+    requests = pod_requests(pod)
+    gpu_names = tuple(gpu_resources)
+    gpus = sum(requests.get(n, 0) for n in gpu_names)
+    patterns = tuple(rdma_patterns)
+    rdma = {r: n for r, n in requests.items() if any(fnmatch.fnmatchcase(r, p) for p in patterns)}
+    problems: list[str] = []
+    link_layer = _link_layer(annotations, problems)
+    rails = _rails(annotations, rdma, gpus, problems)
+    return PodView(
+        namespace=str(meta.get("namespace") or "default"),
+        name=str(meta.get("name") or meta.get("generateName") or ""),
+        uid=str(meta.get("uid") or ""),
+        gpus=gpus,
+        rdma=rdma,
+        gpu_resource=next((n for n in gpu_names if n in requests), gpu_names[0]),
+        link_layer=link_layer,
+        rails=rails,
+        min_rate=_number(annotations, MIN_RATE, problems),
+        min_affinity=_level(annotations, problems),
+        node_settings=_reads_node_settings(pod),
+        problems=tuple(problems),
+    )
+
+
+def _link_layer(annotations: Mapping[str, str], problems: list[str]) -> LinkLayer | None:
+    applied = annotations.get(keys.APPLIED)
+    if applied is None:
+        return None
+    try:
+        network = orjson.loads(applied).get("network")
+    except (orjson.JSONDecodeError, AttributeError):
+        problems.append(f"{keys.APPLIED} is not the JSON the kube-rdma webhook writes")
+        return None
+    return _LINK_LAYER.get(str(network))
+
+
+def _rails(
+    annotations: Mapping[str, str], rdma: Mapping[str, int], gpus: int, problems: list[str]
+) -> int:
+    """Rails the pod uses: its annotation, else one per per-rail resource, else one per GPU."""
+    value = annotations.get(RAILS)
+    if value is not None:
+        if value.isdigit() and 0 < int(value) <= 64:
+            return int(value)
+        problems.append(f"{RAILS}={value!r} is not a number of rails between 1 and 64")
+    if len(rdma) > 1:
+        return len(rdma)
+    return gpus if gpus else (1 if rdma else 0)
+
+
+def _number(annotations: Mapping[str, str], key: str, problems: list[str]) -> float | None:
+    value = annotations.get(key)
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1.0
+    if number < 0 or number != number:
+        problems.append(f"{key}={value!r} is not a rate in Gb/s")
+        return None
+    return number
+
+
+def _level(annotations: Mapping[str, str], problems: list[str]) -> Level | None:
+    value = annotations.get(MIN_AFFINITY)
+    if value is None:
+        return None
+    try:
+        return Level(value.upper())
+    except ValueError:
+        problems.append(f"{MIN_AFFINITY}={value!r} is not one of PIX, PXB, PHB, NODE, SYS")
+        return None
+
+
+def _reads_node_settings(pod: Json) -> bool:
+    wanted = (f"['{keys.GID_INDEX}']", f"['{keys.HCA}']")
+    spec = pod.get("spec") or {}
+    for container in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
+        for entry in container.get("env") or []:
+            path = ((entry.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath", "")
+            if path.endswith(wanted):
+                return True
+    return False

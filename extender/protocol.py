@@ -1,0 +1,132 @@
+"""The kube-scheduler extender wire protocol (k8s.io/kube-scheduler/extender/v1).
+
+The Go structs carry no json tags, so the keys on the wire are the Go field names; Go decodes
+them case-insensitively, so this module accepts any casing and always answers in PascalCase.
+Nested Kubernetes objects (the Pod, a NodeList) keep their usual camelCase JSON. Answers never
+carry null node lists (kube-scheduler reads two nulls as "every node failed") and name only
+nodes that were sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+Json = dict[str, Any]
+MAX_SCORE = 10  # MaxExtenderPriority
+
+
+class ProtocolError(ValueError):
+    """A request body the extender cannot use; answered with HTTP 400."""
+
+
+def field(obj: Mapping[str, Any], key: str) -> Any:
+    """`obj[key]` matched case-insensitively, as Go's encoding/json does; None when absent."""
+    if key in obj:
+        return obj[key]
+    wanted = key.lower()
+    for name, value in obj.items():
+        if name.lower() == wanted:
+            return value
+    return None
+
+
+def _object(body: bytes, what: str) -> Json:
+    if not body.strip():
+        raise ProtocolError(f"empty body: expected {what} JSON")
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError as e:
+        raise ProtocolError(
+            f"body is not JSON (line {e.lineno}, column {e.colno}): expected {what}"
+        ) from e
+    if not isinstance(data, dict):
+        raise ProtocolError(f"body is a JSON {type(data).__name__}, expected {what} object")
+    return data
+
+
+@dataclass(frozen=True)
+class ExtenderArgs:
+    """A filter or prioritize request: the pod, and the candidate nodes by name or in full."""
+
+    pod: Json
+    names: list[str]
+    nodes: list[Json] | None
+    """The full Node objects when kube-scheduler sent a NodeList (not nodeCacheCapable)."""
+
+
+def decode_args(body: bytes) -> ExtenderArgs:
+    data = _object(body, "ExtenderArgs")
+    pod = field(data, "Pod")
+    if not isinstance(pod, dict) or not isinstance(pod.get("metadata"), dict):
+        raise ProtocolError("ExtenderArgs.Pod must be a Pod object with metadata")
+    names, node_list = field(data, "NodeNames"), field(data, "Nodes")
+    if names is not None:
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise ProtocolError("ExtenderArgs.NodeNames must be a list of node names")
+        return ExtenderArgs(pod, names, None)
+    if node_list is not None:
+        items = node_list.get("items") if isinstance(node_list, dict) else None
+        if not isinstance(items, list) or not all(isinstance(n, dict) for n in items):
+            raise ProtocolError("ExtenderArgs.Nodes must be a NodeList with items")
+        names = [str((n.get("metadata") or {}).get("name")) for n in items]
+        return ExtenderArgs(pod, names, items)
+    raise ProtocolError(
+        "ExtenderArgs has neither NodeNames nor Nodes; with nodeCacheCapable: true kube-scheduler "
+        "sends NodeNames, otherwise Nodes"
+    )
+
+
+@dataclass(frozen=True)
+class BindingArgs:
+    pod_name: str
+    pod_namespace: str
+    pod_uid: str
+    node: str
+
+
+def decode_binding(body: bytes) -> BindingArgs:
+    data = _object(body, "ExtenderBindingArgs")
+    values = {k: field(data, k) for k in ("PodName", "PodNamespace", "PodUID", "Node")}
+    missing = [k for k, v in values.items() if not isinstance(v, str) or (not v and k != "PodUID")]
+    if missing:
+        raise ProtocolError(f"ExtenderBindingArgs needs {', '.join(missing)}")
+    return BindingArgs(values["PodName"], values["PodNamespace"], values["PodUID"], values["Node"])
+
+
+def filter_result(
+    args: ExtenderArgs,
+    passed: list[str],
+    failed: Mapping[str, str],
+    unresolvable: Mapping[str, str],
+) -> Json:
+    """ExtenderFilterResult. In NodeNames mode the passing names; in Nodes mode the passing Node
+    objects as a NodeList (and their names too: a list is never harmful, a null can be)."""
+    result: Json = {
+        "NodeNames": passed,
+        "FailedNodes": dict(failed),
+        "FailedAndUnresolvableNodes": dict(unresolvable),
+        "Error": "",
+    }
+    if args.nodes is not None:
+        keep = set(passed)
+        items = [n for n in args.nodes if (n.get("metadata") or {}).get("name") in keep]
+        result["Nodes"] = {"apiVersion": "v1", "kind": "NodeList", "metadata": {}, "items": items}
+    else:
+        result["Nodes"] = None
+    return result
+
+
+def host_priorities(scores: Mapping[str, float]) -> list[Json]:
+    """HostPriorityList: integer scores clamped to 0..MaxExtenderPriority."""
+    return [
+        {"Host": host, "Score": max(0, min(MAX_SCORE, round(score)))}
+        for host, score in scores.items()
+    ]
+
+
+def binding_result(error: str = "") -> Json:
+    return {"Error": error}

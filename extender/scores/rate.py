@@ -1,0 +1,18 @@
+"""Link rate headroom: how fast the rails the pod would use are, against 400 Gb/s NDR/XDR-class
+links (the fastest common today); slower or degraded links score proportionally lower."""
+
+from __future__ import annotations
+
+from extender.cluster import NodeInfo
+from extender.pairing import Rails
+from extender.podview import PodView
+from extender.scores import clamp
+
+REFERENCE_GBPS = 400.0
+
+
+def score(pod: PodView, node: NodeInfo, rails: Rails | None) -> float:
+    if rails is None or not rails.rates:
+        return 0.0
+    used = rails.rates[: max(pod.rails, 1)]
+    return clamp(10.0 * (sum(used) / len(used)) / REFERENCE_GBPS)
