@@ -9,11 +9,51 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger("kube_rdma.agent")
 
 
 def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    _register_agent(subcommands)
+    _register_extender(subcommands)
+    _register_explain(subcommands)
+
+
+def _register_extender(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    extender = subcommands.add_parser("extender", help="serve the kube-scheduler extender")
+    extender.add_argument("--host", default="0.0.0.0")
+    extender.add_argument("--port", type=int, default=8888)
+    extender.add_argument("--tls-cert-file", type=Path, help="serve HTTPS with this certificate")
+    extender.add_argument("--tls-key-file", type=Path)
+    extender.add_argument("--weights", type=Path, help="score weights YAML (default: built-in)")
+    extender.add_argument(
+        "--gpu-resource", action="append", help="GPU resource name (repeatable; nvidia.com/gpu)"
+    )
+    extender.add_argument(
+        "--rdma-resource",
+        action="append",
+        help="pattern of RDMA resource names (repeatable; default rdma/*)",
+    )
+    where = extender.add_mutually_exclusive_group(required=True)
+    where.add_argument("--cluster-snapshot", type=Path, help="a JSON/YAML file of Nodes and Pods")
+    where.add_argument("--kubeconfig", type=Path)
+    where.add_argument("--in-cluster", action="store_true")
+    extender.set_defaults(run=run_extender)
+
+
+def _register_explain(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    explain = subcommands.add_parser(
+        "explain", help="why is a pod pending: every node's verdict and score for it"
+    )
+    explain.add_argument("pod", help="NAMESPACE/NAME")
+    explain.add_argument("--url", default="http://127.0.0.1:8888", help="the extender's address")
+    explain.add_argument("--cacert", type=Path, help="CA to verify an HTTPS extender with")
+    explain.add_argument("--json", action="store_true", help="print the JSON answer")
+    explain.set_defaults(run=run_explain)
+
+
+def _register_agent(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     agent = subcommands.add_parser("agent", help="discover and publish this node's RDMA topology")
     verbs = agent.add_subparsers(dest="verb", required=True)
 
@@ -104,4 +144,91 @@ async def _serve(args: argparse.Namespace) -> int:
     async with client.ApiClient() as api:
         log.info("agent started", extra={"node": args.node_name})
         await Agent(client.CoreV1Api(api), settings).run()
+    return 0
+
+
+def run_extender(args: argparse.Namespace) -> int:
+    from aiohttp import web
+
+    from certs.serving import TLSConfigError, server_context
+    from extender.snapshot import SnapshotError
+    from extender.watched import ConfigError
+
+    if bool(args.tls_cert_file) != bool(args.tls_key_file):
+        log.error("--tls-cert-file and --tls-key-file go together")
+        return 2
+    try:
+        ssl_context = (
+            server_context(args.tls_cert_file, args.tls_key_file) if args.tls_cert_file else None
+        )
+        scheme = "https" if ssl_context else "http"
+        log.info("extender listening on %s://%s:%d", scheme, args.host, args.port)
+        web.run_app(
+            _extender_app(args),
+            host=args.host,
+            port=args.port,
+            ssl_context=ssl_context,
+            print=None,
+            access_log=None,
+        )
+    except (TLSConfigError, ConfigError, SnapshotError) as e:
+        log.error("cannot start the extender: %s", e)
+        return 1
+    return 0
+
+
+async def _extender_app(args: argparse.Namespace) -> Any:
+    """The app around its cluster source; the live source's API client needs the running loop."""
+    from kubernetes_asyncio import client, config
+
+    from extender.app import Settings, create_app
+    from extender.live import LiveSource
+    from extender.snapshot import SnapshotSource
+
+    settings = Settings(
+        weights_file=args.weights,
+        gpu_resources=tuple(args.gpu_resource or ("nvidia.com/gpu",)),
+        rdma_resources=tuple(args.rdma_resource or ("rdma/*",)),
+    )
+    if args.cluster_snapshot:
+        return create_app(settings, SnapshotSource.from_file(args.cluster_snapshot))
+    if args.kubeconfig:
+        await config.load_kube_config(config_file=str(args.kubeconfig))
+    else:
+        config.load_incluster_config()  # type: ignore[no-untyped-call]
+    api = client.ApiClient()
+    app = create_app(settings, LiveSource(client.CoreV1Api(api)))
+
+    async def close(_: Any) -> None:
+        await api.close()
+
+    app.on_cleanup.append(close)
+    return app
+
+
+def run_explain(args: argparse.Namespace) -> int:
+    import ssl
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    namespace, _, name = args.pod.partition("/")
+    if not namespace or not name:
+        print("kube-rdma explain: give the pod as NAMESPACE/NAME", file=sys.stderr)
+        return 2
+    query = urllib.parse.urlencode(
+        {"namespace": namespace, "name": name, **({} if args.json else {"format": "table"})}
+    )
+    context = ssl.create_default_context(cafile=str(args.cacert)) if args.cacert else None
+    try:
+        with urllib.request.urlopen(
+            f"{args.url.rstrip('/')}/explain?{query}", timeout=30, context=context
+        ) as response:
+            sys.stdout.write(response.read().decode())
+    except urllib.error.HTTPError as e:
+        print(f"kube-rdma explain: {e.read().decode(errors='replace').strip()}", file=sys.stderr)
+        return 1
+    except (urllib.error.URLError, OSError) as e:
+        print(f"kube-rdma explain: cannot reach the extender at {args.url}: {e}", file=sys.stderr)
+        return 1
     return 0

@@ -34,7 +34,7 @@ class Rails:
     """Rates of the usable ports, fastest first."""
     usable_nics: frozenset[str]
     down: tuple[str, ...]
-    """NICs with ports of the link layer of which none is usable."""
+    """NICs with ports of the link layer none of which is ACTIVE and healthy."""
     gpus: int
     matched: tuple[int, ...]
     """matched[i]: the most GPUs that can each get a distinct usable NIC at LEVELS[i] or better."""
@@ -48,17 +48,12 @@ def rails(topology: Topology, link_layer: str | None, min_rate: float | None) ->
     for nic in topology.nics:
         mine = [p for p in nic.ports if link_layer is None or p.link_layer == link_layer]
         ports += len(mine)
-        good = [
-            p
-            for p in mine
-            if p.state == "ACTIVE"
-            and p.healthy
-            and (min_rate is None or (p.rate_gbps or 0) >= min_rate)
-        ]
+        up = [p for p in mine if p.state == "ACTIVE" and p.healthy]
+        good = [p for p in up if min_rate is None or (p.rate_gbps or 0) >= min_rate]
         rates += [p.rate_gbps or 0.0 for p in good]
         if good:
             usable_nics.add(nic.name)
-        elif mine:
+        if mine and not up:
             down.append(nic.name)
     edges = _edges(topology, usable_nics)
     matched = tuple(len(_matching(edges, level.rank)) for level in LEVELS)

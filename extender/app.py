@@ -1,0 +1,232 @@
+"""The extender's aiohttp application: decode, call the engine, encode.
+
+`create_app(settings, source)` builds the app around a cluster source; the source's feed, the
+weights reloader and (for HTTPS) nothing else run in the app's cleanup context.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+from aiohttp import web
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+)
+
+from extender import protocol
+from extender.binding import node_settings
+from extender.engine import Engine
+from extender.explain import explanation, table
+from extender.podview import PodView, pod_view
+from extender.state import BindError, ClusterSource
+from extender.watched import WatchedFile
+from extender.weights import DEFAULT, Weights, parse_weights
+
+log = logging.getLogger("kube_rdma.extender")
+
+LATENCY_BUCKETS = (0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5)
+
+
+@dataclass(frozen=True)
+class Settings:
+    weights_file: Path | None = None
+    reload_interval: float = 2.0
+    gpu_resources: tuple[str, ...] = ("nvidia.com/gpu",)
+    rdma_resources: tuple[str, ...] = ("rdma/*",)
+    max_body_bytes: int = 16 << 20
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.calls = Counter(
+            "kube_rdma_extender_calls",
+            "Extender calls answered, by verb and result.",
+            ["verb", "result"],
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "kube_rdma_extender_call_duration_seconds",
+            "Time to answer an extender call, by verb.",
+            ["verb"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.weight_reloads = Counter(
+            "kube_rdma_weights_reloads",
+            "Weights file reloads, by result (loaded or rejected).",
+            ["result"],
+            registry=self.registry,
+        )
+
+
+@dataclass
+class Extender:
+    """Everything a handler needs."""
+
+    settings: Settings
+    source: ClusterSource
+    weights: WatchedFile[Weights]
+    engine: Engine
+    metrics: Metrics
+
+    def view(self, pod: dict[str, Any]) -> PodView:
+        return pod_view(pod, self.settings.gpu_resources, self.settings.rdma_resources)
+
+
+EXTENDER = web.AppKey("extender", Extender)
+Handler = Callable[[web.Request], Awaitable[web.Response]]
+
+
+def create_app(settings: Settings, source: ClusterSource) -> web.Application:
+    """The extender app; raises ConfigError when the weights file is unusable at start-up."""
+    metrics = Metrics()
+    weights = WatchedFile(
+        settings.weights_file,
+        parse_weights,
+        DEFAULT,
+        "weights",
+        lambda result: metrics.weight_reloads.labels(result).inc(),
+    )
+    engine = Engine(source.cluster, lambda: weights.current)
+    app = web.Application(client_max_size=settings.max_body_bytes)
+    app[EXTENDER] = Extender(settings, source, weights, engine, metrics)
+    app.cleanup_ctx.append(_background)
+    for verb, handler in (
+        ("filter", handle_filter),
+        ("prioritize", handle_prioritize),
+        ("bind", handle_bind),
+    ):
+        app.router.add_post(f"/{verb}", _timed(verb, handler))
+    app.router.add_get("/explain", handle_explain)
+    app.router.add_get("/healthz", handle_healthz)
+    app.router.add_get("/readyz", handle_readyz)
+    app.router.add_get("/metrics", handle_metrics)
+    return app
+
+
+async def _background(app: web.Application) -> AsyncIterator[None]:
+    extender = app[EXTENDER]
+    tasks = [
+        asyncio.create_task(extender.source.run()),
+        asyncio.create_task(extender.weights.watch(extender.settings.reload_interval)),
+    ]
+    yield
+    for task in tasks:
+        task.cancel()
+    for task in tasks:
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+def _timed(verb: str, handler: Handler) -> Handler:
+    """Metrics and the 400 answer for a malformed body, around one verb's handler."""
+
+    async def timed(request: web.Request) -> web.Response:
+        metrics = request.app[EXTENDER].metrics
+        started = time.perf_counter()
+        try:
+            response = await handler(request)
+            result = "ok"
+        except protocol.ProtocolError as e:
+            log.warning("rejected /%s request: %s", verb, e)
+            response, result = web.json_response({"error": str(e)}, status=400), "bad-request"
+        except web.HTTPRequestEntityTooLarge:
+            message = f"body larger than {request.app[EXTENDER].settings.max_body_bytes} bytes"
+            response, result = web.json_response({"error": message}, status=413), "bad-request"
+        metrics.calls.labels(verb, result).inc()
+        metrics.latency.labels(verb).observe(time.perf_counter() - started)
+        return response
+
+    return timed
+
+
+def _json(body: Any) -> web.Response:
+    return web.Response(body=orjson.dumps(body), content_type="application/json")
+
+
+async def handle_filter(request: web.Request) -> web.Response:
+    extender = request.app[EXTENDER]
+    args = protocol.decode_args(await request.read())
+    outcome = extender.engine.filter(extender.view(args.pod), args.names)
+    return _json(protocol.filter_result(args, outcome.passed, outcome.failed, outcome.unresolvable))
+
+
+async def handle_prioritize(request: web.Request) -> web.Response:
+    extender = request.app[EXTENDER]
+    args = protocol.decode_args(await request.read())
+    scores = extender.engine.prioritize(extender.view(args.pod), args.names)
+    return _json(protocol.host_priorities(scores))
+
+
+async def handle_bind(request: web.Request) -> web.Response:
+    extender = request.app[EXTENDER]
+    args = protocol.decode_binding(await request.read())
+    where = f"{args.pod_namespace}/{args.pod_name} to {args.node}"
+    try:
+        annotations = _bind_annotations(extender, args)
+        await extender.source.bind(
+            args.pod_namespace, args.pod_name, args.pod_uid, args.node, annotations
+        )
+    except BindError as e:
+        log.warning("bind of %s failed: %s", where, e, extra={"node": args.node})
+        return _json(protocol.binding_result(str(e)))
+    log.info("bound %s", where, extra={"node": args.node, **annotations})
+    return _json(protocol.binding_result())
+
+
+def _bind_annotations(extender: Extender, args: protocol.BindingArgs) -> dict[str, str]:
+    pod = extender.source.cluster.pod(args.pod_namespace, args.pod_name)
+    if pod is None:
+        raise BindError(f"pod {args.pod_namespace}/{args.pod_name} is not in the extender's cache")
+    view = extender.view(pod)
+    if not view.node_settings:
+        return {}
+    node = extender.source.cluster.node(args.node)
+    if node is None:
+        raise BindError(f"node {args.node} is not in the extender's cache")
+    return node_settings(view, node, extender.engine.rails(view, node))
+
+
+async def handle_explain(request: web.Request) -> web.Response:
+    extender = request.app[EXTENDER]
+    namespace, name = request.query.get("namespace"), request.query.get("name")
+    if not namespace or not name:
+        return web.json_response({"error": "explain needs ?namespace=N&name=P"}, status=400)
+    pod = extender.source.cluster.pod(namespace, name)
+    if pod is None:
+        return web.json_response(
+            {"error": f"pod {namespace}/{name} is not in the extender's cache"}, status=404
+        )
+    view = extender.view(pod)
+    body = explanation(view, extender.engine.explain(view), extender.weights.current)
+    if request.query.get("format") == "table":
+        return web.Response(text=table(body))
+    return _json(body)
+
+
+async def handle_healthz(request: web.Request) -> web.Response:
+    return web.Response(text="ok\n")
+
+
+async def handle_readyz(request: web.Request) -> web.Response:
+    if not request.app[EXTENDER].source.ready():
+        return web.Response(status=503, text="cluster cache not synced yet\n")
+    return web.Response(text="ok\n")
+
+
+async def handle_metrics(request: web.Request) -> web.Response:
+    body = generate_latest(request.app[EXTENDER].metrics.registry)
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})

@@ -1,0 +1,93 @@
+"""Why is my pod pending? Every node's verdict for a pod, and how the passing ones scored.
+
+The same body serves the JSON answer of `GET /explain` and, rendered by `table`, the readable
+one that `kube-rdma explain NAMESPACE/POD` prints.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from extender.engine import Assessment
+from extender.podview import PodView
+from extender.weights import Weights
+
+Json = dict[str, Any]
+
+
+def explanation(pod: PodView, assessments: list[Assessment], weights: Weights) -> Json:
+    verdicts = Counter(_verdict(a) for a in assessments)
+    return {
+        "pod": f"{pod.namespace}/{pod.name}",
+        "asks": _asks(pod),
+        "weights": weights.as_dict(),
+        "summary": {k: verdicts.get(k, 0) for k in ("pass", "fail", "unresolvable")},
+        "nodes": [
+            {
+                "node": a.node,
+                "verdict": _verdict(a),
+                **({"reason": a.verdict.reason} if a.verdict.reason else {}),
+                **({"scores": {k: round(v, 2) for k, v in a.scores.items()}} if a.scores else {}),
+                **({"total": round(a.total, 2)} if a.total is not None else {}),
+            }
+            for a in assessments
+        ],
+    }
+
+
+def _verdict(a: Assessment) -> str:
+    if a.verdict.ok:
+        return "pass"
+    return "fail" if a.verdict.resolvable else "unresolvable"
+
+
+def _asks(pod: PodView) -> Json:
+    asks: Json = {"gpus": pod.gpus, "rdma": dict(pod.rdma), "rails": pod.rails}
+    if pod.link_layer:
+        asks["linkLayer"] = pod.link_layer
+    if pod.min_rate is not None:
+        asks["minRateGbps"] = pod.min_rate
+    if pod.min_affinity is not None:
+        asks["minAffinity"] = pod.min_affinity.value
+    if pod.problems:
+        asks["problems"] = list(pod.problems)
+    return asks
+
+
+def table(body: Json) -> str:
+    asks = body["asks"]
+    rdma = ", ".join(f"{k}: {v}" for k, v in asks["rdma"].items()) or "none"
+    lines = [
+        f"pod {body['pod']}: {asks['gpus']} GPUs, RDMA {rdma}, {asks['rails']} rails"
+        + (f", {asks['linkLayer']}" if "linkLayer" in asks else "")
+        + (f", min affinity {asks['minAffinity']}" if "minAffinity" in asks else "")
+        + (f", min rate {asks['minRateGbps']:g} Gb/s" if "minRateGbps" in asks else ""),
+        "nodes: " + ", ".join(f"{v} {k}" for k, v in body["summary"].items()),
+        "",
+    ]
+    criteria = list(body["weights"])
+    header = [
+        "NODE",
+        "VERDICT",
+        "TOTAL",
+        *(f"{c}(w{body['weights'][c]:g})" for c in criteria),
+        "REASON",
+    ]
+    rows = [header]
+    for node in body["nodes"]:
+        scores = node.get("scores", {})
+        rows.append(
+            [
+                node["node"],
+                node["verdict"],
+                f"{node['total']:.2f}" if "total" in node else "-",
+                *(f"{scores[c]:.2f}" if c in scores else "-" for c in criteria),
+                node.get("reason", ""),
+            ]
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header) - 1)]
+    for row in rows:
+        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
+        lines.append("  ".join([*cells, row[-1]]).rstrip())
+    return "\n".join(lines) + "\n"
