@@ -19,7 +19,8 @@ from extender.topology import Nic
 def node_settings(pod: PodView, node: NodeInfo, rails: Rails | None) -> dict[str, str]:
     """The annotations for `pod` on `node`; raises BindError when the node cannot supply them."""
     if node.topology is None or rails is None or not rails.usable_nics:
-        raise BindError(f"node {node.name} has no usable RDMA NIC to configure NCCL with")
+        kind = f"{pod.link_layer} " if pod.link_layer else ""
+        raise BindError(f"node {node.name} has no usable {kind}RDMA NIC to configure NCCL with")
     nics = chosen_nics(node.topology, rails.usable_nics, max(pod.gpus, pod.rails, 1))
     by_name = {nic.name: nic for nic in node.topology.nics}
     common: set[int] | None = None

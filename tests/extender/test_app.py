@@ -1,0 +1,244 @@
+"""The extender over HTTP in snapshot mode: exact bodies for every verb and both node modes."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import orjson
+import pytest
+from aiohttp import web
+
+from extender.app import Settings, create_app
+from extender.snapshot import SnapshotSource
+from tests.extender import nodes
+
+Json = dict[str, Any]
+
+NODES = [
+    nodes.node("gpu-1", nodes.hgx()),
+    nodes.node("gpu-2", nodes.hgx(down=(3,))),
+    nodes.node("gpu-3", nodes.hgx()),
+    nodes.node("gpu-4", nodes.hgx(link_layer="InfiniBand")),
+]
+PODS = [
+    nodes.pod("busy", gpus=6, rdma={"rdma/hca": 6}, node_name="gpu-3", phase="Running"),
+    nodes.pod("worker-0", node_settings=True),
+    nodes.pod("worker-1"),
+]
+WORKER = nodes.pod("worker-0", node_settings=True)
+
+
+class Client:
+    def __init__(self, session: aiohttp.ClientSession, base: str, source: SnapshotSource) -> None:
+        self.session, self.base, self.source = session, base, source
+
+    async def post(self, verb: str, body: Any) -> tuple[int, Any]:
+        data = body if isinstance(body, bytes) else orjson.dumps(body)
+        async with self.session.post(f"{self.base}/{verb}", data=data) as response:
+            return response.status, orjson.loads(await response.read())
+
+    async def get(self, path: str) -> tuple[int, str]:
+        async with self.session.get(self.base + path) as response:
+            return response.status, await response.text()
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[Client]:
+    source = SnapshotSource([*NODES, *PODS])
+    runner = web.AppRunner(create_app(Settings(), source), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        async with aiohttp.ClientSession() as session:
+            yield Client(session, f"http://127.0.0.1:{port}", source)
+    finally:
+        await runner.cleanup()
+
+
+NAMES = ["gpu-1", "gpu-2", "gpu-3", "gpu-4", "gpu-9"]
+FAILED = {
+    "gpu-3": "nvidia.com/gpu: 2 of 8 free, pod needs 8",
+    "gpu-9": "node is not in the extender's cache yet (just added?); it is retried",
+}
+UNRESOLVABLE = {
+    "gpu-2": "rails down: mlx5_3; 7 of 8 Ethernet ports usable, pod needs 8",
+    "gpu-4": "node has 0 Ethernet RDMA ports, pod needs 8 rails",
+}
+
+
+async def test_filter_with_node_names(client: Client) -> None:
+    assert await client.post("filter", {"Pod": WORKER, "NodeNames": NAMES, "Nodes": None}) == (
+        200,
+        {
+            "NodeNames": ["gpu-1"],
+            "FailedNodes": FAILED,
+            "FailedAndUnresolvableNodes": UNRESOLVABLE,
+            "Error": "",
+            "Nodes": None,
+        },
+    )
+
+
+async def test_filter_with_full_nodes_and_any_casing(client: Client) -> None:
+    node_list = {"apiVersion": "v1", "kind": "NodeList", "items": NODES}
+    status, body = await client.post(
+        "filter", {"pod": WORKER, "nodes": node_list, "nodenames": None}
+    )
+    assert status == 200
+    assert body == {
+        "NodeNames": ["gpu-1"],
+        "FailedNodes": {"gpu-3": FAILED["gpu-3"]},
+        "FailedAndUnresolvableNodes": UNRESOLVABLE,
+        "Error": "",
+        "Nodes": {"apiVersion": "v1", "kind": "NodeList", "metadata": {}, "items": [NODES[0]]},
+    }
+
+
+async def test_prioritize(client: Client) -> None:
+    status, body = await client.post("prioritize", {"Pod": WORKER, "NodeNames": ["gpu-1", "gpu-2"]})
+    # gpu-1: affinity 10, rate 10, binpack 10 -> 10; gpu-2: affinity 8.75 -> (3*8.75+10+20)/6
+    assert (status, body) == (200, [{"Host": "gpu-1", "Score": 10}, {"Host": "gpu-2", "Score": 9}])
+
+
+async def test_a_pod_without_gpu_or_rdma_passes_everywhere_with_equal_scores(
+    client: Client,
+) -> None:
+    web_pod = nodes.pod("web", gpus=0, rdma={}, network=None)
+    _, filtered = await client.post("filter", {"Pod": web_pod, "NodeNames": NAMES[:4]})
+    assert filtered["NodeNames"] == NAMES[:4]
+    assert filtered["FailedNodes"] == filtered["FailedAndUnresolvableNodes"] == {}
+    _, scored = await client.post("prioritize", {"Pod": web_pod, "NodeNames": NAMES[:4]})
+    assert scored == [{"Host": n, "Score": 0} for n in NAMES[:4]]
+
+
+async def test_bind_writes_node_settings_then_binds(client: Client) -> None:
+    args = {
+        "PodName": "worker-0",
+        "PodNamespace": "team-a",
+        "PodUID": "uid-worker-0",
+        "Node": "gpu-1",
+    }
+    assert await client.post("bind", args) == (200, {"Error": ""})
+    pod = client.source.cluster.pod("team-a", "worker-0")
+    assert pod is not None
+    assert pod["spec"]["nodeName"] == "gpu-1"
+    annotations = pod["metadata"]["annotations"]
+    assert annotations["kube-rdma.io/gid-index"] == "3"
+    assert annotations["kube-rdma.io/hca"] == "=" + ",".join(f"mlx5_{i}" for i in range(8))
+    node = client.source.cluster.node("gpu-1")
+    assert node is not None
+    assert node.requested == {"nvidia.com/gpu": 8, "rdma/hca": 1}
+
+
+async def test_bind_without_node_settings_writes_nothing(client: Client) -> None:
+    args = {"podname": "worker-1", "podnamespace": "team-a", "poduid": "", "node": "gpu-1"}
+    assert await client.post("bind", args) == (200, {"Error": ""})
+    pod = client.source.cluster.pod("team-a", "worker-1")
+    assert pod is not None
+    assert "kube-rdma.io/hca" not in pod["metadata"]["annotations"]
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (
+            {"PodName": "ghost", "PodNamespace": "team-a", "PodUID": "", "Node": "gpu-1"},
+            "pod team-a/ghost is not in the extender's cache",
+        ),
+        (
+            {
+                "PodName": "worker-0",
+                "PodNamespace": "team-a",
+                "PodUID": "uid-other",
+                "Node": "gpu-1",
+            },
+            "pod team-a/worker-0 has uid uid-worker-0, not uid-other",
+        ),
+        (
+            {"PodName": "worker-0", "PodNamespace": "team-a", "PodUID": "", "Node": "gpu-4"},
+            "node gpu-4 has no usable Ethernet RDMA NIC to configure NCCL with",
+        ),
+    ],
+)
+async def test_bind_errors(client: Client, args: Json, error: str) -> None:
+    assert await client.post("bind", args) == (200, {"Error": error})
+    pod = client.source.cluster.pod("team-a", "worker-0")
+    assert pod is not None
+    assert "nodeName" not in pod["spec"]
+
+
+MALFORMED = [
+    ("filter", b"", "empty body: expected ExtenderArgs JSON"),
+    ("filter", b"{", "body is not JSON (line 1, column 2): expected ExtenderArgs"),
+    ("prioritize", b"[]", "body is a JSON list, expected ExtenderArgs object"),
+    ("filter", b'{"NodeNames": []}', "ExtenderArgs.Pod must be a Pod object with metadata"),
+    (
+        "filter",
+        orjson.dumps({"Pod": WORKER}),
+        "ExtenderArgs has neither NodeNames nor Nodes; with nodeCacheCapable: true kube-scheduler "
+        "sends NodeNames, otherwise Nodes",
+    ),
+    (
+        "filter",
+        orjson.dumps({"Pod": WORKER, "NodeNames": "gpu-1"}),
+        "ExtenderArgs.NodeNames must be a list of node names",
+    ),
+    ("bind", b'{"PodName": "x"}', "ExtenderBindingArgs needs PodNamespace, PodUID, Node"),
+]
+
+
+@pytest.mark.parametrize(("verb", "body", "message"), MALFORMED)
+async def test_malformed_requests_get_400(
+    client: Client, verb: str, body: bytes, message: str
+) -> None:
+    assert await client.post(verb, body) == (400, {"error": message})
+
+
+async def test_health_readiness_and_metrics(client: Client) -> None:
+    assert await client.get("/healthz") == (200, "ok\n")
+    assert await client.get("/readyz") == (200, "ok\n")
+    await client.post("filter", {"Pod": WORKER, "NodeNames": NAMES})
+    await client.post("filter", b"")
+    status, text = await client.get("/metrics")
+    assert status == 200
+    assert 'kube_rdma_extender_calls_total{result="ok",verb="filter"} 1.0' in text
+    assert 'kube_rdma_extender_calls_total{result="bad-request",verb="filter"} 1.0' in text
+
+
+async def test_explain(client: Client) -> None:
+    status, text = await client.get("/explain?namespace=team-a&name=worker-0")
+    assert status == 200
+    body = orjson.loads(text)
+    assert body["pod"] == "team-a/worker-0"
+    assert body["asks"] == {"gpus": 8, "rdma": {"rdma/hca": 1}, "rails": 8, "linkLayer": "Ethernet"}
+    assert body["summary"] == {"pass": 1, "fail": 1, "unresolvable": 2}
+    assert body["nodes"][0] == {
+        "node": "gpu-1",
+        "verdict": "pass",
+        "scores": {"affinity": 10.0, "rate": 10.0, "binpack": 10.0, "locality": 10.0},
+        "total": 10.0,
+    }
+    assert [n["node"] for n in body["nodes"]] == ["gpu-1", "gpu-2", "gpu-3", "gpu-4"]
+    status, table = await client.get("/explain?namespace=team-a&name=worker-0&format=table")
+    assert status == 200
+    assert table.splitlines() == [
+        "pod team-a/worker-0: 8 GPUs, RDMA rdma/hca: 1, 8 rails, Ethernet",
+        "nodes: 1 pass, 1 fail, 2 unresolvable",
+        "",
+        "NODE   VERDICT       TOTAL  affinity(w3)  rate(w1)  binpack(w2)  locality(w0)  REASON",
+        "gpu-1  pass          10.00  10.00         10.00     10.00        10.00",
+        "gpu-2  unresolvable  -      -             -         -            -             "
+        + UNRESOLVABLE["gpu-2"],
+        "gpu-3  fail          -      -             -         -            -             "
+        + FAILED["gpu-3"],
+        "gpu-4  unresolvable  -      -             -         -            -             "
+        + UNRESOLVABLE["gpu-4"],
+    ]
+    assert await client.get("/explain?namespace=team-a&name=ghost") == (
+        404,
+        '{"error": "pod team-a/ghost is not in the extender\'s cache"}',
+    )
