@@ -70,6 +70,16 @@ def _container_requests(container: Json) -> dict[str, int]:
     }
 
 
+def as_bound(pod: Json, node: str, annotations: Mapping[str, str]) -> Json:
+    """A copy of `pod` as a bind to `node` that writes `annotations` leaves it."""
+    bound = dict(pod)
+    bound["metadata"] = metadata = dict(pod.get("metadata") or {})
+    if annotations:
+        metadata["annotations"] = {**(metadata.get("annotations") or {}), **annotations}
+    bound["spec"] = {**(pod.get("spec") or {}), "nodeName": node}
+    return bound
+
+
 @dataclass(frozen=True)
 class NodeInfo:
     """One Node as the filters and scores see it."""

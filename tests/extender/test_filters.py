@@ -69,7 +69,8 @@ CASES = [
         ETH8,
         "no-agent",
         never(
-            "no RDMA topology: no kube-rdma.io/topology annotation (is the kube-rdma agent running there?)"
+            "no RDMA topology: no kube-rdma.io/topology annotation "
+            "(is the kube-rdma agent running there?)"
         ),
     ),
     ("eth8", ETH8, "shared-nics", never("node has 4 Ethernet RDMA ports, pod needs 8 rails")),
