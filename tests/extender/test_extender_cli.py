@@ -1,0 +1,126 @@
+"""`kube-rdma extender` with a cluster snapshot, and `kube-rdma explain` against it."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tests.extender import nodes
+from webhook.cli import main
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@pytest.fixture
+def snapshot(tmp_path: Path) -> Path:
+    objects = [
+        nodes.node("gpu-1", nodes.hgx()),
+        nodes.node("gpu-2", nodes.hgx(down=(3,))),
+        nodes.pod("worker-0"),
+    ]
+    path = tmp_path / "cluster.json"
+    path.write_bytes(orjson.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
+    return path
+
+
+@pytest.fixture
+def extender(snapshot: Path) -> Iterator[str]:
+    port = free_port()
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "webhook.cli",
+            "extender",
+            "--cluster-snapshot",
+            str(snapshot),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        stderr=subprocess.PIPE,
+    )
+    try:
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def test_explain_prints_the_table(extender: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", "team-a/worker-0", "--url", extender]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:2] == [
+        "pod team-a/worker-0: 8 GPUs, RDMA rdma/hca: 1, 8 rails, Ethernet",
+        "nodes: 1 pass, 0 fail, 1 unresolvable",
+    ]
+    assert lines[4].split()[:3] == ["gpu-1", "pass", "10.00"]
+    assert lines[5].endswith("rails down: mlx5_3; 7 of 8 Ethernet ports usable, pod needs 8")
+
+
+def test_explain_json_and_errors(extender: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", "team-a/worker-0", "--url", extender, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["summary"] == {
+        "pass": 1,
+        "fail": 0,
+        "unresolvable": 1,
+    }
+    assert main(["explain", "team-a/ghost", "--url", extender]) == 1
+    assert capsys.readouterr().err == (
+        'kube-rdma explain: {"error": "pod team-a/ghost is not in the extender\'s cache"}\n'
+    )
+    assert main(["explain", "worker-0", "--url", extender]) == 2
+    assert main(["explain", "a/b", "--url", "http://127.0.0.1:9"]) == 1
+    assert "cannot reach the extender at http://127.0.0.1:9" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("files", "message"),
+    [
+        ({"cluster.yaml": "- {kind: Node}\n"}, "object 1 (Node) has no metadata.name"),
+        (
+            {"cluster.yaml": "[]", "weights.yaml": "weights: {rate: -1}"},
+            "weights.rate: Input should be greater than or equal to 0",
+        ),
+    ],
+)
+def test_bad_input_at_start_exits_1(tmp_path: Path, files: dict[str, str], message: str) -> None:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    args = [
+        sys.executable,
+        "-m",
+        "webhook.cli",
+        "extender",
+        "--cluster-snapshot",
+        str(tmp_path / "cluster.yaml"),
+        "--port",
+        str(free_port()),
+    ]
+    if "weights.yaml" in files:
+        args += ["--weights", str(tmp_path / "weights.yaml")]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 1
+    line = json.loads(done.stderr.strip().splitlines()[-1])
+    assert line["msg"].startswith("cannot start the extender: ")
+    assert message in line["msg"]
