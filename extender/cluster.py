@@ -92,6 +92,12 @@ class NodeInfo:
     topology_error: str | None = None
     """Why the node has no usable topology (no annotation, or a malformed one)."""
     pods: frozenset[PodKey] = field(default_factory=frozenset)
+    rails_key: int = field(default=0, compare=False)
+    """Equal for nodes whose documents describe the same ports, states, rates and PCIe pairs:
+    their rail summaries (extender/pairing.py) are the same."""
+    state: int = field(default=0, compare=False)
+    """Equal for nodes that any pod must judge and score alike: the same rails_key, topology
+    error and allocatable and requested resources."""
 
     def free(self, resource: str) -> int:
         return self.allocatable.get(resource, 0) - self.requested.get(resource, 0)
@@ -103,6 +109,7 @@ class _NodeEntry:
     topology: Topology | None
     topology_error: str | None
     annotation: str | None
+    rails_key: int
 
 
 class Cluster:
@@ -114,6 +121,7 @@ class Cluster:
         self._bound: dict[PodKey, tuple[str, dict[str, int]]] = {}
         self._by_node: dict[str, set[PodKey]] = {}
         self._views: dict[str, NodeInfo] = {}
+        self._interned: dict[Any, int] = {}
         self.generation = 0
         """Bumped on every change; lets callers cache results per generation."""
 
@@ -131,10 +139,15 @@ class Cluster:
         annotation = ((obj.get("metadata") or {}).get("annotations") or {}).get(keys.TOPOLOGY)
         previous = self._nodes.get(name)
         if previous is not None and previous.annotation == annotation:
-            topology, error = previous.topology, previous.topology_error
+            topology, error, rails_key = (
+                previous.topology,
+                previous.topology_error,
+                previous.rails_key,
+            )
         else:
             topology, error = _read_topology(name, annotation)
-        self._nodes[name] = _NodeEntry(obj, topology, error, annotation)
+            rails_key = self._intern(rails_signature(topology) if topology else None)
+        self._nodes[name] = _NodeEntry(obj, topology, error, annotation, rails_key)
         self._refresh(name)
 
     def delete_node(self, name: str) -> None:
@@ -213,15 +226,31 @@ class Cluster:
             for resource, amount in self._bound[key][1].items():
                 requested[resource] = requested.get(resource, 0) + amount
         meta = entry.obj.get("metadata") or {}
+        allocatable = extended_resources((entry.obj.get("status") or {}).get("allocatable"))
+        state = (entry.rails_key, entry.topology_error, _sorted(allocatable), _sorted(requested))
         self._views[name] = NodeInfo(
             name=name,
             labels=dict(meta.get("labels") or {}),
-            allocatable=extended_resources((entry.obj.get("status") or {}).get("allocatable")),
+            allocatable=allocatable,
             requested=requested,
             topology=entry.topology,
             topology_error=entry.topology_error,
             pods=keys_,
+            rails_key=entry.rails_key,
+            state=self._intern(state),
         )
+
+    def _intern(self, value: Any) -> int:
+        """A small int standing for `value`, equal for equal values."""
+        number = self._interned.get(value)
+        if number is None:
+            number = self._interned[value] = len(self._interned) + 1
+        return number
+
+    @property
+    def views(self) -> Mapping[str, NodeInfo]:
+        """Node name -> view, for callers that look up thousands of names per call."""
+        return self._views
 
 
 def _read_topology(node: str, annotation: str | None) -> tuple[Topology | None, str | None]:
@@ -233,3 +262,18 @@ def _read_topology(node: str, annotation: str | None) -> tuple[Topology | None, 
         reason = f"malformed {keys.TOPOLOGY} annotation: {str(e).splitlines()[0][:200]}"
         log.warning("node %s has no usable topology: %s", node, reason, extra={"node": node})
         return None, reason
+
+
+def _sorted(amounts: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted(amounts.items()))
+
+
+def rails_signature(topology: Topology) -> tuple[Any, ...]:
+    """What a rail summary depends on: every port's link layer, state, health and rate, and the
+    GPU-NIC levels; not addresses, GIDs or counters."""
+    nics = tuple(
+        (nic.name, tuple((p.link_layer, p.state, p.healthy, p.rate_gbps) for p in nic.ports))
+        for nic in topology.nics
+    )
+    pairs = tuple((p.gpu, p.nic, p.level) for p in topology.pairs)
+    return nics, len(topology.gpus), pairs

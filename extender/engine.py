@@ -1,9 +1,9 @@
 """The scheduling core: filter, prioritize and explain for one pod over a set of nodes.
 
-It reads the cluster model and the weights, and does no I/O. Per node and pod requirement the
-rail summary (extender/pairing.py) is computed once per topology document and reused; verdicts
-are cached per pod shape and node view, so the members of a gang, which share a shape, cost one
-evaluation per node between cluster changes.
+It reads the cluster model and the weights, and does no I/O. A verdict or score depends only on
+the pod's shape (what it asks) and the node's state (its rails, errors and resources), and most
+nodes of a cluster share a few states, so both are computed once per (shape, state) and looked
+up for every other node: a call costs about one dict lookup per node.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from extender.pairing import Rails, rails
 from extender.podview import PodView
 from extender.scores import Scorer
 from extender.scores import registry as score_registry
-from extender.topology import Topology
 from extender.weights import Weights
 
 NOT_CACHED = fail("node is not in the extender's cache yet (just added?); it is retried")
@@ -49,13 +48,29 @@ class Engine:
         self._weights = weights
         self._filters: list[tuple[str, Filter]] = filter_registry()
         self._scorers: dict[str, Scorer] = score_registry()
-        self._rails: dict[tuple[int, str | None, float | None], tuple[Topology, Rails]] = {}
-        self._verdicts: dict[tuple[Any, str], tuple[NodeInfo, Verdict]] = {}
+        self._shapes: dict[tuple[Any, ...], int] = {}
+        self._rails: dict[tuple[int, str | None, float | None], Rails] = {}
+        self._verdicts: dict[tuple[int, int], Verdict] = {}
+        self._scores: dict[tuple[int, int], dict[str, float]] = {}
+        self._totals: dict[tuple[int, int, int], float] = {}
+
+    def _shape(self, pod: PodView) -> int:
+        number = self._shapes.get(pod.shape)
+        if number is None:
+            _bound(self._shapes)
+            number = self._shapes[pod.shape] = len(self._shapes) + 1
+        return number
 
     def filter(self, pod: PodView, names: Iterable[str]) -> FilterOutcome:
-        passed, failed, unresolvable = [], {}, {}
+        passed: list[str] = []
+        failed: dict[str, str] = {}
+        unresolvable: dict[str, str] = {}
+        if not pod.relevant:
+            return FilterOutcome(list(names), failed, unresolvable)
+        shape, views = self._shape(pod), self._cluster.views
         for name in names:
-            verdict = self.verdict(pod, name)
+            node = views.get(name)
+            verdict = NOT_CACHED if node is None else self._verdict(pod, shape, node)
             if verdict.ok:
                 passed.append(name)
             elif verdict.resolvable:
@@ -70,14 +85,16 @@ class Engine:
             return NOT_CACHED
         if not pod.relevant:
             return Verdict(True)
-        key = (pod.shape, name)
-        cached = self._verdicts.get(key)
-        if cached is not None and cached[0] is node:
-            return cached[1]
-        verdict = self._judge(pod, node)
-        if len(self._verdicts) > _CACHE_LIMIT:
-            self._verdicts.clear()
-        self._verdicts[key] = (node, verdict)
+        return self._verdict(pod, self._shape(pod), node)
+
+    def _verdict(self, pod: PodView, shape: int, node: NodeInfo) -> Verdict:
+        """Nodes in the same state get the same verdict: judged once per shape and state."""
+        key = (shape, node.state)
+        verdict = self._verdicts.get(key)
+        if verdict is None:
+            verdict = self._judge(pod, node)
+            _bound(self._verdicts)
+            self._verdicts[key] = verdict
         return verdict
 
     def _judge(self, pod: PodView, node: NodeInfo) -> Verdict:
@@ -89,18 +106,16 @@ class Engine:
         return Verdict(True)
 
     def rails(self, pod: PodView, node: NodeInfo) -> Rails | None:
-        """The node's rails for the pod's link layer and rate, computed once per document."""
-        topology = node.topology
-        if topology is None:
+        """The node's rails for the pod's link layer and rate; computed once per distinct
+        rail signature (extender/cluster.py), not per node."""
+        if node.topology is None:
             return None
-        key = (id(topology), pod.link_layer, pod.min_rate)
-        cached = self._rails.get(key)
-        if cached is not None and cached[0] is topology:
-            return cached[1]
-        found = rails(topology, pod.link_layer, pod.min_rate)
-        if len(self._rails) > _CACHE_LIMIT:
-            self._rails.clear()
-        self._rails[key] = (topology, found)
+        key = (node.rails_key, pod.link_layer, pod.min_rate)
+        found = self._rails.get(key)
+        if found is None:
+            found = rails(node.topology, pod.link_layer, pod.min_rate)
+            _bound(self._rails)
+            self._rails[key] = found
         return found
 
     def scores(self, pod: PodView, name: str) -> dict[str, float]:
@@ -108,27 +123,57 @@ class Engine:
         node = self._cluster.node(name)
         if node is None:
             return {criterion: 0.0 for criterion in self._scorers}
-        found = self.rails(pod, node)
-        return {criterion: scorer(pod, node, found) for criterion, scorer in self._scorers.items()}
+        return self._node_scores(pod, self._shape(pod), node)
 
-    def total(self, scores: dict[str, float]) -> float:
+    def _node_scores(self, pod: PodView, shape: int, node: NodeInfo) -> dict[str, float]:
+        key = (shape, node.state)
+        scores = self._scores.get(key)
+        if scores is None:
+            found = self.rails(pod, node)
+            scores = {c: scorer(pod, node, found) for c, scorer in self._scorers.items()}
+            _bound(self._scores)
+            self._scores[key] = scores
+        return scores
+
+    def total(self, scores: dict[str, float], weights: Weights | None = None) -> float:
         """The weighted mean of the criteria."""
-        weights = self._weights().as_dict()
-        weight_sum = sum(weights.values())
-        return sum(scores[c] * w for c, w in weights.items()) / weight_sum
+        chosen = (weights or self._weights()).as_dict()
+        return sum(scores[c] * w for c, w in chosen.items()) / sum(chosen.values())
 
     def prioritize(self, pod: PodView, names: Iterable[str]) -> dict[str, float]:
         if not pod.relevant:
             return {name: 0.0 for name in names}
-        return {name: self.total(self.scores(pod, name)) for name in names}
+        shape, views, weights = self._shape(pod), self._cluster.views, self._weights()
+        version = id(weights)
+        result = {}
+        for name in names:
+            node = views.get(name)
+            if node is None:
+                result[name] = 0.0
+                continue
+            key = (shape, node.state, version)
+            total = self._totals.get(key)
+            if total is None:
+                total = self.total(self._node_scores(pod, shape, node), weights)
+                _bound(self._totals)
+                self._totals[key] = total
+            result[name] = total
+        return result
 
     def explain(self, pod: PodView) -> list[Assessment]:
         """Every node of the cluster: passing nodes best first, then the failures."""
         result = []
+        weights = self._weights()
         for node in self._cluster.nodes():
             verdict = self.verdict(pod, node.name)
             scores = self.scores(pod, node.name) if verdict.ok else {}
-            total = self.total(scores) if verdict.ok else None
+            total = self.total(scores, weights) if verdict.ok else None
             result.append(Assessment(node.name, verdict, scores, total))
         result.sort(key=lambda a: (not a.verdict.ok, -(a.total or 0.0), a.node))
         return result
+
+
+def _bound(cache: dict[Any, Any]) -> None:
+    """Caches are keyed by interned states that only grow; start over past a size limit."""
+    if len(cache) >= _CACHE_LIMIT:
+        cache.clear()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 import orjson
@@ -64,7 +65,7 @@ class PodView:
         """The extender has an opinion about this pod."""
         return self.gpus > 0 or self.needs_rdma
 
-    @property
+    @cached_property
     def shape(self) -> tuple[Any, ...]:
         """Everything a verdict depends on: pods of one shape get the same answers."""
         return (
