@@ -30,6 +30,7 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m bench.webhook
 	$(PY) -m bench.agent
+	$(PY) -m bench.extender
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
