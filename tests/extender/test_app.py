@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -10,9 +12,10 @@ import orjson
 import pytest
 from aiohttp import web
 
-from extender.app import Settings, create_app
+from extender.app import EXTENDER, Settings, create_app
 from extender.snapshot import SnapshotSource
 from tests.extender import nodes
+from tests.fakeapi import eventually
 
 Json = dict[str, Any]
 
@@ -242,3 +245,47 @@ async def test_explain(client: Client) -> None:
         404,
         '{"error": "pod team-a/ghost is not in the extender\'s cache"}',
     )
+
+
+async def test_prioritize_with_full_nodes(client: Client) -> None:
+    node_list = {"items": NODES[:2]}
+    assert await client.post("prioritize", {"Pod": WORKER, "Nodes": node_list}) == (
+        200,
+        [{"Host": "gpu-1", "Score": 10}, {"Host": "gpu-2", "Score": 9}],
+    )
+
+
+async def test_weights_file_is_reloaded_and_last_good_kept(tmp_path: Path) -> None:
+    weights = tmp_path / "weights.yaml"
+    weights.write_text("weights: {affinity: 1, rate: 0, binpack: 0}")
+    settings = Settings(weights_file=weights, reload_interval=0.01)
+    source = SnapshotSource([*NODES, *PODS])
+    runner = web.AppRunner(create_app(settings, source), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    base = f"http://127.0.0.1:{runner.addresses[0][1]}"
+    body = orjson.dumps({"Pod": WORKER, "NodeNames": ["gpu-2"]})
+    try:
+        async with aiohttp.ClientSession() as session:
+
+            async def score() -> Any:
+                async with session.post(f"{base}/prioritize", data=body) as response:
+                    return (await response.json())[0]["Score"]
+
+            assert await score() == 9  # affinity 8.75 alone
+            weights.write_text("weights: {affinity: 0, rate: 1, binpack: 0}")
+            await eventually(lambda: source_weight(runner.app) == 1.0)
+            assert await score() == 10  # rate alone
+            weights.write_text("weights: {affinity: -5}")
+            await asyncio.sleep(0.1)
+            assert await score() == 10  # the bad file changed nothing
+            async with session.get(f"{base}/metrics") as response:
+                text = await response.text()
+            assert 'kube_rdma_weights_reloads_total{result="rejected"} 1.0' in text
+    finally:
+        await runner.cleanup()
+
+
+def source_weight(app: web.Application) -> float:
+    return app[EXTENDER].weights.current.rate

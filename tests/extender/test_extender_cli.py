@@ -124,3 +124,31 @@ def test_bad_input_at_start_exits_1(tmp_path: Path, files: dict[str, str], messa
     line = json.loads(done.stderr.strip().splitlines()[-1])
     assert line["msg"].startswith("cannot start the extender: ")
     assert message in line["msg"]
+
+
+def test_serves_https_with_the_same_tls_machinery(snapshot: Path, cert_dir: Path) -> None:
+    import ssl
+    import urllib.request
+
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "webhook.cli", "extender", "--cluster-snapshot", str(snapshot),
+         "--host", "127.0.0.1", "--port", str(port),
+         "--tls-cert-file", str(cert_dir / "tls.crt"), "--tls-key-file", str(cert_dir / "tls.key")],
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        context = ssl.create_default_context(cafile=str(cert_dir / "ca.crt"))
+        with urllib.request.urlopen(f"https://localhost:{port}/readyz", context=context) as r:
+            assert r.read() == b"ok\n"
+        assert main(["explain", "team-a/worker-0", "--url", f"https://localhost:{port}",
+                     "--cacert", str(cert_dir / "ca.crt"), "--json"]) == 0  # fmt: skip
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
