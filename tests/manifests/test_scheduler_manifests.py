@@ -1,0 +1,634 @@
+"""The scheduler extender's and rdma-scheduler's manifests, checked against the Kubernetes API
+schemas and against the code.
+
+Every object validates strictly against the oldest and the newest Kubernetes schema, as in
+test_manifests.py. The KubeSchedulerConfiguration is not an API object (it is a file inside a
+ConfigMap), so it is parsed and pinned field by field, and each field that names something
+elsewhere is checked against it: the verbs are routes of the real extender app, the URL reaches
+the extender's Service and container port, the managed resources are ones the extender serves
+and the webhook adds, the lease is one the scheduler's RBAC lets it hold.
+
+The extender's RBAC is exactly the set of calls the real extender makes against a fake
+apiserver through a sync and a scheduling cycle (filter, prioritize, bind, explain); its args
+parse with the real CLI and read the weights the ConfigMap provides, which parse with the real
+loader. Both pods pass Pod Security "restricted", which their namespace enforces.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import shutil
+import subprocess
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import aiohttp
+import kubernetes_validate
+import orjson
+import pytest
+import yaml
+from aiohttp import web
+
+from extender import keys
+from extender.app import Settings, create_app
+from extender.live import BIND_TIMEOUT_SECONDS, LiveSource
+from extender.snapshot import SnapshotSource
+from extender.weights import DEFAULT, parse_weights
+from tests.extender import nodes
+from tests.fakeapi import FakeApiServer, RecordedRequest, eventually
+from tests.manifests.test_manifests import (
+    DOCUMENTS,
+    IMAGE,
+    K8S_VERSIONS,
+    LEVELS,
+    LOCKED_DOWN,
+    MANIFESTS,
+    PYPROJECT,
+    VERBS,
+    failures,
+    find,
+    granted_rules,
+    selects,
+)
+from webhook.cli import build_parser
+from webhook.mutate import Target, mutate
+from webhook.profiles import Profile
+
+Json = dict[str, Any]
+
+DIRECTORIES = ("extender", "scheduler")
+DOCS = [(name, doc) for name, doc in DOCUMENTS if name.split("/")[0] in DIRECTORIES]
+
+NAMESPACE = "kube-rdma"  # created by manifests/webhook
+EXTENDER = "kube-rdma-extender"  # Deployment, Service, ServiceAccount, ClusterRole, ...
+WEIGHTS_CONFIGMAP = "kube-rdma-weights"
+SCHEDULER = "rdma-scheduler"  # scheduler name, Deployment, ServiceAccount, lease, ...
+SCHEDULER_CONFIGMAP = "rdma-scheduler-config"
+SCHEDULER_IMAGE = "registry.k8s.io/kube-scheduler"
+SCHEDULER_TAG = "v1.30.14"
+MANAGED_RESOURCES = ["nvidia.com/gpu", "rdma/hca"]
+
+# The whole configuration, as the ConfigMap must hold it (REFERENCE section 1).
+SCHEDULER_CONFIG: Json = {
+    "apiVersion": "kubescheduler.config.k8s.io/v1",
+    "kind": "KubeSchedulerConfiguration",
+    "leaderElection": {
+        "leaderElect": True,
+        "resourceLock": "leases",
+        "resourceName": SCHEDULER,
+        "resourceNamespace": NAMESPACE,
+    },
+    "profiles": [{"schedulerName": SCHEDULER}],
+    "percentageOfNodesToScore": 100,
+    "extenders": [
+        {
+            "urlPrefix": f"http://{EXTENDER}.{NAMESPACE}.svc:8888",
+            "filterVerb": "filter",
+            "prioritizeVerb": "prioritize",
+            "bindVerb": "bind",
+            "weight": 5,
+            "nodeCacheCapable": True,
+            "enableHTTPS": False,
+            "httpTimeout": "5s",
+            "ignorable": False,
+            "managedResources": [
+                {"name": name, "ignoredByScheduler": False} for name in MANAGED_RESOURCES
+            ],
+        }
+    ],
+}
+
+
+def scheduler_config() -> Json:
+    data: Json = yaml.safe_load(find("ConfigMap", SCHEDULER_CONFIGMAP)["data"]["config.yaml"])
+    return data
+
+
+def extender_config() -> Json:
+    extenders: list[Json] = scheduler_config()["extenders"]
+    assert len(extenders) == 1
+    return extenders[0]
+
+
+def pod_spec(deployment: str) -> Json:
+    spec: Json = find("Deployment", deployment)["spec"]["template"]["spec"]
+    return spec
+
+
+def pod_labels(deployment: str) -> dict[str, str]:
+    labels: dict[str, str] = find("Deployment", deployment)["spec"]["template"]["metadata"][
+        "labels"
+    ]
+    return labels
+
+
+def container(deployment: str) -> Json:
+    containers: list[Json] = pod_spec(deployment)["containers"]
+    assert len(containers) == 1
+    return containers[0]
+
+
+def container_port(deployment: str, port: int | str) -> int:
+    """A port number, resolving a named container port."""
+    if isinstance(port, int):
+        return port
+    ports = container(deployment)["ports"]
+    return int(next(p["containerPort"] for p in ports if p["name"] == port))
+
+
+def extender_args() -> Any:
+    spec = container(EXTENDER)
+    assert "command" not in spec, "the image's ENTRYPOINT (kube-rdma) must stay in charge"
+    return build_parser().parse_args(spec["args"])
+
+
+def extender_routes() -> set[tuple[str, str]]:
+    """(method, path) of every route of the real extender app."""
+    app = create_app(Settings(), SnapshotSource([]))
+    return {
+        (route.method, route.resource.canonical)
+        for route in app.router.routes()
+        if route.resource is not None
+    }
+
+
+def seconds(duration: str) -> float:
+    """A Go duration such as `5s`, `1m30s` or `500ms`, in seconds."""
+    units = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|s|m|h)", duration)
+    assert "".join(n + u for n, u in parts) == duration, f"not a Go duration: {duration!r}"
+    return sum(float(n) * units[u] for n, u in parts)
+
+
+# --- schema ---------------------------------------------------------------------------------
+
+
+def test_manifests_exist() -> None:
+    assert [name for name, _ in DOCS] == [
+        "extender/configmap.yaml:ConfigMap/kube-rdma-weights",
+        "extender/deployment.yaml:Deployment/kube-rdma-extender",
+        "extender/networkpolicy.yaml:NetworkPolicy/kube-rdma-extender",
+        "extender/priorityclass.yaml:PriorityClass/kube-rdma-extender",
+        "extender/rbac.yaml:ServiceAccount/kube-rdma-extender",
+        "extender/rbac.yaml:ClusterRole/kube-rdma-extender",
+        "extender/rbac.yaml:ClusterRoleBinding/kube-rdma-extender",
+        "extender/service.yaml:Service/kube-rdma-extender",
+        "scheduler/configmap.yaml:ConfigMap/rdma-scheduler-config",
+        "scheduler/deployment.yaml:Deployment/rdma-scheduler",
+        "scheduler/poddisruptionbudget.yaml:PodDisruptionBudget/rdma-scheduler",
+        "scheduler/priorityclass.yaml:PriorityClass/rdma-scheduler",
+        "scheduler/rbac.yaml:ServiceAccount/rdma-scheduler",
+        "scheduler/rbac.yaml:ClusterRoleBinding/rdma-scheduler-as-kube-scheduler",
+        "scheduler/rbac.yaml:ClusterRoleBinding/rdma-scheduler-as-volume-scheduler",
+        "scheduler/rbac.yaml:RoleBinding/rdma-scheduler-extension-apiserver-authentication-reader",
+        "scheduler/rbac.yaml:Role/rdma-scheduler-leader-election",
+        "scheduler/rbac.yaml:RoleBinding/rdma-scheduler-leader-election",
+    ]
+
+
+@pytest.mark.parametrize("version", K8S_VERSIONS)
+@pytest.mark.parametrize("doc", [d for _, d in DOCS], ids=[n for n, _ in DOCS])
+def test_validates_against_the_kubernetes_schema(doc: Json, version: str) -> None:
+    kubernetes_validate.validate(doc, version, strict=True)
+
+
+CLUSTER_SCOPED = {"ClusterRole", "ClusterRoleBinding", "PriorityClass"}
+# The one object elsewhere: the client CA for kube-scheduler's own endpoints is read there.
+IN_KUBE_SYSTEM = {
+    "scheduler/rbac.yaml:RoleBinding/rdma-scheduler-extension-apiserver-authentication-reader"
+}
+
+
+@pytest.mark.parametrize(("name", "doc"), DOCS, ids=[n for n, _ in DOCS])
+def test_namespaced_objects_live_in_kube_rdma(name: str, doc: Json) -> None:
+    expected = "kube-system" if name in IN_KUBE_SYSTEM else NAMESPACE
+    assert doc["metadata"].get("namespace") == (None if doc["kind"] in CLUSTER_SCOPED else expected)
+
+
+def test_kube_rdma_namespace_is_the_webhooks() -> None:
+    defined = [
+        name
+        for name, doc in DOCUMENTS
+        if doc["kind"] == "Namespace" and doc["metadata"]["name"] == NAMESPACE
+    ]
+    assert defined == ["webhook/namespace.yaml:Namespace/kube-rdma"]
+
+
+# --- kustomize ------------------------------------------------------------------------------
+
+
+def kustomization(directory: str) -> Json:
+    data: Json = yaml.safe_load((MANIFESTS / directory / "kustomization.yaml").read_text())
+    return data
+
+
+@pytest.mark.parametrize("directory", DIRECTORIES)
+def test_kustomization_lists_every_manifest(directory: str) -> None:
+    files = {p.name for p in (MANIFESTS / directory).glob("*.yaml")} - {"kustomization.yaml"}
+    assert sorted(kustomization(directory)["resources"]) == sorted(files)
+
+
+def test_extender_runs_the_kube_rdma_image() -> None:
+    version = PYPROJECT["project"]["version"]
+    assert kustomization("extender")["images"] == [{"name": IMAGE, "newTag": version}]
+    assert container(EXTENDER)["image"] == f"{IMAGE}:{version}"
+
+
+def test_scheduler_runs_kube_scheduler_of_the_oldest_supported_minor() -> None:
+    images = kustomization("scheduler")["images"]
+    assert images == [{"name": SCHEDULER_IMAGE, "newTag": SCHEDULER_TAG}]
+    assert container(SCHEDULER)["image"] == f"{SCHEDULER_IMAGE}:{SCHEDULER_TAG}"
+    oldest = K8S_VERSIONS[0].rsplit(".", 1)[0]  # 1.30
+    assert SCHEDULER_TAG.startswith(f"v{oldest}.")
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+@pytest.mark.parametrize("directory", DIRECTORIES)
+def test_kustomize_build_yields_every_document(directory: str) -> None:
+    result = subprocess.run(
+        ["kubectl", "kustomize", str(MANIFESTS / directory)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    built = [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+    expected = [doc for name, doc in DOCS if name.startswith(f"{directory}/")]
+    assert sorted(_identity(d) for d in built) == sorted(_identity(d) for d in expected)
+
+
+def _identity(doc: Json) -> tuple[str, str, str]:
+    return doc["kind"], doc["metadata"].get("namespace", ""), doc["metadata"]["name"]
+
+
+# --- KubeSchedulerConfiguration -------------------------------------------------------------
+
+
+def test_scheduler_configuration_is_exactly_the_documented_one() -> None:
+    config = scheduler_config()
+    assert config.keys() == SCHEDULER_CONFIG.keys()
+    for field, value in SCHEDULER_CONFIG.items():
+        assert config[field] == value, field
+    assert extender_config().keys() == SCHEDULER_CONFIG["extenders"][0].keys()
+
+
+def test_extender_verbs_are_the_extender_apps_routes() -> None:
+    extender = extender_config()
+    verbs = [extender[f] for f in ("filterVerb", "prioritizeVerb", "bindVerb")]
+    posted = sorted(path for method, path in extender_routes() if method == "POST")
+    # Every configured verb is served, and every served verb is configured: a /preempt added
+    # to the app would need preemptVerb here.
+    assert posted == sorted(f"/{verb}" for verb in verbs)
+    assert "preemptVerb" not in extender
+
+
+def test_url_prefix_reaches_the_extender_container() -> None:
+    url = urlsplit(extender_config()["urlPrefix"])
+    args = extender_args()
+    assert (url.scheme, url.path, url.query) == ("http", "", "")
+    assert extender_config()["enableHTTPS"] is False
+    assert (args.tls_cert_file, args.tls_key_file) == (None, None)  # the extender serves HTTP
+    service = find("Service", EXTENDER)
+    assert url.hostname == f"{service['metadata']['name']}.{service['metadata']['namespace']}.svc"
+    [port] = service["spec"]["ports"]
+    assert url.port == port["port"]
+    assert container_port(EXTENDER, port["targetPort"]) == args.port
+    assert service["spec"]["selector"].items() <= pod_labels(EXTENDER).items()
+    assert not service["spec"]["selector"].items() <= pod_labels(SCHEDULER).items()
+
+
+def test_extender_is_sent_node_names_only() -> None:
+    assert extender_config()["nodeCacheCapable"] is True
+
+
+def test_extender_scores_count_and_calls_time_out_within_the_default() -> None:
+    extender = extender_config()
+    assert extender["weight"] > 0  # no default; a prioritizing extender needs one
+    timeout = seconds(extender["httpTimeout"])
+    assert BIND_TIMEOUT_SECONDS < timeout <= 5.0
+
+
+def test_scheduling_fails_rather_than_going_on_without_the_extender() -> None:
+    assert extender_config()["ignorable"] is False
+
+
+def test_managed_resources_are_served_by_the_extender() -> None:
+    managed = extender_config()["managedResources"]
+    assert all(m["ignoredByScheduler"] is False for m in managed)
+    assert [m["name"] for m in managed] == MANAGED_RESOURCES
+    args = extender_args()
+    assert (args.gpu_resource, args.rdma_resource) == (None, None)  # the defaults below
+    settings = Settings()
+    for name in MANAGED_RESOURCES:
+        rdma = any(fnmatch.fnmatchcase(name, p) for p in settings.rdma_resources)
+        assert rdma or name in settings.gpu_resources, name
+
+
+def test_a_webhook_profile_sends_its_pods_to_the_scheduler_and_the_extender() -> None:
+    # The built-in profile plus schedulerName, on a GPU pod as a training job creates it.
+    profile = Profile.model_validate({"schedulerName": SCHEDULER})
+    trainer = {
+        "name": "trainer",
+        "image": "trainer:1",
+        "resources": {"limits": {"nvidia.com/gpu": "8"}},
+    }
+    pod = {"metadata": {"name": "w0", "namespace": "team-a"}, "spec": {"containers": [trainer]}}
+    mutated = mutate(pod, "default", profile, Target("team-a")).pod
+    assert [mutated["spec"]["schedulerName"]] == [
+        p["schedulerName"] for p in scheduler_config()["profiles"]
+    ]
+    requested = {r for c in mutated["spec"]["containers"] for r in c["resources"]["limits"]}
+    assert requested == set(MANAGED_RESOURCES)  # so kube-scheduler calls the extender
+
+
+def test_every_feasible_node_reaches_the_extender() -> None:
+    config = scheduler_config()
+    assert config["percentageOfNodesToScore"] == 100
+    assert all("percentageOfNodesToScore" not in p for p in config["profiles"])
+
+
+# --- rdma-scheduler -------------------------------------------------------------------------
+
+
+def bindings_of(account: str) -> list[tuple[str, str, str, str]]:
+    """(binding kind, binding namespace, role kind, role name) of every binding that names the
+    scheduler's ServiceAccount, which each names alone."""
+    subject = {"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}
+    bindings = [
+        doc
+        for _, doc in DOCUMENTS
+        if doc["kind"] in ("ClusterRoleBinding", "RoleBinding") and subject in doc["subjects"]
+    ]
+    assert all(b["subjects"] == [subject] for b in bindings)
+    return sorted(
+        (
+            b["kind"],
+            b["metadata"].get("namespace", ""),
+            b["roleRef"]["kind"],
+            b["roleRef"]["name"],
+        )
+        for b in bindings
+    )
+
+
+def test_scheduler_holds_the_kube_scheduler_roles_and_its_own_lease() -> None:
+    account = pod_spec(SCHEDULER)["serviceAccountName"]
+    assert find("ServiceAccount", account)["metadata"]["namespace"] == NAMESPACE
+    assert bindings_of(account) == [
+        ("ClusterRoleBinding", "", "ClusterRole", "system:kube-scheduler"),
+        ("ClusterRoleBinding", "", "ClusterRole", "system:volume-scheduler"),
+        ("RoleBinding", "kube-rdma", "Role", "rdma-scheduler-leader-election"),
+        ("RoleBinding", "kube-system", "Role", "extension-apiserver-authentication-reader"),
+    ]
+    election = scheduler_config()["leaderElection"]
+    # Not the default scheduler's lease, which the two would otherwise take turns holding.
+    assert election["resourceName"] == SCHEDULER != "kube-scheduler"
+    assert election["resourceNamespace"] == find("Deployment", SCHEDULER)["metadata"]["namespace"]
+    role = find("Role", "rdma-scheduler-leader-election")
+    assert role["metadata"]["namespace"] == election["resourceNamespace"]
+    # create comes with system:kube-scheduler (RBAC cannot narrow create to a name).
+    assert role["rules"] == [
+        {
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "resourceNames": [election["resourceName"]],
+            "verbs": ["get", "update"],
+        }
+    ]
+
+
+def test_scheduler_reads_its_configuration_from_the_configmap() -> None:
+    spec = container(SCHEDULER)
+    assert spec["command"] == ["kube-scheduler"]
+    [flag] = spec["args"]
+    path = Path(flag.removeprefix("--config="))
+    assert flag.startswith("--config=")
+    assert path.is_absolute()
+    mounts = [m for m in spec["volumeMounts"] if Path(m["mountPath"]) == path.parent]
+    assert len(mounts) == 1
+    assert mounts[0]["readOnly"] is True
+    assert "subPath" not in mounts[0]
+    volume = next(v for v in pod_spec(SCHEDULER)["volumes"] if v["name"] == mounts[0]["name"])
+    assert volume == {"name": mounts[0]["name"], "configMap": {"name": SCHEDULER_CONFIGMAP}}
+    assert path.name in find("ConfigMap", SCHEDULER_CONFIGMAP)["data"]
+
+
+@pytest.mark.parametrize("probe", ["readinessProbe", "livenessProbe"])
+def test_scheduler_probes_use_healthz_on_the_secure_port(probe: str) -> None:
+    # kube-scheduler 1.30 serves /healthz only on 10259; /readyz and /livez came in 1.31.
+    http_get = container(SCHEDULER)[probe]["httpGet"]
+    assert (http_get["path"], http_get["scheme"]) == ("/healthz", "HTTPS")
+    assert container_port(SCHEDULER, http_get["port"]) == 10259
+
+
+def test_scheduler_go_runtime_follows_its_cpu_limit() -> None:
+    spec = container(SCHEDULER)
+    assert spec["env"] == [
+        {
+            "name": "GOMAXPROCS",
+            "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu", "divisor": "1"}},
+        }
+    ]
+    assert "cpu" in spec["resources"]["limits"]
+
+
+def test_two_scheduler_replicas_spread_across_nodes_and_kept_through_drains() -> None:
+    spec = find("Deployment", SCHEDULER)["spec"]
+    labels = pod_labels(SCHEDULER)
+    assert spec["replicas"] == 2
+    assert spec["selector"]["matchLabels"] == labels
+    assert spec["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
+    spread = pod_spec(SCHEDULER)["topologySpreadConstraints"]
+    assert [(s["topologyKey"], s["maxSkew"]) for s in spread] == [("kubernetes.io/hostname", 1)]
+    assert spread[0]["labelSelector"]["matchLabels"] == labels
+    budget = find("PodDisruptionBudget", SCHEDULER)["spec"]
+    assert budget["minAvailable"] == 1
+    assert budget["selector"]["matchLabels"] == labels
+
+
+# --- extender Deployment --------------------------------------------------------------------
+
+
+def test_extender_args_parse_with_the_cli() -> None:
+    args = extender_args()
+    assert args.command == "extender"
+    assert args.in_cluster is True
+    assert (args.kubeconfig, args.cluster_snapshot) == (None, None)
+    assert args.weights == Path("/config/weights.yaml")
+    assert (args.host, args.port) == ("0.0.0.0", 8888)
+    assert container(EXTENDER)["ports"] == [
+        {"name": "http", "containerPort": args.port, "protocol": "TCP"}
+    ]
+    # --in-cluster authenticates with the pod's ServiceAccount token.
+    assert pod_spec(EXTENDER).get("automountServiceAccountToken", True) is True
+
+
+def test_weights_file_comes_from_the_configmap_directory() -> None:
+    path: Path = extender_args().weights
+    mounts = [m for m in container(EXTENDER)["volumeMounts"] if Path(m["mountPath"]) == path.parent]
+    assert len(mounts) == 1
+    # A whole-directory mount: kubelet never updates files mounted with subPath.
+    assert mounts[0]["readOnly"] is True
+    assert "subPath" not in mounts[0]
+    volume = next(v for v in pod_spec(EXTENDER)["volumes"] if v["name"] == mounts[0]["name"])
+    assert volume == {"name": mounts[0]["name"], "configMap": {"name": WEIGHTS_CONFIGMAP}}
+    assert path.name in find("ConfigMap", WEIGHTS_CONFIGMAP)["data"]
+
+
+def test_weights_are_the_builtin_written_out() -> None:
+    text = find("ConfigMap", WEIGHTS_CONFIGMAP)["data"]["weights.yaml"]
+    weights = parse_weights(text, f"ConfigMap {WEIGHTS_CONFIGMAP}")
+    assert weights == DEFAULT
+    assert weights.as_dict() == {"affinity": 3.0, "rate": 1.0, "binpack": 2.0, "locality": 0.0}
+
+
+PROBES = [("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")]
+
+
+@pytest.mark.parametrize(("probe", "path"), PROBES, ids=[p[0] for p in PROBES])
+def test_extender_probes_are_routes_of_the_app(probe: str, path: str) -> None:
+    http_get = container(EXTENDER)[probe]["httpGet"]
+    assert (http_get["path"], http_get["scheme"]) == (path, "HTTP")
+    assert container_port(EXTENDER, http_get["port"]) == extender_args().port
+    assert ("GET", path) in extender_routes()
+
+
+def test_one_extender_replica_never_two() -> None:
+    spec = find("Deployment", EXTENDER)["spec"]
+    assert spec["replicas"] == 1
+    assert spec["strategy"] == {"type": "Recreate"}
+    assert spec["selector"]["matchLabels"] == pod_labels(EXTENDER)
+    budgets = [doc for _, doc in DOCUMENTS if doc["kind"] == "PodDisruptionBudget"]
+    assert not any(selects(b["spec"]["selector"], pod_labels(EXTENDER)) for b in budgets)
+
+
+def test_only_the_scheduler_may_call_the_extender() -> None:
+    policy = find("NetworkPolicy", EXTENDER)["spec"]
+    assert selects(policy["podSelector"], pod_labels(EXTENDER))
+    assert policy["policyTypes"] == ["Ingress"]
+    [rule] = policy["ingress"]
+    [peer] = rule["from"]
+    assert peer.keys() == {"podSelector"}  # pods of the policy's own namespace
+    assert selects(peer["podSelector"], pod_labels(SCHEDULER))
+    assert not selects(peer["podSelector"], pod_labels(EXTENDER))
+    assert rule["ports"] == [{"port": extender_args().port, "protocol": "TCP"}]
+
+
+@pytest.mark.parametrize("deployment", [EXTENDER, SCHEDULER])
+def test_priority_class_is_our_own(deployment: str) -> None:
+    name = pod_spec(deployment)["priorityClassName"]
+    assert not name.startswith("system-"), "system classes are admitted in kube-system only"
+    priority = find("PriorityClass", name)
+    assert 0 < priority["value"] <= 1_000_000_000
+    assert priority["globalDefault"] is False
+
+
+# --- the extender's RBAC, against what it calls ---------------------------------------------
+
+
+def authorized_as(request: RecordedRequest) -> tuple[str, str, str]:
+    """(apiGroup, resource, verb) as the apiserver authorizes a core/v1 request: a POST of
+    `/api/v1/namespaces/N/pods/P/binding` is `create` on `pods/binding`, a GET of
+    `/api/v1/pods?watch=true` is `watch` on `pods`."""
+    parts = request.path.strip("/").split("/")
+    assert parts[:2] == ["api", "v1"], request.path
+    rest = parts[2:]
+    if rest[0] == "namespaces" and len(rest) > 2:
+        rest = rest[2:]  # a namespaced resource
+    verb = VERBS[request.method]
+    if request.method == "GET" and len(rest) == 1:
+        verb = "watch" if request.watch else "list"
+    return "", "/".join(rest[::2]), verb
+
+
+@asynccontextmanager
+async def serving(source: LiveSource) -> AsyncIterator[tuple[aiohttp.ClientSession, str]]:
+    """The real extender app around `source`, on a loopback port."""
+    runner = web.AppRunner(create_app(Settings(), source), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        async with aiohttp.ClientSession() as session:
+            yield session, f"http://127.0.0.1:{runner.addresses[0][1]}"
+    finally:
+        await runner.cleanup()
+
+
+async def test_extender_rbac_is_exactly_what_the_extender_calls(
+    fake_api: FakeApiServer, core_v1: Any
+) -> None:
+    fake_api.create("nodes", nodes.node("gpu-1", nodes.hgx()))
+    fake_api.create("nodes", nodes.node("gpu-2", nodes.hgx(down=(3,))))
+    fake_api.create("pods", nodes.pod("busy", gpus=2, node_name="gpu-2", phase="Running"))
+    pod = fake_api.create("pods", nodes.pod("worker-0", node_settings=True))
+    async with serving(LiveSource(core_v1)) as (session, base):
+
+        async def ready() -> bool:
+            async with session.get(f"{base}/readyz") as response:
+                return response.status == 200
+
+        await eventually(ready)
+        await eventually(lambda: fake_api.watching == 2)
+        # One scheduling cycle, as rdma-scheduler drives it, and an admin's explain.
+        args = {"Pod": pod, "NodeNames": ["gpu-1", "gpu-2"], "Nodes": None}
+        async with session.post(f"{base}/filter", data=orjson.dumps(args)) as response:
+            assert (await response.json())["NodeNames"] == ["gpu-1"]
+        async with session.post(f"{base}/prioritize", data=orjson.dumps(args)) as response:
+            assert response.status == 200
+        meta = pod["metadata"]
+        binding = {"PodName": meta["name"], "PodNamespace": meta["namespace"]}
+        binding |= {"PodUID": meta["uid"], "Node": "gpu-1"}
+        async with session.post(f"{base}/bind", data=orjson.dumps(binding)) as response:
+            assert await response.json() == {"Error": ""}
+        async with session.get(f"{base}/explain?namespace=team-a&name=worker-0") as response:
+            assert response.status == 200
+    called = sorted({authorized_as(r) for r in fake_api.requests})
+    assert called == [
+        ("", "nodes", "list"),
+        ("", "nodes", "watch"),
+        ("", "pods", "list"),
+        ("", "pods", "watch"),
+        ("", "pods/binding", "create"),
+    ]
+    # The bind verb is how the node's NCCL settings reach the pod: in the Binding itself.
+    [posted] = [r for r in fake_api.requests if r.method == "POST"]
+    assert {keys.GID_INDEX, keys.HCA} <= posted.body["metadata"]["annotations"].keys()
+    account = pod_spec(EXTENDER)["serviceAccountName"]
+    assert find("ServiceAccount", account)["metadata"]["namespace"] == NAMESPACE
+    rules = granted_rules(NAMESPACE, account)
+    assert all(rule.keys() == {"apiGroups", "resources", "verbs"} for rule in rules)
+    granted = sorted(
+        {
+            (group, resource, verb)
+            for rule in rules
+            for group in rule["apiGroups"]
+            for resource in rule["resources"]
+            for verb in rule["verbs"]
+        }
+    )
+    assert granted == called
+
+
+# --- Pod Security ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("check", LOCKED_DOWN)
+@pytest.mark.parametrize("deployment", [EXTENDER, SCHEDULER])
+def test_pod_is_locked_down(deployment: str, check: str) -> None:
+    assert failures({check: LOCKED_DOWN[check]}, pod_spec(deployment)) == []
+
+
+@pytest.mark.parametrize("deployment", [EXTENDER, SCHEDULER])
+def test_namespace_enforces_restricted_and_that_admits_the_pod(deployment: str) -> None:
+    namespace = find("Deployment", deployment)["metadata"]["namespace"]
+    labels = find("Namespace", namespace)["metadata"]["labels"]
+    assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
+    admitting = [
+        name for name, checks in LEVELS.items() if not failures(checks, pod_spec(deployment))
+    ]
+    assert admitting == ["privileged", "baseline", "restricted"]
