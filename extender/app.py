@@ -12,7 +12,7 @@ import gc
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,8 @@ from extender import protocol
 from extender.binding import node_settings
 from extender.engine import Engine
 from extender.explain import explanation, table
+from extender.gangs import Gang, Singleton, gang_of
+from extender.planner import GangSettings, Planner
 from extender.podview import PodView, pod_view
 from extender.state import BindError, ClusterSource
 from extender.watched import WatchedFile
@@ -47,6 +49,8 @@ class Settings:
     gpu_resources: tuple[str, ...] = ("nvidia.com/gpu",)
     rdma_resources: tuple[str, ...] = ("rdma/*",)
     max_body_bytes: int = 16 << 20
+    gangs: GangSettings = field(default_factory=GangSettings)
+    sweep_interval: float = 1.0
 
 
 class Metrics:
@@ -81,10 +85,14 @@ class Extender:
     source: ClusterSource
     weights: WatchedFile[Weights]
     engine: Engine
+    planner: Planner
     metrics: Metrics
 
     def view(self, pod: dict[str, Any]) -> PodView:
         return pod_view(pod, self.settings.gpu_resources, self.settings.rdma_resources)
+
+    def gang(self, pod: dict[str, Any]) -> Gang | Singleton:
+        return gang_of(pod, self.source.cluster.podgroup_size)
 
 
 EXTENDER = web.AppKey("extender", Extender)
@@ -102,8 +110,10 @@ def create_app(settings: Settings, source: ClusterSource) -> web.Application:
         lambda result: metrics.weight_reloads.labels(result).inc(),
     )
     engine = Engine(source.cluster, lambda: weights.current)
+    planner = Planner(source.cluster, engine, settings.gangs)
+    engine.locality = planner.locality
     app = web.Application(client_max_size=settings.max_body_bytes)
-    app[EXTENDER] = Extender(settings, source, weights, engine, metrics)
+    app[EXTENDER] = Extender(settings, source, weights, engine, planner, metrics)
     app.cleanup_ctx.append(_background)
     for verb, handler in (
         ("filter", handle_filter),
@@ -124,6 +134,7 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
         asyncio.create_task(extender.source.run()),
         asyncio.create_task(extender.weights.watch(extender.settings.reload_interval)),
         asyncio.create_task(_freeze_when_synced(extender.source)),
+        asyncio.create_task(_sweep(extender)),
     ]
     yield
     for task in tasks:
@@ -140,6 +151,16 @@ async def _freeze_when_synced(source: ClusterSource) -> None:
         await asyncio.sleep(0.1)
     gc.collect()
     gc.freeze()
+
+
+async def _sweep(extender: Extender) -> None:
+    """Expire, repair and release gang plans as time passes and pods come and go."""
+    while True:
+        await asyncio.sleep(extender.settings.sweep_interval)
+        try:
+            extender.planner.sweep()
+        except Exception:
+            log.exception("gang plan upkeep failed")
 
 
 def _timed(verb: str, handler: Handler) -> Handler:
@@ -171,14 +192,21 @@ def _json(body: Any) -> web.Response:
 async def handle_filter(request: web.Request) -> web.Response:
     extender = request.app[EXTENDER]
     args = protocol.decode_args(await request.read())
-    outcome = extender.engine.filter(extender.view(args.pod), args.names)
+    view, gang = extender.view(args.pod), extender.gang(args.pod)
+    outcome = None
+    if isinstance(gang, Gang) and view.relevant:
+        outcome = extender.planner.filter(view, gang, args.names)
+    if outcome is None:
+        outcome = extender.engine.filter(view, args.names)
     return _json(protocol.filter_result(args, outcome.passed, outcome.failed, outcome.unresolvable))
 
 
 async def handle_prioritize(request: web.Request) -> web.Response:
     extender = request.app[EXTENDER]
     args = protocol.decode_args(await request.read())
-    scores = extender.engine.prioritize(extender.view(args.pod), args.names)
+    gang = extender.gang(args.pod)
+    key = gang.key if isinstance(gang, Gang) else None
+    scores = extender.engine.prioritize(extender.view(args.pod), args.names, key)
     return _json(protocol.host_priorities(scores))
 
 
@@ -221,11 +249,25 @@ async def handle_explain(request: web.Request) -> web.Response:
         return web.json_response(
             {"error": f"pod {namespace}/{name} is not in the extender's cache"}, status=404
         )
-    view = extender.view(pod)
-    body = explanation(view, extender.engine.explain(view), extender.weights.current)
+    view, gang = extender.view(pod), extender.gang(pod)
+    key = gang.key if isinstance(gang, Gang) else None
+    body = explanation(view, extender.engine.explain(view, key), extender.weights.current)
+    body["gang"] = _gang_summary(extender, gang)
     if request.query.get("format") == "table":
         return web.Response(text=table(body))
     return _json(body)
+
+
+def _gang_summary(extender: Extender, gang: Gang | Singleton) -> dict[str, Any]:
+    if isinstance(gang, Singleton):
+        return {"singleton": gang.reason or "the pod names no gang"}
+    summary: dict[str, Any] = {"name": str(gang), "size": gang.size, "source": gang.source}
+    plan = extender.planner.plans.get(gang.key)
+    if plan is None:
+        summary["plan"] = None
+    else:
+        summary["plan"] = {"domain": plan.domain, "nodes": sorted(set(plan.slots))}
+    return summary
 
 
 async def handle_healthz(request: web.Request) -> web.Response:

@@ -122,6 +122,7 @@ class Cluster:
         self._by_node: dict[str, set[PodKey]] = {}
         self._views: dict[str, NodeInfo] = {}
         self._interned: dict[Any, int] = {}
+        self._podgroups: dict[tuple[str, str, str], int] = {}
         self.generation = 0
         """Bumped on every change; lets callers cache results per generation."""
 
@@ -185,6 +186,30 @@ class Cluster:
 
     def pods(self) -> Iterable[Json]:
         return self._pods.values()
+
+    # PodGroups (scheduler-plugins and Volcano): where some gangs keep their size
+
+    def upsert_podgroup(self, obj: Json) -> None:
+        group = str(obj.get("apiVersion") or "").partition("/")[0]
+        meta = obj.get("metadata") or {}
+        key = (group, str(meta.get("namespace") or "default"), str(meta.get("name")))
+        size = (obj.get("spec") or {}).get("minMember")
+        if isinstance(size, int) and size > 0:
+            self._podgroups[key] = size
+        else:
+            self._podgroups.pop(key, None)
+        self.generation += 1
+
+    def delete_podgroup(self, obj: Json) -> None:
+        group = str(obj.get("apiVersion") or "").partition("/")[0]
+        meta = obj.get("metadata") or {}
+        self._podgroups.pop(
+            (group, str(meta.get("namespace") or "default"), str(meta.get("name"))), None
+        )
+        self.generation += 1
+
+    def podgroup_size(self, group: str, namespace: str, name: str) -> int | None:
+        return self._podgroups.get((group, namespace, name))
 
     # Views
 

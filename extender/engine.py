@@ -8,8 +8,8 @@ up for every other node: a call costs about one dict lookup per node.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from extender.cluster import Cluster, NodeInfo
@@ -19,6 +19,7 @@ from extender.pairing import Rails, rails
 from extender.podview import PodView
 from extender.scores import Scorer
 from extender.scores import registry as score_registry
+from extender.scores.locality import NEUTRAL as NEUTRAL_LOCALITY
 from extender.weights import Weights
 
 NOT_CACHED = fail("node is not in the extender's cache yet (just added?); it is retried")
@@ -42,6 +43,11 @@ class Assessment:
     total: float | None
 
 
+GangKey = tuple[str, str]
+Reservations = Mapping[str, Mapping[GangKey, Mapping[str, int]]]
+Locality = Callable[[PodView, NodeInfo], float]
+
+
 class Engine:
     def __init__(self, cluster: Cluster, weights: Callable[[], Weights]) -> None:
         self._cluster = cluster
@@ -53,6 +59,11 @@ class Engine:
         self._verdicts: dict[tuple[int, int], Verdict] = {}
         self._scores: dict[tuple[int, int], dict[str, float]] = {}
         self._totals: dict[tuple[int, int, int], float] = {}
+        self._held_states: dict[tuple[int, tuple[tuple[str, int], ...]], int] = {}
+        self.reservations: Reservations = {}
+        """Capacity gang plans hold on nodes (extender/planner.py), seen as used by others."""
+        self.locality: Locality | None = None
+        """Replaces the locality criterion when gang placement is on."""
 
     def _shape(self, pod: PodView) -> int:
         number = self._shapes.get(pod.shape)
@@ -61,15 +72,49 @@ class Engine:
             number = self._shapes[pod.shape] = len(self._shapes) + 1
         return number
 
-    def filter(self, pod: PodView, names: Iterable[str]) -> FilterOutcome:
+    def held(self, name: str, gang: GangKey | None = None) -> dict[str, int]:
+        """Resources other gangs' plans hold on the node."""
+        total: dict[str, int] = {}
+        for owner, resources in (self.reservations.get(name) or {}).items():
+            if owner != gang:
+                for resource, amount in resources.items():
+                    total[resource] = total.get(resource, 0) + amount
+        return total
+
+    def _view(self, node: NodeInfo, gang: GangKey | None) -> NodeInfo:
+        """The node as a pod of `gang` sees it: what other gangs hold counts as requested."""
+        held = self.held(node.name, gang)
+        if not held:
+            return node
+        requested = dict(node.requested)
+        for resource, amount in held.items():
+            requested[resource] = requested.get(resource, 0) + amount
+        key = (node.state, tuple(sorted(held.items())))
+        state = self._held_states.get(key)
+        if state is None:
+            _bound(self._held_states)
+            state = self._held_states[key] = -(len(self._held_states) + 1)
+        return replace(node, requested=requested, state=state)
+
+    def _node(self, name: str, gang: GangKey | None) -> NodeInfo | None:
+        node = self._cluster.views.get(name)
+        if node is not None and name in self.reservations:
+            return self._view(node, gang)
+        return node
+
+    def filter(
+        self, pod: PodView, names: Iterable[str], gang: GangKey | None = None
+    ) -> FilterOutcome:
         passed: list[str] = []
         failed: dict[str, str] = {}
         unresolvable: dict[str, str] = {}
         if not pod.relevant:
             return FilterOutcome(list(names), failed, unresolvable)
-        shape, views = self._shape(pod), self._cluster.views
+        shape, views, reserved = self._shape(pod), self._cluster.views, self.reservations
         for name in names:
             node = views.get(name)
+            if node is not None and name in reserved:
+                node = self._view(node, gang)
             verdict = NOT_CACHED if node is None else self._verdict(pod, shape, node)
             if verdict.ok:
                 passed.append(name)
@@ -79,8 +124,8 @@ class Engine:
                 unresolvable[name] = verdict.reason
         return FilterOutcome(passed, failed, unresolvable)
 
-    def verdict(self, pod: PodView, name: str) -> Verdict:
-        node = self._cluster.node(name)
+    def verdict(self, pod: PodView, name: str, gang: GangKey | None = None) -> Verdict:
+        node = self._node(name, gang)
         if node is None:
             return NOT_CACHED
         if not pod.relevant:
@@ -118,12 +163,15 @@ class Engine:
             self._rails[key] = found
         return found
 
-    def scores(self, pod: PodView, name: str) -> dict[str, float]:
+    def scores(self, pod: PodView, name: str, gang: GangKey | None = None) -> dict[str, float]:
         """Each criterion's 0-10 score for the node."""
-        node = self._cluster.node(name)
+        node = self._node(name, gang)
         if node is None:
             return {criterion: 0.0 for criterion in self._scorers}
-        return self._node_scores(pod, self._shape(pod), node)
+        scores = dict(self._node_scores(pod, self._shape(pod), node))
+        if self.locality is not None:
+            scores["locality"] = self.locality(pod, node)
+        return scores
 
     def _node_scores(self, pod: PodView, shape: int, node: NodeInfo) -> dict[str, float]:
         key = (shape, node.state)
@@ -140,33 +188,41 @@ class Engine:
         chosen = (weights or self._weights()).as_dict()
         return sum(scores[c] * w for c, w in chosen.items()) / sum(chosen.values())
 
-    def prioritize(self, pod: PodView, names: Iterable[str]) -> dict[str, float]:
+    def prioritize(
+        self, pod: PodView, names: Iterable[str], gang: GangKey | None = None
+    ) -> dict[str, float]:
         if not pod.relevant:
             return {name: 0.0 for name in names}
         shape, views, weights = self._shape(pod), self._cluster.views, self._weights()
-        version = id(weights)
+        version, reserved = id(weights), self.reservations
+        w_locality = weights.locality / sum(weights.as_dict().values())
         result = {}
         for name in names:
             node = views.get(name)
             if node is None:
                 result[name] = 0.0
                 continue
+            if name in reserved:
+                node = self._view(node, gang)
             key = (shape, node.state, version)
             total = self._totals.get(key)
             if total is None:
                 total = self.total(self._node_scores(pod, shape, node), weights)
                 _bound(self._totals)
                 self._totals[key] = total
+            if self.locality is not None and w_locality:
+                # The cached total counts the neutral locality score; put the real one in.
+                total += w_locality * (self.locality(pod, node) - NEUTRAL_LOCALITY)
             result[name] = total
         return result
 
-    def explain(self, pod: PodView) -> list[Assessment]:
+    def explain(self, pod: PodView, gang: GangKey | None = None) -> list[Assessment]:
         """Every node of the cluster: passing nodes best first, then the failures."""
         result = []
         weights = self._weights()
         for node in self._cluster.nodes():
-            verdict = self.verdict(pod, node.name)
-            scores = self.scores(pod, node.name) if verdict.ok else {}
+            verdict = self.verdict(pod, node.name, gang)
+            scores = self.scores(pod, node.name, gang) if verdict.ok else {}
             total = self.total(scores, weights) if verdict.ok else None
             result.append(Assessment(node.name, verdict, scores, total))
         result.sort(key=lambda a: (not a.verdict.ok, -(a.total or 0.0), a.node))

@@ -21,7 +21,7 @@ from extender.cluster import Cluster, as_bound, pod_key
 from extender.state import BindError
 
 Json = dict[str, Any]
-KINDS = frozenset({"Node", "Pod"})
+KINDS = frozenset({"Node", "Pod", "PodGroup"})
 # Parts of an object the model reads as maps; anything else there is a broken snapshot.
 MAPS = ("metadata", "spec", "status", "metadata.labels", "metadata.annotations")
 
@@ -38,6 +38,8 @@ class SnapshotSource:
         objects = objects or []
         self.cluster.replace_nodes(o for o in objects if o.get("kind") == "Node")
         self.cluster.replace_pods(o for o in objects if o.get("kind") == "Pod")
+        for podgroup in (o for o in objects if o.get("kind") == "PodGroup"):
+            self.cluster.upsert_podgroup(podgroup)
 
     @classmethod
     def from_file(cls, path: Path) -> SnapshotSource:
@@ -104,7 +106,7 @@ def _objects(documents: list[Any]) -> list[Json]:
         if kind not in KINDS:
             continue
         _check(obj, kind, number)
-        namespace, name = pod_key(obj) if kind == "Pod" else ("", obj["metadata"]["name"])
+        namespace, name = pod_key(obj) if kind != "Node" else ("", obj["metadata"]["name"])
         if (kind, namespace, name) in seen:
             shown = f"{namespace}/{name}" if namespace else name
             raise SnapshotError(f"object {number}: {kind} {shown} appears twice")

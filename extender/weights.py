@@ -5,7 +5,7 @@ weights:
   affinity: 3     # GPU-NIC PCIe pairing quality
   rate: 1         # link rate of the rails the pod would use
   binpack: 2      # fill nodes, keep whole nodes free for 8-GPU pods
-  locality: 0     # gang members close together in the network (used by gang placement)
+  locality: 1     # gang members close together; other pods away from a waiting gang
 ```
 """
 
@@ -25,7 +25,7 @@ class Weights(BaseModel):
     affinity: float = Field(default=3.0, ge=0)
     rate: float = Field(default=1.0, ge=0)
     binpack: float = Field(default=2.0, ge=0)
-    locality: float = Field(default=0.0, ge=0)
+    locality: float = Field(default=1.0, ge=0)
 
     @model_validator(mode="after")
     def _some_weight(self) -> Self:

@@ -232,7 +232,7 @@ async def test_explain(client: Client) -> None:
         "pod team-a/worker-0: 8 GPUs, RDMA rdma/hca: 1, 8 rails, Ethernet",
         "nodes: 1 pass, 1 fail, 2 unresolvable",
         "",
-        "NODE   VERDICT       TOTAL  affinity(w3)  rate(w1)  binpack(w2)  locality(w0)  REASON",
+        "NODE   VERDICT       TOTAL  affinity(w3)  rate(w1)  binpack(w2)  locality(w1)  REASON",
         "gpu-1  pass          10.00  10.00         10.00     10.00        10.00",
         "gpu-2  unresolvable  -      -             -         -            -             "
         + UNRESOLVABLE["gpu-2"],

@@ -9,7 +9,7 @@ from extender.weights import DEFAULT, Weights, parse_weights
 
 
 def test_defaults() -> None:
-    assert DEFAULT.as_dict() == {"affinity": 3.0, "rate": 1.0, "binpack": 2.0, "locality": 0.0}
+    assert DEFAULT.as_dict() == {"affinity": 3.0, "rate": 1.0, "binpack": 2.0, "locality": 1.0}
     assert parse_weights("", "w.yaml") == DEFAULT
     assert parse_weights("weights: {binpack: 0}", "w.yaml") == Weights(binpack=0)
 

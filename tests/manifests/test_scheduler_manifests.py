@@ -483,7 +483,7 @@ def test_weights_are_the_builtin_written_out() -> None:
     text = find("ConfigMap", WEIGHTS_CONFIGMAP)["data"]["weights.yaml"]
     weights = parse_weights(text, f"ConfigMap {WEIGHTS_CONFIGMAP}")
     assert weights == DEFAULT
-    assert weights.as_dict() == {"affinity": 3.0, "rate": 1.0, "binpack": 2.0, "locality": 0.0}
+    assert weights.as_dict() == {"affinity": 3.0, "rate": 1.0, "binpack": 2.0, "locality": 1.0}
 
 
 PROBES = [("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")]
