@@ -138,28 +138,21 @@ def _koordinator(
 def _kubeflow(
     namespace: str, both: Mapping[str, str], sizes: PodGroupSize
 ) -> Gang | Singleton | None:
-    name = both.get(KUBEFLOW_JOB)
-    if not name or GANG_SIZE not in both:
-        return None
-    return _named(
-        namespace,
-        name,
-        _size(both.get(GANG_SIZE)),
-        "Kubeflow job",
-        f"{GANG_SIZE} is not a positive number",
-    )
+    return _sized_by_annotation(namespace, both.get(KUBEFLOW_JOB), both, "Kubeflow job")
 
 
 def _jobset(
     namespace: str, both: Mapping[str, str], sizes: PodGroupSize
 ) -> Gang | Singleton | None:
-    name = both.get(JOBSET)
-    if not name or GANG_SIZE not in both:
+    return _sized_by_annotation(namespace, both.get(JOBSET), both, "JobSet")
+
+
+def _sized_by_annotation(
+    namespace: str, name: str | None, both: Mapping[str, str], source: str
+) -> Gang | Singleton | None:
+    """Controllers whose pods name their job but not its size: a PodGroup (found above) or
+    kube-rdma.io/gang-size has to say it."""
+    if not name:
         return None
-    return _named(
-        namespace,
-        name,
-        _size(both.get(GANG_SIZE)),
-        "JobSet",
-        f"{GANG_SIZE} is not a positive number",
-    )
+    missing = f"neither a PodGroup label nor {GANG_SIZE} gives its size"
+    return _named(namespace, name, _size(both.get(GANG_SIZE)), source, missing)
