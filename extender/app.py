@@ -214,14 +214,22 @@ async def handle_bind(request: web.Request) -> web.Response:
     extender = request.app[EXTENDER]
     args = protocol.decode_binding(await request.read())
     where = f"{args.pod_namespace}/{args.pod_name} to {args.node}"
+    key = (args.pod_namespace, args.pod_name)
+    pod = extender.source.cluster.pod(*key)
+    gang = extender.gang(pod) if pod is not None else Singleton()
     try:
         annotations = _bind_annotations(extender, args)
+        if isinstance(gang, Gang):
+            # All or nothing: wait for every member to reach bind, or fail them all.
+            await extender.planner.barrier(key, gang, args.node)
         await extender.source.bind(
             args.pod_namespace, args.pod_name, args.pod_uid, args.node, annotations
         )
     except BindError as e:
         log.warning("bind of %s failed: %s", where, e, extra={"node": args.node})
         return _json(protocol.binding_result(str(e)))
+    if isinstance(gang, Gang):
+        extender.planner.bound(key, gang)
     log.info("bound %s", where, extra={"node": args.node, **annotations})
     return _json(protocol.binding_result())
 

@@ -324,6 +324,8 @@ class Planner:
         try:
             await asyncio.wait_for(asyncio.shield(waiter), self.settings.barrier_timeout)
         except TimeoutError:
+            if waiter.done():  # another member's timeout failed every waiting member already
+                waiter.result()
             count = len([w for w in plan.waiting.values() if not w.done()]) + len(
                 self._bound_members(gang)
             )
