@@ -35,6 +35,25 @@ def _register_extender(subcommands: argparse._SubParsersAction[argparse.Argument
         action="append",
         help="pattern of RDMA resource names (repeatable; default rdma/*)",
     )
+    extender.add_argument(
+        "--domain-label",
+        action="append",
+        help="node label of a network domain for gang placement, narrowest first (repeatable; "
+        "default: network.kube-rdma.io/leaf, network.kube-rdma.io/spine, "
+        "topology.kubernetes.io/zone)",
+    )
+    extender.add_argument(
+        "--plan-timeout",
+        type=float,
+        default=120.0,
+        help="seconds a gang plan lives without progress",
+    )
+    extender.add_argument(
+        "--barrier-timeout",
+        type=float,
+        default=4.0,
+        help="seconds a gang member's bind waits for the others (keep below httpTimeout)",
+    )
     where = extender.add_mutually_exclusive_group(required=True)
     where.add_argument("--cluster-snapshot", type=Path, help="a JSON/YAML file of Nodes and Pods")
     where.add_argument("--kubeconfig", type=Path)
@@ -181,14 +200,21 @@ async def _extender_app(args: argparse.Namespace) -> Any:
     """The app around its cluster source; the live source's API client needs the running loop."""
     from kubernetes_asyncio import client, config
 
+    from dataclasses import replace
+
     from extender.app import Settings, create_app
     from extender.live import LiveSource
+    from extender.planner import GangSettings
     from extender.snapshot import SnapshotSource
 
+    gangs = GangSettings(plan_timeout=args.plan_timeout, barrier_timeout=args.barrier_timeout)
+    if args.domain_label:
+        gangs = replace(gangs, domains=tuple(args.domain_label))
     settings = Settings(
         weights_file=args.weights,
         gpu_resources=tuple(args.gpu_resource or ("nvidia.com/gpu",)),
         rdma_resources=tuple(args.rdma_resource or ("rdma/*",)),
+        gangs=gangs,
     )
     if args.cluster_snapshot:
         return create_app(settings, SnapshotSource.from_file(args.cluster_snapshot))
@@ -197,7 +223,8 @@ async def _extender_app(args: argparse.Namespace) -> Any:
     else:
         config.load_incluster_config()  # type: ignore[no-untyped-call]
     api = client.ApiClient()
-    app = create_app(settings, LiveSource(client.CoreV1Api(api)))
+    source = LiveSource(client.CoreV1Api(api), custom_api=client.CustomObjectsApi(api))
+    app = create_app(settings, source)
 
     async def close(_: Any) -> None:
         await api.close()

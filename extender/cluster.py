@@ -200,6 +200,12 @@ class Cluster:
             self._podgroups.pop(key, None)
         self.generation += 1
 
+    def replace_podgroups(self, group: str, items: Iterable[Json]) -> None:
+        for key in [k for k in self._podgroups if k[0] == group]:
+            del self._podgroups[key]
+        for obj in items:
+            self.upsert_podgroup({**obj, "apiVersion": obj.get("apiVersion") or f"{group}/"})
+
     def delete_podgroup(self, obj: Json) -> None:
         group = str(obj.get("apiVersion") or "").partition("/")[0]
         meta = obj.get("metadata") or {}

@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 
 Json = dict[str, Any]
 NON_TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"
+PODGROUP_VERSIONS = (("scheduling.x-k8s.io", "v1alpha1"), ("scheduling.volcano.sh", "v1beta1"))
 BIND_TIMEOUT_SECONDS = 3.0
 """Budget for the binding, below kube-scheduler's 5 s extender httpTimeout."""
 # Errors that leave a request's outcome unknown: the apiserver may or may not have applied it.
@@ -62,6 +63,7 @@ class LiveSource:
         self,
         core_api: Any,
         *,
+        custom_api: Any = None,
         initial_backoff: float = INITIAL_BACKOFF_SECONDS,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
@@ -84,6 +86,26 @@ class LiveSource:
             initial_backoff=initial_backoff,
             sleep=sleep,
         )
+        # PodGroups hold the size of coscheduling and Volcano gangs. They are optional: where a
+        # CRD is not installed its list fails and is retried with backoff, without holding up
+        # readiness.
+        self.podgroup_reflectors = (
+            [
+                Reflector(
+                    functools.partial(
+                        custom_api.list_cluster_custom_object, group, version, "podgroups"
+                    ),
+                    self._replace_podgroups(group),
+                    self._podgroup_event,
+                    f"podgroups.{group}",
+                    initial_backoff=initial_backoff,
+                    sleep=sleep,
+                )
+                for group, version in PODGROUP_VERSIONS
+            ]
+            if custom_api is not None
+            else []
+        )
 
     def ready(self) -> bool:
         return self.node_reflector.synced.is_set() and self.pod_reflector.synced.is_set()
@@ -92,6 +114,20 @@ class LiveSource:
         async with asyncio.TaskGroup() as tasks:
             tasks.create_task(self.node_reflector.run())
             tasks.create_task(self.pod_reflector.run())
+            for reflector in self.podgroup_reflectors:
+                tasks.create_task(reflector.run())
+
+    def _replace_podgroups(self, group: str) -> Callable[[list[Json]], None]:
+        def replace(items: list[Json]) -> None:
+            self.cluster.replace_podgroups(group, items)
+
+        return replace
+
+    def _podgroup_event(self, kind: str, obj: Json) -> None:
+        if kind == "DELETED":
+            self.cluster.delete_podgroup(obj)
+        else:
+            self.cluster.upsert_podgroup(obj)
 
     # Feeding the model
 

@@ -354,3 +354,36 @@ async def test_an_unanswered_binding_is_reported(fake_api: FakeApiServer, core_v
     )
     assert writes(fake_api) == []
     assert stored_annotations(fake_api) == {"team": "a"}
+
+
+async def test_podgroups_are_watched_where_their_crd_exists() -> None:
+    from kubernetes_asyncio import client
+
+    from tests.fakeapi import RESOURCES, Resource
+
+    resources = {
+        **RESOURCES,
+        "podgroups": Resource("PodGroup", True, "scheduling.x-k8s.io/v1alpha1"),
+    }
+    async with FakeApiServer(resources) as api, api.api_client() as api_client:
+        api.create("podgroups", {"metadata": {"name": "llama"}, "spec": {"minMember": 4}}, "team-a")
+        core, custom = client.CoreV1Api(api_client), client.CustomObjectsApi(api_client)
+
+        async def no_sleep(delay: float) -> None:
+            await asyncio.sleep(0.01)
+
+        source = LiveSource(core, custom_api=custom, sleep=no_sleep)
+        task = asyncio.create_task(source.run())
+        try:
+            size = source.cluster.podgroup_size
+            await eventually(lambda: size("scheduling.x-k8s.io", "team-a", "llama") == 4)
+            assert source.ready(), "a missing Volcano CRD does not hold up readiness"
+            api.patch("podgroups", "llama", {"spec": {"minMember": 6}}, namespace="team-a")
+            await eventually(lambda: size("scheduling.x-k8s.io", "team-a", "llama") == 6)
+            api.delete("podgroups", "llama", namespace="team-a")
+            await eventually(lambda: size("scheduling.x-k8s.io", "team-a", "llama") is None)
+            assert size("scheduling.volcano.sh", "team-a", "llama") is None
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
