@@ -198,9 +198,9 @@ def run_extender(args: argparse.Namespace) -> int:
 
 async def _extender_app(args: argparse.Namespace) -> Any:
     """The app around its cluster source; the live source's API client needs the running loop."""
-    from kubernetes_asyncio import client, config
-
     from dataclasses import replace
+
+    from kubernetes_asyncio import client, config
 
     from extender.app import Settings, create_app
     from extender.live import LiveSource
