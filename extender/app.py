@@ -178,6 +178,10 @@ def _timed(verb: str, handler: Handler) -> Handler:
         except web.HTTPRequestEntityTooLarge:
             message = f"body larger than {request.app[EXTENDER].settings.max_body_bytes} bytes"
             response, result = web.json_response({"error": message}, status=413), "bad-request"
+        except Exception as e:
+            log.exception("/%s failed", verb)
+            message = f"kube-rdma extender internal error ({type(e).__name__}); see its logs"
+            response, result = web.json_response({"error": message}, status=500), "error"
         metrics.calls.labels(verb, result).inc()
         metrics.latency.labels(verb).observe(time.perf_counter() - started)
         return response

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -48,6 +49,17 @@ class GangSettings:
     """Seconds a member's bind waits for the others; below kube-scheduler's httpTimeout."""
     absent_limit: int = 3
     """Calls in a row without a planned node among the candidates before the plan is redone."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One plan made: for whom, in which domain, and the most members any single domain of
+    the narrowest level could have taken at that moment."""
+
+    gang: Gang
+    needed: int
+    domain: str
+    narrowest_fit: int
 
 
 @dataclass
@@ -89,6 +101,8 @@ class Planner:
         self.settings = settings
         self._clock = clock
         self.plans: dict[tuple[str, str], Plan] = {}
+        self.history: deque[Decision] = deque(maxlen=10_000)
+        """The last plans made, for explain-style audits and the gang proof."""
         self.members: dict[PodKey, tuple[str, str]] = {}
         """Pods filtered as gang members -> their gang, for the locality score."""
         self.reserved: dict[str, dict[tuple[str, str], dict[str, int]]] = {}
@@ -163,6 +177,7 @@ class Planner:
         if choice is None:
             return None
         domain, nodes = choice
+        self.history.append(Decision(gang, needed, domain, self._narrowest_fit(fits)))
         now = self._clock()
         plan = Plan(gang, pod, list(bound.values()) + nodes, domain, now, now)
         for i, key in enumerate(bound):
@@ -204,6 +219,17 @@ class Planner:
                 free = node.free(resource) - held.get(resource, 0)
                 counts.append(free // need)
         return max(min(counts), 0) if counts else 1
+
+    def _narrowest_fit(self, fits: Mapping[str, tuple[int, float]]) -> int:
+        """The most members any one domain of the narrowest level could take."""
+        if not self.settings.domains:
+            return sum(count for count, _ in fits.values())
+        per_domain: dict[str, int] = {}
+        for name, (count, _) in fits.items():
+            value = self._label(name, self.settings.domains[0])
+            if value is not None:
+                per_domain[value] = per_domain.get(value, 0) + count
+        return max(per_domain.values(), default=0)
 
     def _choose(
         self, fits: Mapping[str, tuple[int, float]], needed: int
