@@ -31,6 +31,7 @@ bench: $(STAMP)
 	$(PY) -m bench.webhook
 	$(PY) -m bench.agent
 	$(PY) -m bench.extender
+	$(PY) -m bench.gang
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
