@@ -26,6 +26,8 @@ from prometheus_client import (
     generate_latest,
 )
 
+from certs.reload import CertificateReloader
+from certs.watch import watch_certificate
 from extender import protocol
 from extender.binding import node_settings
 from extender.engine import Engine
@@ -99,7 +101,9 @@ EXTENDER = web.AppKey("extender", Extender)
 Handler = Callable[[web.Request], Awaitable[web.Response]]
 
 
-def create_app(settings: Settings, source: ClusterSource) -> web.Application:
+def create_app(
+    settings: Settings, source: ClusterSource, tls: CertificateReloader | None = None
+) -> web.Application:
     """The extender app; raises ConfigError when the weights file is unusable at start-up."""
     metrics = Metrics()
     weights = WatchedFile(
@@ -115,6 +119,8 @@ def create_app(settings: Settings, source: ClusterSource) -> web.Application:
     app = web.Application(client_max_size=settings.max_body_bytes)
     app[EXTENDER] = Extender(settings, source, weights, engine, planner, metrics)
     app.cleanup_ctx.append(_background)
+    if tls is not None:
+        watch_certificate(app, tls, metrics.registry)
     for verb, handler in (
         ("filter", handle_filter),
         ("prioritize", handle_prioritize),

@@ -169,7 +169,8 @@ async def _serve(args: argparse.Namespace) -> int:
 def run_extender(args: argparse.Namespace) -> int:
     from aiohttp import web
 
-    from certs.serving import TLSConfigError, server_context
+    from certs.reload import CertificateReloader
+    from certs.serving import TLSConfigError
     from extender.snapshot import SnapshotError
     from extender.watched import ConfigError
 
@@ -177,13 +178,16 @@ def run_extender(args: argparse.Namespace) -> int:
         log.error("--tls-cert-file and --tls-key-file go together")
         return 2
     try:
-        ssl_context = (
-            server_context(args.tls_cert_file, args.tls_key_file) if args.tls_cert_file else None
+        tls = (
+            CertificateReloader(args.tls_cert_file, args.tls_key_file)
+            if args.tls_cert_file
+            else None
         )
+        ssl_context = tls.context if tls else None
         scheme = "https" if ssl_context else "http"
         log.info("extender listening on %s://%s:%d", scheme, args.host, args.port)
         web.run_app(
-            _extender_app(args),
+            _extender_app(args, tls),
             host=args.host,
             port=args.port,
             ssl_context=ssl_context,
@@ -196,7 +200,7 @@ def run_extender(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _extender_app(args: argparse.Namespace) -> Any:
+async def _extender_app(args: argparse.Namespace, tls: Any = None) -> Any:
     """The app around its cluster source; the live source's API client needs the running loop."""
     from dataclasses import replace
 
@@ -217,14 +221,14 @@ async def _extender_app(args: argparse.Namespace) -> Any:
         gangs=gangs,
     )
     if args.cluster_snapshot:
-        return create_app(settings, SnapshotSource.from_file(args.cluster_snapshot))
+        return create_app(settings, SnapshotSource.from_file(args.cluster_snapshot), tls)
     if args.kubeconfig:
         await config.load_kube_config(config_file=str(args.kubeconfig))
     else:
         config.load_incluster_config()  # type: ignore[no-untyped-call]
     api = client.ApiClient()
     source = LiveSource(client.CoreV1Api(api), custom_api=client.CustomObjectsApi(api))
-    app = create_app(settings, source)
+    app = create_app(settings, source, tls)
 
     async def close(_: Any) -> None:
         await api.close()

@@ -19,6 +19,8 @@ import orjson
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from certs.reload import CertificateReloader
+from certs.watch import watch_certificate
 from webhook import review
 from webhook.admission import Admitter, Decision
 from webhook.metrics import Metrics
@@ -51,10 +53,15 @@ ADMITTER = web.AppKey("admitter", Admitter)
 SETTINGS = web.AppKey("settings", Settings)
 
 
-def create_app(settings: Settings, namespaces: NamespaceSource | None = None) -> web.Application:
+def create_app(
+    settings: Settings,
+    namespaces: NamespaceSource | None = None,
+    tls: CertificateReloader | None = None,
+) -> web.Application:
     """The webhook app; raises ProfileError when the profile file is unusable at start-up.
 
-    `namespaces` replaces the namespace source that `settings` would select.
+    `namespaces` replaces the namespace source that `settings` would select; `tls`, the serving
+    certificate, is then re-read while the app runs.
     """
     app = web.Application(client_max_size=settings.max_body_bytes)
     metrics = Metrics()
@@ -69,6 +76,8 @@ def create_app(settings: Settings, namespaces: NamespaceSource | None = None) ->
     else:
         _install(app, namespaces, settings)
     app.cleanup_ctx.append(_reload_ctx(settings))
+    if tls is not None:
+        watch_certificate(app, tls, metrics.registry)
     app.router.add_post("/mutate", handle_mutate)
     app.router.add_get("/healthz", handle_healthz)
     app.router.add_get("/readyz", handle_readyz)

@@ -56,6 +56,12 @@ def _register_webhook(subcommands: argparse._SubParsersAction[argparse.ArgumentP
     )
     webhook.add_argument("--max-body-bytes", type=int, default=6 << 20)
     webhook.add_argument(
+        "--service-name",
+        default="kube-rdma-webhook",
+        help="the webhook's Service: with --own-namespace, a new certificate must cover "
+        "SERVICE.NAMESPACE.svc to be taken",
+    )
+    webhook.add_argument(
         "--default-pod-security",
         choices=["privileged", "baseline", "restricted"],
         default="privileged",
@@ -67,7 +73,8 @@ def _register_webhook(subcommands: argparse._SubParsersAction[argparse.ArgumentP
 def run_webhook(args: argparse.Namespace) -> int:
     from aiohttp import web
 
-    from certs.serving import TLSConfigError, server_context
+    from certs.reload import CertificateReloader
+    from certs.serving import TLSConfigError
     from extender.watched import ConfigError
     from webhook.app import Settings, create_app
     from webhook.podsecurity import Level
@@ -81,15 +88,16 @@ def run_webhook(args: argparse.Namespace) -> int:
         max_body_bytes=args.max_body_bytes,
         default_pod_security=Level(args.default_pod_security),
     )
+    required = [f"{args.service_name}.{args.own_namespace}.svc"] if args.own_namespace else []
     try:
-        ssl_context = server_context(args.tls_cert_file, args.tls_key_file)
-        app = create_app(settings)
+        tls = CertificateReloader(args.tls_cert_file, args.tls_key_file, required)
+        app = create_app(settings, tls=tls)
     except (TLSConfigError, ConfigError) as e:
         log.error("cannot start the webhook: %s", e)
         return 1
     log.info("webhook listening on https://%s:%d", args.host, args.port)
     web.run_app(
-        app, host=args.host, port=args.port, ssl_context=ssl_context, print=None, access_log=None
+        app, host=args.host, port=args.port, ssl_context=tls.context, print=None, access_log=None
     )
     return 0
 
