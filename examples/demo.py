@@ -123,7 +123,7 @@ def main() -> int:
     extender_port = int(os.environ.get("DEMO_EXTENDER_PORT", str(webhook_port + 445)))
     subprocess.run(
         kube_rdma("certs", "generate", "--service", "kube-rdma-webhook", "--namespace", "kube-rdma",
-                  "--out", str(CERTS), "--localhost"),
+                  "--out", str(CERTS), "--localhost", "--force"),
         check=True,
         stdout=subprocess.DEVNULL,
     )  # fmt: skip
