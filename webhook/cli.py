@@ -12,6 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from certs import cli as certs_cli
 from extender import cli as extender_cli
@@ -34,8 +35,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _register_webhook(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     webhook = subcommands.add_parser("webhook", help="serve the mutating admission webhook")
-    webhook.add_argument("--tls-cert-file", required=True, type=Path)
-    webhook.add_argument("--tls-key-file", required=True, type=Path)
+    webhook.add_argument("--tls-cert-file", type=Path, help="serving certificate (PEM)")
+    webhook.add_argument("--tls-key-file", type=Path, help="its private key (PEM)")
+    webhook.add_argument(
+        "--self-provision",
+        action="store_true",
+        help="keep a CA and serving certificate in a Secret and the CA in the webhook "
+        "configuration's caBundle, renewing and rotating them (needs --own-namespace)",
+    )
+    webhook.add_argument("--tls-secret", default="kube-rdma-webhook-tls")
+    webhook.add_argument("--webhook-configuration", default="kube-rdma")
     webhook.add_argument("--profiles", type=Path, help="RDMA profiles YAML (default: built-in)")
     webhook.add_argument("--port", type=int, default=8443)
     webhook.add_argument("--host", default="0.0.0.0")
@@ -73,11 +82,13 @@ def _register_webhook(subcommands: argparse._SubParsersAction[argparse.ArgumentP
 def run_webhook(args: argparse.Namespace) -> int:
     from aiohttp import web
 
+    from certs.provision import ProvisionError, ProvisionSettings
     from certs.reload import CertificateReloader
     from certs.serving import TLSConfigError
     from extender.watched import ConfigError
     from webhook.app import Settings, create_app
     from webhook.podsecurity import Level
+    from webhook.tls import placeholder_reloader, self_provisioned_app
 
     settings = Settings(
         profiles_file=args.profiles,
@@ -89,17 +100,54 @@ def run_webhook(args: argparse.Namespace) -> int:
         default_pod_security=Level(args.default_pod_security),
     )
     required = [f"{args.service_name}.{args.own_namespace}.svc"] if args.own_namespace else []
+    problem = _tls_problem(args)
+    if problem:
+        log.error("cannot start the webhook: %s", problem)
+        return 2
     try:
-        tls = CertificateReloader(args.tls_cert_file, args.tls_key_file, required)
-        app = create_app(settings, tls=tls)
-    except (TLSConfigError, ConfigError) as e:
+        if args.self_provision:
+            tls = placeholder_reloader(required)
+            provision = ProvisionSettings(
+                namespace=args.own_namespace,
+                service=args.service_name,
+                secret_name=args.tls_secret,
+                webhook_configuration=args.webhook_configuration,
+            )
+            app: Any = self_provisioned_app(settings, tls, provision, args.kubeconfig)
+        else:
+            tls = CertificateReloader(args.tls_cert_file, args.tls_key_file, required)
+            app = create_app(settings, tls=tls)
+        log.info("webhook listening on https://%s:%d", args.host, args.port)
+        web.run_app(
+            app,
+            host=args.host,
+            port=args.port,
+            ssl_context=tls.context,
+            print=None,
+            access_log=None,
+        )
+    except (TLSConfigError, ConfigError, ProvisionError) as e:
         log.error("cannot start the webhook: %s", e)
         return 1
-    log.info("webhook listening on https://%s:%d", args.host, args.port)
-    web.run_app(
-        app, host=args.host, port=args.port, ssl_context=tls.context, print=None, access_log=None
-    )
     return 0
+
+
+def _tls_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with the TLS flags, if anything."""
+    files = args.tls_cert_file is not None, args.tls_key_file is not None
+    if args.self_provision:
+        if any(files):
+            return (
+                "--self-provision provisions the certificate; drop --tls-cert-file/--tls-key-file"
+            )
+        if not args.own_namespace:
+            return (
+                "--self-provision needs the webhook's namespace: --own-namespace or $POD_NAMESPACE"
+            )
+        return None
+    if not all(files):
+        return "give --tls-cert-file and --tls-key-file, or --self-provision"
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,72 @@
+"""The webhook's serving certificate: from files, or provisioned by the webhook itself.
+
+With `--self-provision` the webhook keeps its own CA and serving certificate in a Secret and the
+CA in its MutatingWebhookConfiguration's caBundle (certs/provision.py), and swaps in renewed
+certificates without a restart (certs/reload.py). The server needs its TLS context before the
+first pair is read from the cluster, so it starts from a throwaway placeholder that is replaced
+before the port opens: aiohttp starts listening only once the app exists.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import tempfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from aiohttp import web
+
+from certs.generate import generate_ca, generate_serving, write_bundle
+from certs.provision import Provisioner, ProvisionSettings, ServingPair
+from certs.reload import CertificateReloader
+from certs.serving import TLSConfigError
+from webhook.app import Settings, create_app
+
+
+def placeholder_reloader(required: list[str]) -> CertificateReloader:
+    """A reloader holding a throwaway certificate, never served: the real one replaces it."""
+    directory = Path(tempfile.mkdtemp(prefix="kube-rdma-tls-"))
+    names = [name.removesuffix(".svc") for name in required] or ["localhost"]
+    ca = generate_ca("kube-rdma placeholder")
+    write_bundle(directory, ca, generate_serving(ca, [*names, *required]))
+    return CertificateReloader(directory / "tls.crt", directory / "tls.key", required)
+
+
+async def self_provisioned_app(
+    settings: Settings,
+    tls: CertificateReloader,
+    provision: ProvisionSettings,
+    kubeconfig: Path | None,
+) -> web.Application:
+    """The webhook app serving the certificate it provisions; raises ProvisionError or
+    TLSConfigError when that cannot be done."""
+    from kubernetes_asyncio import client, config
+
+    if kubeconfig is not None:
+        await config.load_kube_config(config_file=str(kubeconfig))
+    else:
+        config.load_incluster_config()  # type: ignore[no-untyped-call]
+    api = client.ApiClient()
+    provisioner = Provisioner(
+        client.CoreV1Api(api), client.AdmissionregistrationV1Api(api), provision
+    )
+    pair = await provisioner.ensure()
+    await provisioner.sync_ca_bundle(pair.ca_bundle_pem)
+    if not tls.load_pair(pair.cert_pem, pair.key_pem):
+        raise TLSConfigError(f"the certificate in Secret {provision.secret_name} is not usable")
+    app = create_app(settings, tls=tls)
+
+    def take(fresh: ServingPair) -> None:
+        tls.load_pair(fresh.cert_pem, fresh.key_pem)
+
+    async def keep_current(_: web.Application) -> AsyncIterator[None]:
+        task = asyncio.create_task(provisioner.run(take, current=pair))
+        yield
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await api.close()
+
+    app.cleanup_ctx.append(keep_current)
+    return app
