@@ -7,6 +7,7 @@ extender/ and certs/, never the reverse), so the dispatcher can reach every subc
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import logging
 import os
 import sys
@@ -112,6 +113,8 @@ def run_webhook(args: argparse.Namespace) -> int:
                 service=args.service_name,
                 secret_name=args.tls_secret,
                 webhook_configuration=args.webhook_configuration,
+                # The Secret is checked as often as certificate files are: within 10 s.
+                check_interval=dt.timedelta(seconds=10),
             )
             app: Any = self_provisioned_app(settings, tls, provision, args.kubeconfig)
         else:

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
+import orjson
 import pytest
 from aiohttp import web
 from cryptography import x509
@@ -21,6 +22,7 @@ from certs.reload import CertificateReloader
 from certs.serving import TLSConfigError
 from certs.watch import watch_certificate
 from tests.fakeapi import eventually
+from tests.webhook import pods
 from webhook.app import Settings, create_app
 
 NAMES = [*service_dns_names("kube-rdma-webhook", "kube-rdma"), "localhost"]
@@ -78,7 +80,7 @@ async def running(tls_dir: Path) -> AsyncIterator[tuple[CertificateReloader, int
         await runner.cleanup()
 
 
-async def test_rotation_under_load_fails_no_request(
+async def test_rotation_while_reviews_keep_coming_fails_none(
     running: tuple[CertificateReloader, int], tls_dir: Path, ca: KeyPair
 ) -> None:
     reloader, port = running
@@ -88,10 +90,21 @@ async def test_rotation_under_load_fails_no_request(
     results: list[int] = []
     stop = asyncio.Event()
 
+    review = orjson.dumps(
+        {
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": pods.request(
+                pods.pytorchjob("worker", 0, "team-a", {"kube-rdma.io/inject": "true"})
+            ),
+        }
+    )
+
     async def keep_calling(session: aiohttp.ClientSession) -> None:
         while not stop.is_set():
-            async with session.get(f"https://localhost:{port}/healthz") as response:
-                results.append(response.status)
+            async with session.post(f"https://localhost:{port}/mutate", data=review) as response:
+                body = await response.json()
+                results.append(response.status if "patch" in body["response"] else 0)
 
     pairs = [generate_serving(ca, NAMES) for _ in range(3)]
     async with aiohttp.ClientSession(connector=connector) as session:
