@@ -34,6 +34,7 @@ import orjson
 
 from extender.clustergen import ClusterSpec, generate, write_snapshot
 from tests.extender import nodes as fixtures
+from tests.net import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 Json = dict[str, Any]
@@ -46,13 +47,6 @@ SHAPES = [
     fixtures.pod("eth1", gpus=1, rdma={"rdma/hca": 1}),
     fixtures.pod("pix8", annotations={"kube-rdma.io/min-affinity": "PIX"}),
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def pin(core: int) -> None:

@@ -27,6 +27,7 @@ from pathlib import Path
 import aiohttp
 import orjson
 
+from tests.net import free_port
 from tests.webhook import pods
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,13 +44,6 @@ def review_body() -> bytes:
     return orjson.dumps(
         {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
     )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def cpu_seconds(pid: int) -> float:

@@ -14,14 +14,8 @@ import orjson
 import pytest
 
 from tests.extender import nodes
+from tests.net import free_port
 from webhook.cli import main
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @pytest.fixture

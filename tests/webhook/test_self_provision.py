@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.fakeapi import RESOURCES, FakeApiServer, Resource, eventually
+from tests.net import free_port, listening
 
 WEBHOOKS = {
     **RESOURCES,
@@ -23,13 +24,6 @@ WEBHOOKS = {
         "MutatingWebhookConfiguration", False, "admissionregistration.k8s.io/v1"
     ),
 }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def kubeconfig(path: Path, server: str) -> Path:
@@ -74,15 +68,8 @@ async def test_the_webhook_provisions_and_serves_its_own_certificate(tmp_path: P
             stderr=subprocess.PIPE,
         )  # fmt: skip
 
-        def listening() -> bool:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-                return True
-            except OSError:
-                return False
-
         try:
-            await eventually(listening, within=20.0)
+            await eventually(lambda: listening(port), within=20.0)
             secret = api.get("secrets", "kube-rdma-webhook-tls", "kube-rdma")
             ca = base64.b64decode(secret["data"]["ca.crt"])
             bundles = {
