@@ -78,6 +78,27 @@ def run(
     return first, rest
 
 
+def server_buckets(connection: http.client.HTTPConnection, verb: str) -> dict[float, float]:
+    """The extender's own latency histogram for `verb`: upper bound (s) -> cumulative count."""
+    connection.request("GET", "/metrics")
+    response = connection.getresponse()
+    text = response.read().decode()
+    buckets = {}
+    prefix = "kube_rdma_extender_call_duration_seconds_bucket{"
+    for line in text.splitlines():
+        if line.startswith(prefix) and f'verb="{verb}"' in line:
+            bound = line.split('le="')[1].split('"')[0]
+            buckets[float("inf") if bound == "+Inf" else float(bound)] = float(line.split()[-1])
+    return buckets
+
+
+def share_within(before: dict[float, float], after: dict[float, float], limit: float) -> float:
+    """Of the calls between two histogram readings, the share the server answered in `limit` s."""
+    total = after[float("inf")] - before.get(float("inf"), 0.0)
+    within = after[limit] - before.get(limit, 0.0)
+    return within / total if total else 0.0
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -142,12 +163,19 @@ def main() -> int:
                 f"extender bench: {len(names)} nodes, serving after {load:.1f} s, server pinned "
                 "to one core, one call at a time on a kept-alive connection"
             )
-            print(f"  {'verb':<11}{'candidates':<16}{'p50 ms':>8}{'p99 ms':>9}{'first max':>11}")
+            header = f"  {'verb':<11}{'candidates':<16}{'p50 ms':>8}{'p99 ms':>9}{'first max':>11}"
+            print(header + f"{'server <=1 ms':>15}{'<=5 ms':>8}")
             for verb, label, make in cases:
                 calls = args.calls if "Names" in label else max(args.calls // 6, 3 * len(SHAPES))
+                before = server_buckets(connection, verb)
                 first, rest = run(connection, verb, make, calls, rng)
+                after = server_buckets(connection, verb)
                 p50, p99 = statistics.median(rest), percentile(rest, 0.99)
-                print(f"  {verb:<11}{label:<16}{p50:8.2f}{p99:9.2f}{max(first):11.2f}")
+                fast, ok = share_within(before, after, 0.001), share_within(before, after, 0.005)
+                print(
+                    f"  {verb:<11}{label:<16}{p50:8.2f}{p99:9.2f}{max(first):11.2f}"
+                    f"{fast:15.1%}{ok:8.1%}"
+                )
         finally:
             server.terminate()
             server.wait(timeout=10)

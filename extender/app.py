@@ -116,6 +116,7 @@ def create_app(
     engine = Engine(source.cluster, lambda: weights.current)
     planner = Planner(source.cluster, engine, settings.gangs)
     engine.locality = planner.locality
+    engine.locality_active = lambda: bool(planner.plans)
     app = web.Application(client_max_size=settings.max_body_bytes)
     app[EXTENDER] = Extender(settings, source, weights, engine, planner, metrics)
     app.cleanup_ctx.append(_background)
@@ -157,6 +158,9 @@ async def _freeze_when_synced(source: ClusterSource) -> None:
         await asyncio.sleep(0.1)
     gc.collect()
     gc.freeze()
+    # Each call allocates thousands of short-lived objects (5,000 names, their verdicts); with
+    # the default threshold of 700 the collector runs many times per call.
+    gc.set_threshold(100_000, 50, 100)
 
 
 async def _sweep(extender: Extender) -> None:

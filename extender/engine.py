@@ -64,6 +64,9 @@ class Engine:
         """Capacity gang plans hold on nodes (extender/planner.py), seen as used by others."""
         self.locality: Locality | None = None
         """Replaces the locality criterion when gang placement is on."""
+        self.locality_active: Callable[[], bool] = lambda: False
+        """Whether `locality` can differ from the neutral score at all (some gang is planned);
+        when not, prioritize skips it: it costs a call per node."""
 
     def _shape(self, pod: PodView) -> int:
         number = self._shapes.get(pod.shape)
@@ -196,6 +199,7 @@ class Engine:
         shape, views, weights = self._shape(pod), self._cluster.views, self._weights()
         version, reserved = id(weights), self.reservations
         w_locality = weights.locality / sum(weights.as_dict().values())
+        locality = self.locality if w_locality and self.locality_active() else None
         result = {}
         for name in names:
             node = views.get(name)
@@ -210,9 +214,9 @@ class Engine:
                 total = self.total(self._node_scores(pod, shape, node), weights)
                 _bound(self._totals)
                 self._totals[key] = total
-            if self.locality is not None and w_locality:
+            if locality is not None:
                 # The cached total counts the neutral locality score; put the real one in.
-                total += w_locality * (self.locality(pod, node) - NEUTRAL_LOCALITY)
+                total += w_locality * (locality(pod, node) - NEUTRAL_LOCALITY)
             result[name] = total
         return result
 

@@ -121,11 +121,12 @@ def filter_result(
 
 
 def host_priorities(scores: Mapping[str, float]) -> list[Json]:
-    """HostPriorityList: integer scores clamped to 0..MaxExtenderPriority."""
-    return [
-        {"Host": host, "Score": max(0, min(MAX_SCORE, round(score)))}
-        for host, score in scores.items()
-    ]
+    """HostPriorityList: integer scores (rounded half up) clamped to 0..MaxExtenderPriority."""
+    result = []
+    for host, score in scores.items():
+        whole = int(score + 0.5) if score > 0 else 0
+        result.append({"Host": host, "Score": whole if whole < MAX_SCORE else MAX_SCORE})
+    return result
 
 
 def binding_result(error: str = "") -> Json:
