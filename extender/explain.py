@@ -63,6 +63,7 @@ def table(body: Json) -> str:
         + (f", {asks['linkLayer']}" if "linkLayer" in asks else "")
         + (f", min affinity {asks['minAffinity']}" if "minAffinity" in asks else "")
         + (f", min rate {asks['minRateGbps']:g} Gb/s" if "minRateGbps" in asks else ""),
+        *_gang_line(body.get("gang")),
         "nodes: " + ", ".join(f"{v} {k}" for k, v in body["summary"].items()),
         "",
     ]
@@ -91,3 +92,18 @@ def table(body: Json) -> str:
         cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
         lines.append("  ".join([*cells, row[-1]]).rstrip())
     return "\n".join(lines) + "\n"
+
+
+def _gang_line(gang: Json | None) -> list[str]:
+    if not gang:
+        return []
+    if "singleton" in gang:
+        reason = gang["singleton"]
+        return [] if reason == "the pod names no gang" else [f"scheduled alone: {reason}"]
+    plan = gang.get("plan")
+    where = (
+        f"planned in {plan['domain']} on {len(plan['nodes'])} nodes"
+        if plan
+        else "not planned (no plan fits, or it expired)"
+    )
+    return [f"gang {gang['name']} of {gang['size']} ({gang['source']}): {where}"]

@@ -207,3 +207,7 @@ async def test_explain_shows_the_gang_and_its_plan(serve: Any) -> None:
         "source": "kube-rdma.io/gang",
         "plan": {"domain": "leaf-b", "nodes": ["b0", "b1"]},
     }
+    url = f"{client.base}/explain?namespace=team-a&name=pair-0&format=table"
+    async with client.session.get(url) as r:
+        lines = (await r.text()).splitlines()
+    assert lines[1] == "gang team-a/pair of 2 (kube-rdma.io/gang): planned in leaf-b on 2 nodes"
