@@ -211,7 +211,8 @@ async def handle_filter(request: web.Request) -> web.Response:
     if isinstance(gang, Gang) and view.relevant:
         outcome = extender.planner.filter(view, gang, args.names)
     if outcome is None:
-        outcome = extender.engine.filter(view, args.names)
+        key = gang.key if isinstance(gang, Gang) else None
+        outcome = extender.engine.filter(view, args.names, key)
     return _json(protocol.filter_result(args, outcome.passed, outcome.failed, outcome.unresolvable))
 
 
@@ -235,7 +236,8 @@ async def handle_bind(request: web.Request) -> web.Response:
         annotations = _bind_annotations(extender, args)
         if isinstance(gang, Gang):
             # All or nothing: wait for every member to reach bind, or fail them all.
-            await extender.planner.barrier(key, gang, args.node)
+            planned = pod is not None and extender.view(pod).relevant
+            await extender.planner.barrier(key, gang, args.node, planned)
         await extender.source.bind(
             args.pod_namespace, args.pod_name, args.pod_uid, args.node, annotations
         )
@@ -243,7 +245,7 @@ async def handle_bind(request: web.Request) -> web.Response:
         log.warning("bind of %s failed: %s", where, e, extra={"node": args.node})
         return _json(protocol.binding_result(str(e)))
     if isinstance(gang, Gang):
-        extender.planner.bound(key, gang)
+        extender.planner.bound(key, gang, args.node)
     log.info("bound %s", where, extra={"node": args.node, **annotations})
     return _json(protocol.binding_result())
 

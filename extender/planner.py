@@ -104,6 +104,9 @@ class Planner:
         self.history: deque[Decision] = deque(maxlen=10_000)
         """The last plans made, for explain-style audits and the gang proof."""
         self.members: dict[PodKey, tuple[str, str]] = {}
+        self.bound_members: dict[tuple[str, str], dict[PodKey, str]] = {}
+        """Members this extender bound, per gang: they outlive a plan being dropped and redone,
+        so a new plan only places the members still missing."""
         """Pods filtered as gang members -> their gang, for the locality score."""
         self.reserved: dict[str, dict[tuple[str, str], dict[str, int]]] = {}
         """node -> gang -> resources held for the gang's members not yet bound there."""
@@ -113,6 +116,8 @@ class Planner:
 
     def filter(self, pod: PodView, gang: Gang, names: list[str]) -> FilterOutcome | None:
         """The filter answer for a gang member; None when the pod is past the gang's size."""
+        if self.complete(gang):
+            return None
         self.members[pod.key] = gang.key
         plan = self._current(gang, pod)
         if plan is None:
@@ -320,30 +325,39 @@ class Planner:
         return bool(pod and (pod.get("spec") or {}).get("nodeName"))
 
     def _bound_members(self, gang: Gang) -> dict[PodKey, str]:
-        plan = self.plans.get(gang.key)
-        if plan is None:
-            return {}
-        return {k: plan.slots[i] for k, i in plan.assigned.items() if self._bound(k)}
+        """Members bound and still running: those this extender bound, as the cache shows them."""
+        known = self.bound_members.get(gang.key, {})
+        return {k: node for k, node in known.items() if self._bound(k)}
+
+    def complete(self, gang: Gang) -> bool:
+        """Enough members are bound: later pods of the gang are scheduled one by one."""
+        return len(self._bound_members(gang)) >= gang.size
 
     # Barrier
 
-    async def barrier(self, pod: PodKey, gang: Gang, node: str) -> None:
+    async def barrier(self, pod: PodKey, gang: Gang, node: str, planned: bool = True) -> None:
         """Wait until every member of the gang reached bind; raises BindError for this member
-        (and all the waiting ones) when that does not happen within the barrier timeout."""
+        (and all the waiting ones) when that does not happen within the barrier timeout.
+
+        `planned` is False for members without GPU or RDMA requests (an MPI launcher): they
+        hold no slot but still count as arriving. A pod past the gang's size, or arriving when
+        enough members are bound, binds without waiting."""
+        if self.complete(gang):
+            return
         plan = self.plans.get(gang.key)
-        if plan is None or plan.slot_of(pod) is None:
+        if plan is None:
             raise BindError(f"gang {gang} has no plan for this pod (it expired?); it is retried")
-        planned = plan.slots[plan.assigned[pod]]
-        if planned != node:
-            raise BindError(f"gang {gang} planned this pod on {planned}, not {node}")
+        if planned:
+            if plan.slot_of(pod) is None:
+                return  # more pods than the gang needs: this one is not waited for
+            expected = plan.slots[plan.assigned[pod]]
+            if expected != node:
+                raise BindError(f"gang {gang} planned this pod on {expected}, not {node}")
         waiter = plan.waiting.get(pod)
         if waiter is None or waiter.done():
             waiter = plan.waiting[pod] = asyncio.get_running_loop().create_future()
         plan.progress = self._clock()
-        arrived = {k for k, w in plan.waiting.items() if not w.done()} | set(
-            self._bound_members(gang)
-        )
-        if len(arrived) >= gang.size:
+        if len(self._arrived(plan)) >= gang.size:
             for w in plan.waiting.values():
                 if not w.done():
                     w.set_result(None)
@@ -352,12 +366,10 @@ class Planner:
         except TimeoutError:
             if waiter.done():  # another member's timeout failed every waiting member already
                 waiter.result()
-            count = len([w for w in plan.waiting.values() if not w.done()]) + len(
-                self._bound_members(gang)
-            )
+            within = f"{self.settings.barrier_timeout:g}s"
             reason = (
-                f"gang {gang}: {count} of {gang.size} members reached bind within "
-                f"{self.settings.barrier_timeout:g}s; none is bound, the gang is planned again"
+                f"gang {gang}: {len(self._arrived(plan))} of {gang.size} members reached bind "
+                f"within {within}; none is bound, the gang is planned again"
             )
             log.warning(reason, extra={"gang": str(gang)})
             for w in plan.waiting.values():
@@ -367,8 +379,20 @@ class Planner:
                 self.drop(gang.key)
             raise BindError(reason) from None
 
-    def bound(self, pod: PodKey, gang: Gang) -> None:
+    def _arrived(self, plan: Plan) -> set[PodKey]:
+        """Members waiting at the barrier whose pods still exist unbound, and members bound:
+        a deleted or recreated pod's wait does not count."""
+        waiting = set()
+        for key, waiter in plan.waiting.items():
+            pod = self._cluster.pod(*key)
+            if waiter.done() or pod is None or (pod.get("spec") or {}).get("nodeName"):
+                continue
+            waiting.add(key)
+        return waiting | set(self._bound_members(plan.gang))
+
+    def bound(self, pod: PodKey, gang: Gang, node: str) -> None:
         """A member was bound: its reservation is now real usage; a whole gang needs no plan."""
+        self.bound_members.setdefault(gang.key, {})[pod] = node
         plan = self.plans.get(gang.key)
         if plan is None:
             return
@@ -383,11 +407,22 @@ class Planner:
 
     def sweep(self) -> None:
         now = self._clock()
+        for gang, bound in list(self.bound_members.items()):
+            for key in [k for k in bound if self._cluster.pod(*k) is None]:
+                del bound[key]
+            if not bound:
+                del self.bound_members[gang]
         for key, plan in list(self.plans.items()):
             gone = [k for k in plan.assigned if self._cluster.pod(*k) is None]
             for k in gone:
                 del plan.assigned[k]
-            if now - plan.progress > self.settings.plan_timeout:
+                waiter = plan.waiting.pop(k, None)
+                if waiter is not None and not waiter.done():
+                    waiter.set_exception(BindError(f"pod {k[0]}/{k[1]} was deleted"))
+            if gone and not plan.assigned and not self._bound_members(plan.gang):
+                log.info("every member of gang %s is gone; its plan is released", plan.gang)
+                self.drop(key)
+            elif now - plan.progress > self.settings.plan_timeout:
                 log.info("plan of gang %s expired without progress", plan.gang)
                 self.drop(key)
             elif len(self._bound_members(plan.gang)) >= plan.gang.size:

@@ -211,3 +211,62 @@ async def test_explain_shows_the_gang_and_its_plan(serve: Any) -> None:
     async with client.session.get(url) as r:
         lines = (await r.text()).splitlines()
     assert lines[1] == "gang team-a/pair of 2 (kube-rdma.io/gang): planned in leaf-b on 2 nodes"
+
+
+async def test_a_member_deleted_at_the_barrier_binds_nobody(serve: Any) -> None:
+    members = [member("trio", i, 3) for i in range(3)]
+    client = await serve([*cluster(), *members], GangSettings(barrier_timeout=0.5))
+    planned = [(await client.filter(m, NAMES))["NodeNames"][0] for m in members]
+    waiting = [
+        asyncio.create_task(client.bind(m, n))
+        for m, n in zip(members[:2], planned[:2], strict=True)
+    ]
+    await asyncio.sleep(0.1)
+    client.app[EXTENDER].source.cluster.delete_pod(("team-a", "trio-1"))
+    last = await client.bind(members[2], planned[2])
+    results = [last, *[await t for t in waiting]]
+    assert all(r for r in results), "no member may bind while another is certain to fail"
+    assert all("nodeName" not in (client.pod(m) or {"spec": {}})["spec"] for m in members)
+
+
+async def test_pods_beyond_the_gang_size_bind_without_waiting(serve: Any) -> None:
+    members = [member("pair", i, 2) for i in range(3)]
+    client = await serve([*cluster(), *members], GangSettings(barrier_timeout=2.0))
+    planned = [(await client.filter(m, NAMES))["NodeNames"][0] for m in members[:2]]
+    extra = await client.filter(members[2], NAMES)
+    assert extra["NodeNames"], "a pod past the gang's size is scheduled like any other"
+    binds = await asyncio.gather(
+        *(client.bind(m, n) for m, n in zip(members[:2], planned, strict=True))
+    )
+    assert binds == ["", ""]
+    assert await client.bind(members[2], "a0") == ""
+    assert client.app[EXTENDER].planner.plans == {}
+
+
+async def test_a_member_without_gpus_counts_at_the_barrier(serve: Any) -> None:
+    workers = [member("mpi", i, 3) for i in range(2)]
+    launcher = member("mpi", 9, 3, gpus=0)
+    launcher["spec"]["containers"][0]["resources"] = {}
+    del launcher["metadata"]["annotations"]["kube-rdma.io/applied"]  # the webhook skips it
+    client = await serve([*cluster(), *workers, launcher], GangSettings(barrier_timeout=2.0))
+    planned = [(await client.filter(m, NAMES))["NodeNames"][0] for m in workers]
+    assert (await client.filter(launcher, NAMES))["NodeNames"] == NAMES
+    binds = await asyncio.gather(
+        *(client.bind(m, n) for m, n in zip(workers, planned, strict=True)),
+        client.bind(launcher, "b1"),
+    )
+    assert binds == ["", "", ""]
+
+
+async def test_deleting_every_member_releases_the_reservation(serve: Any) -> None:
+    members = [member("trio", i, 3) for i in range(3)]
+    client = await serve([*cluster(), *members], GangSettings())
+    for m in members:
+        await client.filter(m, NAMES)
+    planner = client.app[EXTENDER].planner
+    assert planner.reserved
+    for m in members:
+        client.app[EXTENDER].source.cluster.delete_pod(("team-a", m["metadata"]["name"]))
+    await asyncio.sleep(0.1)
+    assert planner.plans == {}
+    assert planner.reserved == {}
