@@ -174,7 +174,7 @@ class Planner:
 
     # Planning
 
-    def _plan(self, gang: Gang, pod: PodView, excluded: set[str] = frozenset()) -> Plan | None:  # type: ignore[assignment]
+    def _plan(self, gang: Gang, pod: PodView, excluded: Iterable[str] = ()) -> Plan | None:
         bound = self._bound_members(gang)
         needed = gang.size - len(bound)
         fits = self._fits(pod, gang, excluded)

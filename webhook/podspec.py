@@ -56,9 +56,10 @@ def memory_limit(container: Json) -> int | None:
 
 def mount_at(container: Json, path: str) -> Json | None:
     """The container's mount at `path` (`/dev/shm/` and `/dev/shm` are the same place)."""
-    for mount in container.get("volumeMounts") or []:
+    mounts: list[Json] = container.get("volumeMounts") or []
+    for mount in mounts:
         if posixpath.normpath(str(mount.get("mountPath") or "")) == path:
-            return mount  # type: ignore[no-any-return]
+            return mount
     return None
 
 
@@ -71,7 +72,8 @@ def add_mount(container: Json, volume: str, path: str) -> bool:
 
 
 def volume(spec: Json, name: str) -> Json | None:
-    for entry in spec.get("volumes") or []:
+    volumes: list[Json] = spec.get("volumes") or []
+    for entry in volumes:
         if entry.get("name") == name:
-            return entry  # type: ignore[no-any-return]
+            return entry
     return None
