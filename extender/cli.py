@@ -145,14 +145,12 @@ async def _until_signalled(args: argparse.Namespace) -> int:
 
 
 async def _serve(args: argparse.Namespace) -> int:
-    from kubernetes_asyncio import client, config
+    from kubernetes_asyncio import client
 
     from extender.agent import Agent, AgentSettings
+    from extender.kubeconfig import load_config
 
-    if args.kubeconfig:
-        await config.load_kube_config(config_file=str(args.kubeconfig))
-    else:
-        config.load_incluster_config()  # type: ignore[no-untyped-call]
+    await load_config(args.kubeconfig)
     settings = AgentSettings(
         node_name=args.node_name,
         sysfs_root=args.sysfs_root,
@@ -204,9 +202,10 @@ async def _extender_app(args: argparse.Namespace, tls: Any = None) -> Any:
     """The app around its cluster source; the live source's API client needs the running loop."""
     from dataclasses import replace
 
-    from kubernetes_asyncio import client, config
+    from kubernetes_asyncio import client
 
     from extender.app import Settings, create_app
+    from extender.kubeconfig import load_config
     from extender.live import LiveSource
     from extender.planner import GangSettings
     from extender.snapshot import SnapshotSource
@@ -222,10 +221,7 @@ async def _extender_app(args: argparse.Namespace, tls: Any = None) -> Any:
     )
     if args.cluster_snapshot:
         return create_app(settings, SnapshotSource.from_file(args.cluster_snapshot), tls)
-    if args.kubeconfig:
-        await config.load_kube_config(config_file=str(args.kubeconfig))
-    else:
-        config.load_incluster_config()  # type: ignore[no-untyped-call]
+    await load_config(args.kubeconfig)
     api = client.ApiClient()
     source = LiveSource(client.CoreV1Api(api), custom_api=client.CustomObjectsApi(api))
     app = create_app(settings, source, tls)

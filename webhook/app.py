@@ -96,12 +96,11 @@ def _namespaces_ctx(settings: Settings) -> Any:
             _install(app, source, settings)
             yield
             return
-        from kubernetes_asyncio import client, config
+        from kubernetes_asyncio import client
 
-        if settings.in_cluster:
-            config.load_incluster_config()  # type: ignore[no-untyped-call]
-        else:
-            await config.load_kube_config(config_file=str(settings.kubeconfig))
+        from extender.kubeconfig import load_config
+
+        await load_config(None if settings.in_cluster else settings.kubeconfig)
         async with client.ApiClient() as api:
             live = LiveNamespaces(client.CoreV1Api(api))
             _install(app, live, settings)

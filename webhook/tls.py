@@ -41,12 +41,11 @@ async def self_provisioned_app(
 ) -> web.Application:
     """The webhook app serving the certificate it provisions; raises ProvisionError or
     TLSConfigError when that cannot be done."""
-    from kubernetes_asyncio import client, config
+    from kubernetes_asyncio import client
 
-    if kubeconfig is not None:
-        await config.load_kube_config(config_file=str(kubeconfig))
-    else:
-        config.load_incluster_config()  # type: ignore[no-untyped-call]
+    from extender.kubeconfig import load_config
+
+    await load_config(kubeconfig)
     api = client.ApiClient()
     provisioner = Provisioner(
         client.CoreV1Api(api), client.AdmissionregistrationV1Api(api), provision
