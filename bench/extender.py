@@ -20,7 +20,6 @@ import argparse
 import http.client
 import os
 import random
-import socket
 import statistics
 import subprocess
 import sys
@@ -34,7 +33,7 @@ import orjson
 
 from extender.clustergen import ClusterSpec, generate, write_snapshot
 from tests.extender import nodes as fixtures
-from tests.net import free_port
+from tests.net import free_port, wait_listening
 
 ROOT = Path(__file__).resolve().parent.parent
 Json = dict[str, Any]
@@ -113,14 +112,9 @@ def start(snapshot: Path) -> tuple[subprocess.Popen[bytes], int, float]:
         preexec_fn=lambda: pin(0),
     )  # fmt: skip
     started = time.perf_counter()
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return server, port, time.perf_counter() - started
-        except OSError:
-            if server.poll() is not None or time.perf_counter() - started > 120:
-                raise SystemExit("the extender did not start") from None
-            time.sleep(0.2)
+    if not wait_listening(port, seconds=120):
+        raise SystemExit("the extender did not start")
+    return server, port, time.perf_counter() - started
 
 
 def main() -> int:

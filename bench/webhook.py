@@ -14,7 +14,6 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import ssl
 import statistics
 import subprocess
@@ -27,7 +26,7 @@ from pathlib import Path
 import aiohttp
 import orjson
 
-from tests.net import free_port
+from tests.net import free_port, wait_listening
 from tests.webhook import pods
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -146,12 +145,8 @@ def main() -> int:
         reader = threading.Thread(target=read_logs, daemon=True)
         reader.start()
         try:
-            for _ in range(100):
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                    break
-                except OSError:
-                    time.sleep(0.1)
+            if not wait_listening(port):
+                raise SystemExit("the webhook did not start")
             pin(1)
             recording.set()
             cpu_before = cpu_seconds(server.pid)

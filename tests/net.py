@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import time
 
 
 def free_port() -> int:
@@ -20,3 +21,13 @@ def listening(port: int) -> bool:
         return True
     except OSError:
         return False
+
+
+def wait_listening(port: int, seconds: float = 10.0) -> bool:
+    """Block until something listens on 127.0.0.1:`port`; False when `seconds` passed first."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if listening(port):
+            return True
+        time.sleep(0.1)
+    return False

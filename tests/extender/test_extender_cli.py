@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +12,7 @@ import orjson
 import pytest
 
 from tests.extender import nodes
-from tests.net import free_port
+from tests.net import free_port, wait_listening
 from webhook.cli import main
 
 
@@ -49,12 +47,7 @@ def extender(snapshot: Path) -> Iterator[str]:
         stderr=subprocess.PIPE,
     )
     try:
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
+        assert wait_listening(port)
         yield f"http://127.0.0.1:{port}"
     finally:
         process.terminate()
@@ -132,12 +125,7 @@ def test_serves_https_with_the_same_tls_machinery(snapshot: Path, cert_dir: Path
         stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
+        assert wait_listening(port)
         context = ssl.create_default_context(cafile=str(cert_dir / "ca.crt"))
         with urllib.request.urlopen(f"https://localhost:{port}/readyz", context=context) as r:
             assert r.read() == b"ok\n"
