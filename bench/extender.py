@@ -125,22 +125,23 @@ def main() -> int:
     objects = generate(ClusterSpec(nodes=args.nodes, seed=7))
     node_objects = [o for o in objects if o["kind"] == "Node"]
     names = [o["metadata"]["name"] for o in node_objects]
+    sample_size = min(500, len(names))  # kube-scheduler's sample at 5,000 nodes
 
     def sample(pod: Json, r: random.Random) -> Json:
-        return {"Pod": pod, "NodeNames": r.sample(names, 500)}
+        return {"Pod": pod, "NodeNames": r.sample(names, sample_size)}
 
     def every(pod: Json, r: random.Random) -> Json:
         return {"Pod": pod, "NodeNames": names}
 
     def full(pod: Json, r: random.Random) -> Json:
-        return {"Pod": pod, "Nodes": {"items": r.sample(node_objects, 500)}}
+        return {"Pod": pod, "Nodes": {"items": r.sample(node_objects, sample_size)}}
 
     cases: list[tuple[str, str, Make]] = [
-        ("filter", "NodeNames 500", sample),
-        ("prioritize", "NodeNames 500", sample),
+        ("filter", f"NodeNames {sample_size}", sample),
+        ("prioritize", f"NodeNames {sample_size}", sample),
         ("filter", f"NodeNames {len(names)}", every),
         ("prioritize", f"NodeNames {len(names)}", every),
-        ("filter", "Nodes 500", full),
+        ("filter", f"Nodes {sample_size}", full),
     ]
     with tempfile.TemporaryDirectory() as tmp:
         snapshot = Path(tmp) / "cluster.json"
