@@ -17,10 +17,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from extender.health import HealthTracker
-from extender.sysfs import scan
-from extender.topology import encode
-from tests.extender.sysfs_tree import hgx_8gpu_8nic
+from agent.health import HealthTracker
+from agent.sysfs import scan
+from kube_rdma.core.topology import encode
+from testbed.builders.sysfs_tree import hgx_8gpu_8nic
 
 
 def main() -> int:

@@ -31,9 +31,9 @@ from typing import Any
 
 import orjson
 
-from extender.clustergen import ClusterSpec, generate, write_snapshot
-from tests.extender import nodes as fixtures
-from tests.net import free_port, wait_listening
+from testbed.builders import nodes as fixtures
+from testbed.clustergen import ClusterSpec, generate, write_snapshot
+from testbed.net import free_port, wait_listening
 
 ROOT = Path(__file__).resolve().parent.parent
 Json = dict[str, Any]
@@ -106,7 +106,7 @@ def percentile(values: list[float], q: float) -> float:
 def start(snapshot: Path) -> tuple[subprocess.Popen[bytes], int, float]:
     port = free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "webhook.cli", "--log-level", "warning", "extender",
+        [sys.executable, "-m", "kube_rdma.cli", "--log-level", "warning", "extender",
          "--cluster-snapshot", str(snapshot), "--host", "127.0.0.1", "--port", str(port)],
         cwd=ROOT,
         preexec_fn=lambda: pin(0),

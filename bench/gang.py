@@ -32,12 +32,12 @@ from aiohttp import web
 from kubernetes_asyncio import client
 
 from extender.app import Settings, create_app
-from extender.clustergen import ClusterSpec, generate
-from extender.live import LiveSource
+from extender.cluster.live import LiveSource
 from extender.pairing import profile, rails
-from extender.topology import Topology, decode
-from tests.emulator import EmulatedScheduler, SchedulerConfig, Workload, pod_requests
-from tests.fakeapi import FakeApiServer, eventually
+from extender.sim.emulator import EmulatedScheduler, SchedulerConfig, Workload, pod_requests
+from kube_rdma.core.topology import Topology, decode
+from testbed.clustergen import ClusterSpec, generate
+from testbed.fakeapi import FakeApiServer, eventually
 
 CLUSTER = ClusterSpec(nodes=512, seed=11, nodes_per_leaf=32, leaves_per_spine=4, busy_fraction=0.0)
 TRANSIENT = 1.0

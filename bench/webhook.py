@@ -26,8 +26,8 @@ from pathlib import Path
 import aiohttp
 import orjson
 
-from tests.net import free_port, wait_listening
-from tests.webhook import pods
+from testbed.builders import pods
+from testbed.net import free_port, wait_listening
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -93,7 +93,7 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        cli = [sys.executable, "-m", "webhook.cli"]
+        cli = [sys.executable, "-m", "kube_rdma.cli"]
         subprocess.run(
             [
                 *cli,

@@ -26,7 +26,7 @@ from typing import Any
 
 import jsonpatch
 
-from extender.clustergen import ClusterSpec, generate, write_snapshot
+from testbed.clustergen import ClusterSpec, generate, write_snapshot
 
 ROOT = Path(__file__).resolve().parent.parent
 CERTS = ROOT / "demo-certs"
@@ -36,7 +36,7 @@ Json = dict[str, Any]
 
 
 def kube_rdma(*args: str) -> list[str]:
-    return [sys.executable, "-m", "webhook.cli", *args]
+    return [sys.executable, "-m", "kube_rdma.cli", *args]
 
 
 def wait_until_serving(port: int, process: subprocess.Popen[bytes], seconds: float = 60) -> None:

@@ -30,14 +30,14 @@ from certs.reload import CertificateReloader
 from certs.watch import watch_certificate
 from extender import protocol
 from extender.binding import node_settings
+from extender.cluster.source import BindError, ClusterSource
 from extender.engine import Engine
 from extender.explain import explanation, table
-from extender.gangs import Gang, Singleton, gang_of
-from extender.planner import GangSettings, Planner
+from extender.gangs.identity import Gang, Singleton, gang_of
+from extender.gangs.planner import GangSettings, Planner
 from extender.podview import PodView, pod_view
-from extender.state import BindError, ClusterSource
-from extender.watched import WatchedFile
 from extender.weights import DEFAULT, Weights, parse_weights
+from kube_rdma.core.config_file import WatchedFile
 
 log = logging.getLogger("kube_rdma.extender")
 

@@ -8,12 +8,12 @@ containers start, after the bind, so writing them just before binding makes them
 
 from __future__ import annotations
 
-from extender import keys
-from extender.cluster import NodeInfo
+from extender.cluster.model import NodeInfo
+from extender.cluster.source import BindError
 from extender.pairing import Rails, chosen_nics
 from extender.podview import PodView
-from extender.state import BindError
-from extender.topology import Nic
+from kube_rdma.core import keys
+from kube_rdma.core.topology import Nic
 
 
 def node_settings(pod: PodView, node: NodeInfo, rails: Rails | None) -> dict[str, str]:

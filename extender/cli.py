@@ -1,21 +1,18 @@
-"""`kube-rdma agent ...`: the node agent's commands."""
+"""`kube-rdma extender` and `kube-rdma explain`: the scheduler extender's commands."""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
-import os
-import signal
 import sys
 from pathlib import Path
 from typing import Any
 
-log = logging.getLogger("kube_rdma.agent")
+log = logging.getLogger("kube_rdma.extender")
 
 
 def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    _register_agent(subcommands)
+    """Add `extender` and `explain` to the `kube-rdma` command."""
     _register_extender(subcommands)
     _register_explain(subcommands)
 
@@ -72,105 +69,13 @@ def _register_explain(subcommands: argparse._SubParsersAction[argparse.ArgumentP
     explain.set_defaults(run=run_explain)
 
 
-def _register_agent(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    agent = subcommands.add_parser("agent", help="discover and publish this node's RDMA topology")
-    verbs = agent.add_subparsers(dest="verb", required=True)
-
-    def sources(parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--sysfs-root", type=Path, default=Path("/sys"))
-        parser.add_argument(
-            "--topo-file",
-            type=Path,
-            help="`nvidia-smi topo -m` output to take GPUs and GPU-NIC levels from",
-        )
-
-    inspect = verbs.add_parser("inspect", help="print this node's topology document and exit")
-    sources(inspect)
-    inspect.set_defaults(run=run_inspect)
-
-    run = verbs.add_parser("run", help="publish the topology on the Node, re-scanning")
-    sources(run)
-    run.add_argument("--node-name", default=os.environ.get("NODE_NAME"))
-    run.add_argument("--interval", type=float, default=30.0, help="seconds between scans")
-    run.add_argument(
-        "--recover-after",
-        type=int,
-        default=3,
-        help="clean scans before an unhealthy port counts as healthy again",
-    )
-    where = run.add_mutually_exclusive_group()
-    where.add_argument("--kubeconfig", type=Path)
-    where.add_argument("--in-cluster", action="store_true")
-    run.set_defaults(run=run_agent)
-
-
-def run_inspect(args: argparse.Namespace) -> int:
-    from extender.agent import ScanError
-    from extender.discovery import discover
-    from extender.topology import encode
-
-    try:
-        document = encode(discover(args.sysfs_root, args.topo_file))
-    except (*ScanError, OSError) as e:
-        print(f"kube-rdma agent inspect: {e}", file=sys.stderr)
-        return 2
-    print(document)
-    return 0
-
-
-def run_agent(args: argparse.Namespace) -> int:
-    if not args.node_name:
-        log.error(
-            "no node name: pass --node-name or set NODE_NAME (the downward API's spec.nodeName)"
-        )
-        return 2
-    if args.interval <= 0 or args.recover_after < 1:
-        log.error("--interval must be positive and --recover-after at least 1")
-        return 2
-    return asyncio.run(_until_signalled(args))
-
-
-async def _until_signalled(args: argparse.Namespace) -> int:
-    """Run the agent until SIGTERM or SIGINT (as PID 1 in a container nothing else stops it
-    short of SIGKILL)."""
-    task = asyncio.create_task(_serve(args))
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, task.cancel)
-    try:
-        return await task
-    except asyncio.CancelledError:
-        log.info("agent stopped", extra={"node": args.node_name})
-        return 0
-
-
-async def _serve(args: argparse.Namespace) -> int:
-    from kubernetes_asyncio import client
-
-    from extender.agent import Agent, AgentSettings
-    from extender.kubeconfig import load_config
-
-    await load_config(args.kubeconfig)
-    settings = AgentSettings(
-        node_name=args.node_name,
-        sysfs_root=args.sysfs_root,
-        topo_file=args.topo_file,
-        interval=args.interval,
-        recover_after=args.recover_after,
-    )
-    async with client.ApiClient() as api:
-        log.info("agent started", extra={"node": args.node_name})
-        await Agent(client.CoreV1Api(api), settings).run()
-    return 0
-
-
 def run_extender(args: argparse.Namespace) -> int:
     from aiohttp import web
 
     from certs.reload import CertificateReloader
     from certs.serving import TLSConfigError
-    from extender.snapshot import SnapshotError
-    from extender.watched import ConfigError
+    from extender.cluster.snapshot import SnapshotError
+    from kube_rdma.core.config_file import ConfigError
 
     if bool(args.tls_cert_file) != bool(args.tls_key_file):
         log.error("--tls-cert-file and --tls-key-file go together")
@@ -205,10 +110,10 @@ async def _extender_app(args: argparse.Namespace, tls: Any = None) -> Any:
     from kubernetes_asyncio import client
 
     from extender.app import Settings, create_app
-    from extender.kubeconfig import load_config
-    from extender.live import LiveSource
-    from extender.planner import GangSettings
-    from extender.snapshot import SnapshotSource
+    from extender.cluster.live import LiveSource
+    from extender.cluster.snapshot import SnapshotSource
+    from extender.gangs.planner import GangSettings
+    from kube_rdma.kube.kubeconfig import load_config
 
     gangs = GangSettings(plan_timeout=args.plan_timeout, barrier_timeout=args.barrier_timeout)
     if args.domain_label:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from extender.cluster import Cluster, NodeInfo
+from extender.cluster.model import Cluster, NodeInfo
 from extender.filters import Filter, Verdict, fail
 from extender.filters import registry as filter_registry
 from extender.pairing import Rails, rails

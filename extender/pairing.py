@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from extender.topology import Level, Topology
+from kube_rdma.core.topology import Level, Topology
 
 LEVELS = tuple(Level)
 LEVEL_SCORE = {Level.PIX: 10.0, Level.PXB: 8.0, Level.PHB: 5.0, Level.NODE: 3.0, Level.SYS: 1.0}

@@ -15,9 +15,9 @@ from typing import Any, Literal
 
 import orjson
 
-from extender import keys
-from extender.cluster import pod_requests
-from extender.topology import Level
+from extender.cluster.model import pod_requests
+from kube_rdma.core import keys
+from kube_rdma.core.topology import Level
 
 Json = dict[str, Any]
 LinkLayer = Literal["InfiniBand", "Ethernet"]

@@ -16,7 +16,7 @@ from typing import Self
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from extender.watched import ConfigError
+from kube_rdma.core.config_file import ConfigError
 
 
 class Weights(BaseModel):

@@ -16,10 +16,10 @@ import pytest
 from aiohttp import web
 
 from certs.serving import server_context
-from tests.fakeapi import core_v1 as core_v1
-from tests.fakeapi import fake_api as fake_api
+from kube_rdma.cli import main
+from testbed.fakeapi import core_v1 as core_v1
+from testbed.fakeapi import fake_api as fake_api
 from webhook.app import Settings, create_app
-from webhook.cli import main
 from webhook.namespaces import NamespaceSource
 
 Json = dict[str, Any]

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.net import free_port
+from testbed.net import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 

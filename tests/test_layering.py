@@ -30,6 +30,6 @@ def test_package_imports_only_what_sits_below_it(package: str) -> None:
 
 
 def test_every_key_of_ours_has_the_prefix() -> None:
-    from extender import keys
+    from kube_rdma.core import keys
 
     assert all(key.startswith("kube-rdma.io/") for key in keys.ALL)

@@ -11,17 +11,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from extender import keys
-from extender.quantity import QuantityError
-from extender.workloads import training_key
+from kube_rdma.core import keys
+from kube_rdma.core.quantity import QuantityError
+from kube_rdma.core.workloads import training_key
 from webhook import review
 from webhook.mutate import Denied, Target, mutate
 from webhook.namespaces import NamespaceSource
 from webhook.patch import diff
 from webhook.podsecurity import Level, enforced_level
 from webhook.podspec import gpu_count
+from webhook.profile_store import ProfileStore
 from webhook.profiles import ProfileSet
-from webhook.reload import ProfileStore
 
 Json = dict[str, Any]
 PROTECTED_NAMESPACES = frozenset({"kube-system"})

@@ -26,7 +26,7 @@ from webhook.admission import Admitter, Decision
 from webhook.metrics import Metrics
 from webhook.namespaces import LiveNamespaces, NamespaceSource, StaticNamespaces
 from webhook.podsecurity import Level
-from webhook.reload import ProfileStore
+from webhook.profile_store import ProfileStore
 
 log = logging.getLogger("kube_rdma.webhook")
 
@@ -98,7 +98,7 @@ def _namespaces_ctx(settings: Settings) -> Any:
             return
         from kubernetes_asyncio import client
 
-        from extender.kubeconfig import load_config
+        from kube_rdma.kube.kubeconfig import load_config
 
         await load_config(None if settings.in_cluster else settings.kubeconfig)
         async with client.ApiClient() as api:

@@ -1,8 +1,4 @@
-"""The `kube-rdma` command: one console script, a subcommand per job.
-
-It lives in webhook/ because the webhook package is the top of the import graph (it may import
-extender/ and certs/, never the reverse), so the dispatcher can reach every subcommand.
-"""
+"""`kube-rdma webhook`: serve the mutating admission webhook."""
 
 from __future__ import annotations
 
@@ -10,31 +6,14 @@ import argparse
 import datetime as dt
 import logging
 import os
-import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from certs import cli as certs_cli
-from extender import cli as extender_cli
-from extender import logfmt
-
-log = logging.getLogger("kube_rdma")
+log = logging.getLogger("kube_rdma.webhook")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="kube-rdma", description="RDMA plumbing and placement for GPU training on Kubernetes"
-    )
-    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
-    subcommands = parser.add_subparsers(dest="command", required=True)
-    _register_webhook(subcommands)
-    certs_cli.register(subcommands)
-    extender_cli.register(subcommands)
-    return parser
-
-
-def _register_webhook(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `webhook` to the `kube-rdma` command."""
     webhook = subcommands.add_parser("webhook", help="serve the mutating admission webhook")
     webhook.add_argument("--tls-cert-file", type=Path, help="serving certificate (PEM)")
     webhook.add_argument("--tls-key-file", type=Path, help="its private key (PEM)")
@@ -86,7 +65,7 @@ def run_webhook(args: argparse.Namespace) -> int:
     from certs.provision import ProvisionError, ProvisionSettings
     from certs.reload import CertificateReloader
     from certs.serving import TLSConfigError
-    from extender.watched import ConfigError
+    from kube_rdma.core.config_file import ConfigError
     from webhook.app import Settings, create_app
     from webhook.podsecurity import Level
     from webhook.tls import placeholder_reloader, self_provisioned_app
@@ -151,13 +130,3 @@ def _tls_problem(args: argparse.Namespace) -> str | None:
     if not all(files):
         return "give --tls-cert-file and --tls-key-file, or --self-provision"
     return None
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    logfmt.configure(args.log_level)
-    return int(args.run(args))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from extender import keys
+from kube_rdma.core import keys
 from webhook.podspec import sequence
 from webhook.profiles import GidStrategy, Profile
 

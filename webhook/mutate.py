@@ -16,8 +16,8 @@ from typing import Any
 
 import orjson
 
-from extender import keys
-from extender.quantity import QuantityError, parse_bytes
+from kube_rdma.core import keys
+from kube_rdma.core.quantity import QuantityError, parse_bytes
 from webhook import multus
 from webhook.env import add_env, nccl_env
 from webhook.podsecurity import Item, Level, forbidden

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 import orjson
 import yaml
 
-from extender.reflector import Reflector
+from kube_rdma.kube.reflector import Reflector
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ import posixpath
 from collections.abc import Iterable
 from typing import Any
 
-from extender.quantity import parse_bytes, parse_quantity
+from kube_rdma.core.quantity import parse_bytes, parse_quantity
 
 Json = dict[str, Any]
 

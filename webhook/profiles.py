@@ -30,8 +30,8 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from extender.quantity import QuantityError, parse_bytes
-from extender.watched import ConfigError, read_text
+from kube_rdma.core.config_file import ConfigError, read_text
+from kube_rdma.core.quantity import QuantityError, parse_bytes
 
 DEFAULT_PROFILE = "default"
 DEFAULT_RDMA_RESOURCE = "rdma/hca"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from extender.quantity import format_bytes
+from kube_rdma.core.quantity import format_bytes
 from webhook.podspec import add_mount, memory_limit, mount_at, volume
 from webhook.profiles import Shm
 

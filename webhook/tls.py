@@ -43,7 +43,7 @@ async def self_provisioned_app(
     TLSConfigError when that cannot be done."""
     from kubernetes_asyncio import client
 
-    from extender.kubeconfig import load_config
+    from kube_rdma.kube.kubeconfig import load_config
 
     await load_config(kubeconfig)
     api = client.ApiClient()

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from extender.cluster import NodeInfo
+from extender.cluster.model import NodeInfo
 from extender.pairing import Rails
 from extender.podview import PodView
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from extender.cluster import NodeInfo
+from extender.cluster.model import NodeInfo
 from extender.pairing import Rails, quality
 from extender.podview import PodView
 from extender.scores import clamp

@@ -3,7 +3,7 @@ pods (the MostAllocated strategy, on GPUs)."""
 
 from __future__ import annotations
 
-from extender.cluster import NodeInfo
+from extender.cluster.model import NodeInfo
 from extender.pairing import Rails
 from extender.podview import PodView
 from extender.scores import clamp

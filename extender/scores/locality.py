@@ -3,7 +3,7 @@ the network). Until gangs are planned every node is equally local."""
 
 from __future__ import annotations
 
-from extender.cluster import NodeInfo
+from extender.cluster.model import NodeInfo
 from extender.pairing import Rails
 from extender.podview import PodView
 

@@ -3,7 +3,7 @@ links (the fastest common today); slower or degraded links score proportionally 
 
 from __future__ import annotations
 
-from extender.cluster import NodeInfo
+from extender.cluster.model import NodeInfo
 from extender.pairing import Rails
 from extender.podview import PodView
 from extender.scores import clamp

@@ -20,7 +20,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from certs.generate import BACKDATE, KeyType, generate_ca, generate_serving, service_dns_names
 from certs.serving import TLSConfigError, server_context
-from webhook.cli import main
+from kube_rdma.cli import main
 
 
 def test_generate_writes_ca_and_serving_pair(

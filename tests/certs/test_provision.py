@@ -23,7 +23,7 @@ from kubernetes_asyncio import client
 
 from certs.generate import KeyPair, generate_ca, generate_serving, service_dns_names
 from certs.provision import Provisioner, ProvisionError, ProvisionSettings, ServingPair
-from tests.fakeapi import RESOURCES, FakeApiServer, RecordedRequest, Resource, eventually
+from testbed.fakeapi import RESOURCES, FakeApiServer, RecordedRequest, Resource, eventually
 
 Json = dict[str, Any]
 ROOT = Path(__file__).resolve().parents[2]

@@ -21,8 +21,8 @@ from certs.generate import KeyPair, generate_ca, generate_serving, service_dns_n
 from certs.reload import CertificateReloader
 from certs.serving import TLSConfigError
 from certs.watch import watch_certificate
-from tests.fakeapi import eventually
-from tests.webhook import pods
+from testbed.builders import pods
+from testbed.fakeapi import eventually
 from webhook.app import Settings, create_app
 
 NAMES = [*service_dns_names("kube-rdma-webhook", "kube-rdma"), "localhost"]

@@ -13,9 +13,9 @@ import pytest
 from aiohttp import web
 
 from extender.app import EXTENDER, Settings, create_app
-from extender.snapshot import SnapshotSource
-from tests.extender import nodes
-from tests.fakeapi import eventually
+from extender.cluster.snapshot import SnapshotSource
+from testbed.builders import nodes
+from testbed.fakeapi import eventually
 
 Json = dict[str, Any]
 

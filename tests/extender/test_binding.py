@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from extender.binding import node_settings
-from extender.cluster import Cluster
+from extender.cluster.model import Cluster
+from extender.cluster.source import BindError
 from extender.pairing import rails
 from extender.podview import pod_view
-from extender.state import BindError
-from extender.topology import Gid, Topology
-from tests.extender import nodes
+from kube_rdma.core.topology import Gid, Topology
+from testbed.builders import nodes
 
 
 def settings_for(topology: Topology, gpus: int = 8) -> dict[str, str]:

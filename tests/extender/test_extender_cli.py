@@ -11,9 +11,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.extender import nodes
-from tests.net import free_port, wait_listening
-from webhook.cli import main
+from kube_rdma.cli import main
+from testbed.builders import nodes
+from testbed.net import free_port, wait_listening
 
 
 @pytest.fixture
@@ -35,7 +35,7 @@ def extender(snapshot: Path) -> Iterator[str]:
         [
             sys.executable,
             "-m",
-            "webhook.cli",
+            "kube_rdma.cli",
             "extender",
             "--cluster-snapshot",
             str(snapshot),
@@ -97,7 +97,7 @@ def test_bad_input_at_start_exits_1(tmp_path: Path, files: dict[str, str], messa
     args = [
         sys.executable,
         "-m",
-        "webhook.cli",
+        "kube_rdma.cli",
         "extender",
         "--cluster-snapshot",
         str(tmp_path / "cluster.yaml"),
@@ -119,7 +119,7 @@ def test_serves_https_with_the_same_tls_machinery(snapshot: Path, cert_dir: Path
 
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "webhook.cli", "extender", "--cluster-snapshot", str(snapshot),
+        [sys.executable, "-m", "kube_rdma.cli", "extender", "--cluster-snapshot", str(snapshot),
          "--host", "127.0.0.1", "--port", str(port),
          "--tls-cert-file", str(cert_dir / "tls.crt"), "--tls-key-file", str(cert_dir / "tls.key")],
         stderr=subprocess.DEVNULL,

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from extender.cluster import Cluster
+from extender.cluster.model import Cluster
 from extender.engine import Engine
 from extender.filters import Verdict
 from extender.podview import pod_view
 from extender.weights import DEFAULT
-from tests.extender import nodes
+from testbed.builders import nodes
 
 Json = dict[str, object]
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from extender.cluster import Cluster
+from extender.cluster.model import Cluster
 from extender.engine import Engine
 from extender.pairing import chosen_nics, profile, quality, rails
 from extender.podview import pod_view
 from extender.weights import Weights
-from tests.extender import nodes
+from testbed.builders import nodes
 
 NODES = [
     nodes.node("eth-ok", nodes.hgx()),

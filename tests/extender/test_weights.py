@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from extender.watched import ConfigError
 from extender.weights import DEFAULT, Weights, parse_weights
+from kube_rdma.core.config_file import ConfigError
 
 
 def test_defaults() -> None:

@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from certs.generate import CA_LIFETIME, SERVING_LIFETIME, service_dns_names
+from kube_rdma.cli import build_parser
 from tests.manifests.test_manifests import (
     DOCUMENTS,
     K8S_VERSIONS,
@@ -31,7 +32,6 @@ from tests.manifests.test_manifests import (
     find,
     pod_spec,
 )
-from webhook.cli import build_parser
 
 Json = dict[str, Any]
 

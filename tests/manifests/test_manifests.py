@@ -29,10 +29,10 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from extender.agent import Agent, AgentSettings
-from tests.extender import sysfs_tree
-from tests.fakeapi import FakeApiServer, RecordedRequest
-from webhook.cli import build_parser
+from agent.publisher import Agent, AgentSettings
+from kube_rdma.cli import build_parser
+from testbed.builders import sysfs_tree
+from testbed.fakeapi import FakeApiServer, RecordedRequest
 from webhook.profiles import BUILTIN, GidStrategy, NetworkMode, parse_profiles
 
 Json = dict[str, Any]

@@ -33,13 +33,14 @@ import pytest
 import yaml
 from aiohttp import web
 
-from extender import keys
 from extender.app import Settings, create_app
-from extender.live import BIND_TIMEOUT_SECONDS, LiveSource
-from extender.snapshot import SnapshotSource
+from extender.cluster.live import BIND_TIMEOUT_SECONDS, LiveSource
+from extender.cluster.snapshot import SnapshotSource
 from extender.weights import DEFAULT, parse_weights
-from tests.extender import nodes
-from tests.fakeapi import FakeApiServer, RecordedRequest, eventually
+from kube_rdma.cli import build_parser
+from kube_rdma.core import keys
+from testbed.builders import nodes
+from testbed.fakeapi import FakeApiServer, RecordedRequest, eventually
 from tests.manifests.test_manifests import (
     DOCUMENTS,
     IMAGE,
@@ -54,7 +55,6 @@ from tests.manifests.test_manifests import (
     granted_rules,
     selects,
 )
-from webhook.cli import build_parser
 from webhook.mutate import Target, mutate
 from webhook.profiles import Profile
 

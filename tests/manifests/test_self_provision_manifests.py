@@ -15,8 +15,8 @@ import yaml
 from kubernetes_asyncio import client
 
 from certs.provision import Provisioner, ProvisionSettings
-from tests.fakeapi import RESOURCES, FakeApiServer, RecordedRequest, Resource
-from webhook.cli import build_parser
+from kube_rdma.cli import build_parser
+from testbed.fakeapi import RESOURCES, FakeApiServer, RecordedRequest, Resource
 
 ROOT = Path(__file__).resolve().parents[2]
 OVERLAY = ROOT / "manifests/self-provision"

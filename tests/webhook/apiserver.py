@@ -7,7 +7,7 @@ import copy
 from decimal import Decimal
 from typing import Any
 
-from extender.quantity import parse_quantity
+from kube_rdma.core.quantity import parse_quantity
 
 Json = dict[str, Any]
 _BINARY = [("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)]

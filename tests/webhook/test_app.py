@@ -19,8 +19,8 @@ import kubernetes_validate
 import orjson
 import pytest
 
+from testbed.builders import pods
 from tests.conftest import Serve
-from tests.webhook import pods
 from webhook.app import Settings
 from webhook.profiles import parse_profiles
 

@@ -8,8 +8,8 @@ from typing import Any
 import orjson
 import pytest
 
+from testbed.builders import pods
 from tests.conftest import Serve
-from tests.webhook import pods
 from webhook.app import Settings
 from webhook.namespaces import Labels
 

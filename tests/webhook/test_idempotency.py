@@ -13,11 +13,12 @@ import orjson
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from tests.webhook import apiserver, pods
+from testbed.builders import pods
+from tests.webhook import apiserver
 from webhook.admission import Admitter
 from webhook.namespaces import StaticNamespaces
 from webhook.patch import diff
-from webhook.reload import ProfileStore
+from webhook.profile_store import ProfileStore
 
 Json = dict[str, Any]
 PROFILE_NAMES = ["default", "rails8", "hostnet", "node", "lenient"]

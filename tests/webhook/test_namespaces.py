@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 
-from extender.keys import INJECTION
-from tests.fakeapi import FakeApiServer, eventually
+from kube_rdma.core.keys import INJECTION
+from testbed.fakeapi import FakeApiServer, eventually
 from webhook.namespaces import LiveNamespaces, StaticNamespaces
 
 Json = dict[str, Any]

@@ -7,9 +7,9 @@ import logging
 
 import pytest
 
-from extender.logfmt import JsonFormatter
+from kube_rdma.core.logs import JsonFormatter
+from testbed.builders import pods
 from tests.conftest import Serve
-from tests.webhook import pods
 from webhook.app import Settings
 from webhook.namespaces import Labels
 

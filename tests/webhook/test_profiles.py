@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from extender.watched import ConfigError
+from kube_rdma.core.config_file import ConfigError
+from webhook.profile_store import ProfileStore
 from webhook.profiles import (
     BUILTIN,
     DeviceMode,
@@ -17,7 +18,6 @@ from webhook.profiles import (
     load_profiles,
     parse_profiles,
 )
-from webhook.reload import ProfileStore
 
 
 def test_builtin_default_makes_a_typical_pod_rdma_ready() -> None:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakeapi import RESOURCES, FakeApiServer, Resource, eventually
-from tests.net import free_port, listening
+from testbed.fakeapi import RESOURCES, FakeApiServer, Resource, eventually
+from testbed.net import free_port, listening
 
 WEBHOOKS = {
     **RESOURCES,
@@ -62,7 +62,7 @@ async def test_the_webhook_provisions_and_serves_its_own_certificate(tmp_path: P
         api.create("mutatingwebhookconfigurations", configuration())
         port = free_port()
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "webhook.cli", "webhook", "--self-provision",
+            sys.executable, "-m", "kube_rdma.cli", "webhook", "--self-provision",
             "--kubeconfig", str(kubeconfig(tmp_path / "kubeconfig", api.host)),
             "--own-namespace", "kube-rdma", "--host", "127.0.0.1", "--port", str(port),
             stderr=subprocess.PIPE,
@@ -113,7 +113,7 @@ def test_tls_flags_are_checked(
 ) -> None:
     monkeypatch.delenv("POD_NAMESPACE", raising=False)
     done = subprocess.run(
-        [sys.executable, "-m", "webhook.cli", "webhook", *args],
+        [sys.executable, "-m", "kube_rdma.cli", "webhook", *args],
         capture_output=True, text=True, timeout=30, check=False,
     )  # fmt: skip
     assert done.returncode == 2

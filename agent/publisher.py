@@ -1,0 +1,137 @@
+"""The node agent: scan the node on an interval and publish its topology on the Node.
+
+It patches the Node's `kube-rdma.io/topology` annotation and `kube-rdma.io/rdma-ready` label,
+only when either changed (it starts from what the Node already carries, so a restart does not
+patch), and retries API errors with exponential backoff. A scan that fails keeps the last
+published state: a transient sysfs read error should not make a node look RDMA-less.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+
+from agent.discovery import DiscoveryError, discover
+from agent.health import HealthTracker, rdma_ready
+from agent.nvtopo import TopoParseError
+from agent.sysfs import SysfsError
+from kube_rdma.core import keys
+from kube_rdma.core.topology import DocumentTooLarge, Topology, encode
+
+log = logging.getLogger("kube_rdma.agent")
+
+MERGE_PATCH = "application/merge-patch+json"
+ScanError = (DiscoveryError, SysfsError, TopoParseError, DocumentTooLarge)
+
+
+@dataclass(frozen=True)
+class Published:
+    """What the Node carries: the topology annotation and the readiness label."""
+
+    document: str | None
+    ready: str | None
+
+
+class ApiError(Exception):
+    """The apiserver answered a read or patch of the Node with an error."""
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    node_name: str
+    sysfs_root: Path = Path("/sys")
+    topo_file: Path | None = None
+    interval: float = 30.0
+    recover_after: int = 3
+    initial_backoff: float = 1.0
+    max_backoff: float = 300.0
+
+
+class Agent:
+    def __init__(
+        self,
+        core_api: Any,
+        settings: AgentSettings,
+        scan: Callable[[], Topology] | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self._api = core_api
+        self._settings = settings
+        self._scan = scan or (lambda: discover(settings.sysfs_root, settings.topo_file))
+        self._sleep = sleep
+        self._health = HealthTracker(settings.recover_after)
+        self._backoff = settings.initial_backoff
+        self.published: Published | None = None
+
+    async def run(self) -> None:
+        """Scan and publish until cancelled."""
+        while True:
+            await self._sleep(await self.step())
+
+    async def step(self) -> float:
+        """One scan and, when something changed, one patch; the seconds to wait before the next."""
+        try:
+            topology = self._health.update(self._scan())
+            wanted = Published(encode(topology), "true" if rdma_ready(topology) else "false")
+        except (*ScanError, OSError) as e:
+            log.error("scan failed, keeping what the node carries: %s", e)
+            return self._settings.interval
+        try:
+            if self.published is None:
+                self.published = await self._read_node()
+            if wanted != self.published:
+                await self._patch(wanted)
+                self.published = wanted
+                log.info(
+                    "published topology",
+                    extra={"node": self._settings.node_name, "ready": wanted.ready},
+                )
+        except (ApiError, aiohttp.ClientError, OSError, TimeoutError) as e:
+            delay = self._backoff
+            self._backoff = min(self._backoff * 2, self._settings.max_backoff)
+            log.warning("apiserver call failed: %s; retrying in %.0fs", e, delay)
+            return delay
+        self._backoff = self._settings.initial_backoff
+        return self._settings.interval
+
+    async def _read_node(self) -> Published:
+        response = await self._api.read_node(self._settings.node_name, _preload_content=False)
+        body = await _json(response, f"reading node {self._settings.node_name}")
+        metadata = body.get("metadata") or {}
+        return Published(
+            (metadata.get("annotations") or {}).get(keys.TOPOLOGY),
+            (metadata.get("labels") or {}).get(keys.RDMA_READY),
+        )
+
+    async def _patch(self, wanted: Published) -> None:
+        patch = {
+            "metadata": {
+                "annotations": {keys.TOPOLOGY: wanted.document},
+                "labels": {keys.RDMA_READY: wanted.ready},
+            }
+        }
+        response = await self._api.patch_node(
+            self._settings.node_name,
+            patch,
+            _content_type=MERGE_PATCH,
+            _preload_content=False,
+        )
+        await _json(response, f"patching node {self._settings.node_name}")
+
+
+async def _json(response: Any, what: str) -> dict[str, Any]:
+    try:
+        data = await response.read()
+        if not 200 <= response.status < 300:
+            raise ApiError(f"{what}: HTTP {response.status}: {data[:300].decode(errors='replace')}")
+        body: dict[str, Any] = orjson.loads(data)
+        return body
+    finally:
+        response.release()

@@ -1,0 +1,246 @@
+"""Discover a node's RDMA devices, NVIDIA GPUs and their PCIe relations from sysfs.
+
+Everything is read from a configurable root (`/sys` on a node, a fixture tree in tests), through
+the kernel ABI documented in `Documentation/ABI/stable/sysfs-class-infiniband` and the PCI
+device tree:
+- `class/infiniband/<dev>/device` links to the PCI function; `ports/<p>/{state, phys_state,
+  rate, link_layer}`; `ports/<p>/gids/<i>` with `gid_attrs/types/<i>` and `gid_attrs/ndevs/<i>`
+  (reading the type of an unused entry fails with EINVAL, which marks it empty);
+  `ports/<p>/counters/*`.
+- `bus/pci/devices/<BDF>/{vendor, class, numa_node}`; its real path under `devices/` is the
+  bridge chain used for the PCIe level.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from agent.pcie import pcie_level
+from kube_rdma.core.topology import Gid, Gpu, Nic, Pair, Port, Topology
+
+NVIDIA_VENDOR = "0x10de"
+GPU_CLASSES = ("0x0302", "0x0300")  # 3D controller, VGA controller
+ERROR_COUNTERS = (
+    "symbol_error",
+    "link_error_recovery",
+    "link_downed",
+    "port_rcv_errors",
+    "port_rcv_remote_physical_errors",
+    "local_link_integrity_errors",
+    "excessive_buffer_overrun_errors",
+    "port_xmit_discards",
+)
+_BDF = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
+_EMPTY_GID = "0000:0000:0000:0000:0000:0000:0000:0000"
+
+
+class SysfsError(Exception):
+    """sysfs holds something the agent cannot interpret; the message names the file."""
+
+
+@dataclass(frozen=True)
+class PciFunction:
+    address: str
+    path: tuple[str, ...]
+    """Components of the real path below <root>/devices, host bridge first."""
+    numa: int | None
+
+
+def _read(path: Path | str) -> str | None:
+    """A sysfs attribute, stripped; None when it cannot be read (absent, or EINVAL for an
+    unused entry). Unbuffered os-level reads: a scan reads thousands of tiny files."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, 4096).decode(errors="replace").strip()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _numa(path: Path) -> int | None:
+    value = _read(path)
+    if value is None or value.lstrip("-").isdigit() is False:
+        return None
+    number = int(value)
+    return number if number >= 0 else None
+
+
+def _pci_function(root: Path, device_link: Path) -> PciFunction | None:
+    real = Path(os.path.realpath(device_link))
+    try:
+        parts = real.relative_to(os.path.realpath(root / "devices")).parts
+    except ValueError:
+        return None
+    if not parts or not _BDF.match(parts[-1]):
+        return None
+    return PciFunction(parts[-1], parts, _numa(real / "numa_node"))
+
+
+def find_gpus(root: Path) -> list[PciFunction]:
+    """NVIDIA display and 3D controllers, in PCI bus id order (nvidia-smi's GPU index order)."""
+    devices = root / "bus" / "pci" / "devices"
+    found = []
+    for entry in sorted(os.listdir(devices)) if devices.is_dir() else []:
+        if _read(devices / entry / "vendor") != NVIDIA_VENDOR:
+            continue
+        if not (_read(devices / entry / "class") or "").startswith(GPU_CLASSES):
+            continue
+        function = _pci_function(root, devices / entry)
+        if function is not None:
+            found.append(function)
+    return sorted(found, key=lambda f: f.address)
+
+
+def _state(path: Path) -> str | None:
+    """`4: ACTIVE` -> `ACTIVE`."""
+    value = _read(path)
+    return value.split(":", 1)[-1].strip() if value else None
+
+
+def _rate(path: Path) -> float | None:
+    """`400 Gb/sec (4X NDR)` -> 400.0."""
+    value = _read(path)
+    if not value:
+        return None
+    try:
+        return float(value.split()[0])
+    except ValueError as e:
+        raise SysfsError(
+            f"{path}: expected a rate like '400 Gb/sec (4X NDR)', got {value!r}"
+        ) from e
+
+
+def _gid_ip(gid: str) -> str | None:
+    try:
+        address = ipaddress.IPv6Address(gid)
+    except ValueError:
+        return None
+    mapped = address.ipv4_mapped
+    return str(mapped) if mapped is not None else str(address)
+
+
+def _gids(port_dir: Path, link_layer: str) -> list[Gid]:
+    gids_dir = f"{port_dir}/gids"
+    if not os.path.isdir(gids_dir):
+        return []
+    result = []
+    for entry in sorted(os.listdir(gids_dir), key=int):
+        raw = _read(f"{gids_dir}/{entry}")
+        if not raw or raw == _EMPTY_GID:
+            continue
+        kind = _read(f"{port_dir}/gid_attrs/types/{entry}")
+        if kind is None:
+            continue  # EINVAL: the entry is not in use
+        netdev = _read(f"{port_dir}/gid_attrs/ndevs/{entry}") or None
+        if link_layer == "InfiniBand":
+            result.append(Gid(index=int(entry), gid=_short(raw), type="IB", netdev=netdev))
+            continue
+        gid_type = "RoCE v2" if "v2" in kind else "RoCE v1"
+        ip = _gid_ip(raw)
+        result.append(Gid(index=int(entry), gid=_short(raw), type=gid_type, ip=ip, netdev=netdev))
+    return result
+
+
+def _short(gid: str) -> str:
+    """The GID in IPv6 notation; IPv4-mapped ones as `::ffff:a.b.c.d`, as show_gids prints."""
+    try:
+        address = ipaddress.IPv6Address(gid)
+    except ValueError:
+        return gid
+    return f"::ffff:{address.ipv4_mapped}" if address.ipv4_mapped else str(address)
+
+
+def _port_netdev(device_dir: Path, port: int, gids: list[Gid]) -> str | None:
+    for gid in gids:
+        if gid.netdev:
+            return gid.netdev
+    net = device_dir / "device" / "net"
+    if not net.is_dir():
+        return None
+    for name in sorted(os.listdir(net)):
+        dev_port = _read(net / name / "dev_port")
+        if dev_port is not None and dev_port.isdigit() and int(dev_port) == port - 1:
+            return name
+    return None
+
+
+def _counters(port_dir: Path) -> dict[str, int]:
+    counters = {}
+    for name in ERROR_COUNTERS:
+        value = _read(port_dir / "counters" / name)
+        if value is not None and value.isdigit():
+            counters[name] = int(value)
+    return counters
+
+
+def _port(device_dir: Path, number: int) -> Port:
+    port_dir = device_dir / "ports" / str(number)
+    link_layer = _read(port_dir / "link_layer")
+    if link_layer not in ("InfiniBand", "Ethernet"):
+        raise SysfsError(
+            f"{port_dir / 'link_layer'}: expected InfiniBand or Ethernet, got {link_layer!r}"
+        )
+    state = _state(port_dir / "state") or "UNKNOWN"
+    phys_state = _state(port_dir / "phys_state")
+    gids = _gids(port_dir, link_layer)
+    return Port(
+        port=number,
+        state=state,
+        phys_state=phys_state,
+        link_layer=link_layer,
+        rate_gbps=_rate(port_dir / "rate"),
+        netdev=_port_netdev(device_dir, number, gids),
+        healthy=state == "ACTIVE" and phys_state in (None, "LinkUp"),
+        gids=tuple(gids),
+        counters=_counters(port_dir),
+    )
+
+
+@dataclass(frozen=True)
+class RdmaDevice:
+    nic: Nic
+    pci: PciFunction | None
+
+
+def find_rdma_devices(root: Path) -> list[RdmaDevice]:
+    base = root / "class" / "infiniband"
+    devices = []
+    for name in sorted(os.listdir(base)) if base.is_dir() else []:
+        device_dir = base / name
+        pci = _pci_function(root, device_dir / "device")
+        ports_dir = device_dir / "ports"
+        numbers = sorted(int(p) for p in os.listdir(ports_dir)) if ports_dir.is_dir() else []
+        nic = Nic(
+            name=name,
+            pci=pci.address if pci else None,
+            numa=pci.numa if pci else None,
+            ports=tuple(_port(device_dir, n) for n in numbers),
+        )
+        devices.append(RdmaDevice(nic, pci))
+    return devices
+
+
+def scan(root: Path) -> Topology:
+    """The node topology as sysfs under `root` describes it."""
+    gpus = find_gpus(root)
+    devices = find_rdma_devices(root)
+    pairs = [
+        Pair(gpu=index, nic=d.nic.name, level=pcie_level(g.path, g.numa, d.pci.path, d.pci.numa))
+        for index, g in enumerate(gpus)
+        for d in devices
+        if d.pci is not None
+    ]
+    return Topology(
+        gpus=tuple(Gpu(index=i, pci=g.address, numa=g.numa) for i, g in enumerate(gpus)),
+        nics=tuple(d.nic for d in devices),
+        pairs=tuple(pairs),
+        source="sysfs",
+    )

@@ -1,0 +1,268 @@
+"""The live cluster source: Nodes and Pods listed and watched into the cluster model, and binds
+that create a real `v1.Binding`.
+
+kube-scheduler only sends node names (`nodeCacheCapable`), so the model has to follow the whole
+cluster by itself. Pods are watched as kube-scheduler's own informer does, without the terminal
+ones (a field selector on `status.phase`): they hold no resources, and on a big cluster they are
+most of the pods. A pod that finishes then reaches the model as a DELETED event.
+
+A bind answers kube-scheduler inside its extender `httpTimeout` (5 s by default), so every call
+here carries a request timeout well below it. The model accounts a pod as soon as its bind
+succeeded, and keeps it accounted while the watch still shows older states of it, as
+kube-scheduler's cache "assumes" a pod it bound: otherwise the pod's GPUs would look free to the
+next pod for as long as the watch lags.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import orjson
+
+from extender.cluster.model import Cluster, PodKey, as_bound, pod_key
+from extender.cluster.source import BindError
+from kube_rdma.kube.reflector import INITIAL_BACKOFF_SECONDS, Reflector
+
+log = logging.getLogger(__name__)
+
+Json = dict[str, Any]
+NON_TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"
+PODGROUP_VERSIONS = (("scheduling.x-k8s.io", "v1alpha1"), ("scheduling.volcano.sh", "v1beta1"))
+BIND_TIMEOUT_SECONDS = 3.0
+"""Budget for the binding, below kube-scheduler's 5 s extender httpTimeout."""
+# Errors that leave a request's outcome unknown: the apiserver may or may not have applied it.
+UNANSWERED = (aiohttp.ClientError, TimeoutError, OSError)
+
+
+class Refused(Exception):
+    """The apiserver answered a request with an error status."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"{message} (HTTP {status})")
+
+
+@dataclass(frozen=True)
+class _Assumed:
+    """A bind this source made that the watch has not shown yet."""
+
+    uid: str
+    node: str
+    annotations: dict[str, str]
+
+
+class LiveSource:
+    """The cluster model fed by list + watch of Nodes and non-terminal Pods."""
+
+    def __init__(
+        self,
+        core_api: Any,
+        *,
+        custom_api: Any = None,
+        initial_backoff: float = INITIAL_BACKOFF_SECONDS,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self._api = core_api
+        self.cluster = Cluster()
+        self._assumed: dict[PodKey, _Assumed] = {}
+        self.node_reflector = Reflector(
+            core_api.list_node,
+            self.cluster.replace_nodes,
+            self._node_event,
+            "nodes",
+            initial_backoff=initial_backoff,
+            sleep=sleep,
+        )
+        self.pod_reflector = Reflector(
+            functools.partial(core_api.list_pod_for_all_namespaces, field_selector=NON_TERMINAL),
+            self._replace_pods,
+            self._pod_event,
+            "pods",
+            initial_backoff=initial_backoff,
+            sleep=sleep,
+        )
+        # PodGroups hold the size of coscheduling and Volcano gangs. They are optional: where a
+        # CRD is not installed its list fails and is retried with backoff, without holding up
+        # readiness.
+        self.podgroup_reflectors = (
+            [
+                Reflector(
+                    functools.partial(
+                        custom_api.list_cluster_custom_object, group, version, "podgroups"
+                    ),
+                    self._replace_podgroups(group),
+                    self._podgroup_event,
+                    f"podgroups.{group}",
+                    initial_backoff=initial_backoff,
+                    sleep=sleep,
+                )
+                for group, version in PODGROUP_VERSIONS
+            ]
+            if custom_api is not None
+            else []
+        )
+
+    def ready(self) -> bool:
+        return self.node_reflector.synced.is_set() and self.pod_reflector.synced.is_set()
+
+    async def run(self) -> None:
+        async with asyncio.TaskGroup() as tasks:
+            tasks.create_task(self.node_reflector.run())
+            tasks.create_task(self.pod_reflector.run())
+            for reflector in self.podgroup_reflectors:
+                tasks.create_task(reflector.run())
+
+    def _replace_podgroups(self, group: str) -> Callable[[list[Json]], None]:
+        def replace(items: list[Json]) -> None:
+            self.cluster.replace_podgroups(group, items)
+
+        return replace
+
+    def _podgroup_event(self, kind: str, obj: Json) -> None:
+        if kind == "DELETED":
+            self.cluster.delete_podgroup(obj)
+        else:
+            self.cluster.upsert_podgroup(obj)
+
+    # Feeding the model
+
+    def _node_event(self, kind: str, obj: Json) -> None:
+        if kind == "DELETED":
+            self.cluster.delete_node(str((obj.get("metadata") or {}).get("name")))
+        else:
+            self.cluster.upsert_node(obj)
+
+    def _replace_pods(self, items: list[Json]) -> None:
+        listed = {pod_key(o) for o in items}
+        for key in set(self._assumed) - listed:
+            del self._assumed[key]
+        self.cluster.replace_pods([self._confirmed(o) for o in items])
+
+    def _pod_event(self, kind: str, obj: Json) -> None:
+        if kind == "DELETED":
+            self._assumed.pop(pod_key(obj), None)
+            self.cluster.delete_pod(pod_key(obj))
+        else:
+            self.cluster.upsert_pod(self._confirmed(obj))
+
+    def _confirmed(self, pod: Json) -> Json:
+        """The pod as watched or listed; while that still shows it unbound after a bind this
+        source made, the pod as that bind left it."""
+        key = pod_key(pod)
+        assumed = self._assumed.get(key)
+        if assumed is None:
+            return pod
+        uid = (pod.get("metadata") or {}).get("uid")
+        recreated = uid and assumed.uid and uid != assumed.uid
+        if (pod.get("spec") or {}).get("nodeName") or recreated:
+            del self._assumed[key]
+            return pod
+        return as_bound(pod, assumed.node, assumed.annotations)
+
+    # Binding
+
+    async def bind(
+        self, namespace: str, name: str, uid: str, node: str, annotations: dict[str, str]
+    ) -> None:
+        """One `v1.Binding` carrying the annotations: the apiserver writes the Binding's
+        annotations onto the pod in the same update that sets spec.nodeName
+        (setPodHostAndAnnotations in the pod registry), so the bind is all or nothing."""
+        deadline = asyncio.get_running_loop().time() + BIND_TIMEOUT_SECONDS
+        request = _Bind(namespace, name, uid, node, dict(annotations), deadline)
+        if bound := self._bound_node(request):
+            raise BindError(f"cannot bind {request}: it is already bound to node {bound}")
+        call = self._api.create_namespaced_pod_binding(
+            request.name,
+            request.namespace,
+            request.binding(),
+            _preload_content=False,
+            _request_timeout=request.remaining(),
+        )
+        try:
+            await _call(call)
+        except Refused as e:
+            raise BindError(f"cannot bind {request}: {e}") from None
+        except UNANSWERED as e:
+            raise BindError(
+                f"cannot bind {request}: no answer from the apiserver to the binding "
+                f"({_describe(e)}); the pod may be bound"
+            ) from None
+        self._assume(request)
+        log.info("bound", extra={"pod": f"{namespace}/{name}", "node": node})
+
+    def _bound_node(self, request: _Bind) -> str | None:
+        """The node the model knows this pod (this uid of it) to be bound to."""
+        pod = self.cluster.pod(request.namespace, request.name) or {}
+        uid = (pod.get("metadata") or {}).get("uid")
+        if request.uid and uid and uid != request.uid:
+            return None
+        node = (pod.get("spec") or {}).get("nodeName")
+        return str(node) if node else None
+
+    def _assume(self, request: _Bind) -> None:
+        """Account the pod on its node now, before the watch shows the binding."""
+        cached = self.cluster.pod(request.namespace, request.name)
+        if cached is not None and (cached.get("spec") or {}).get("nodeName"):
+            return  # the watch was quicker
+        assumed = _Assumed(request.uid, request.node, request.annotations)
+        self._assumed[(request.namespace, request.name)] = assumed
+        if cached is not None:
+            self.cluster.upsert_pod(self._confirmed(cached))
+
+
+@dataclass(frozen=True)
+class _Bind:
+    """One bind call, with the deadline its requests share."""
+
+    namespace: str
+    name: str
+    uid: str
+    node: str
+    annotations: dict[str, str]
+    deadline: float
+
+    def __str__(self) -> str:
+        return f"pod {self.namespace}/{self.name} to node {self.node}"
+
+    def remaining(self) -> float:
+        # kubernetes-asyncio reads a timeout of 0 as "none", so never pass 0.
+        return max(self.deadline - asyncio.get_running_loop().time(), 0.01)
+
+    def binding(self) -> Json:
+        metadata: Json = {"name": self.name, "namespace": self.namespace, "uid": self.uid}
+        if self.annotations:
+            metadata["annotations"] = self.annotations
+        return {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": metadata,
+            "target": {"apiVersion": "v1", "kind": "Node", "name": self.node},
+        }
+
+
+async def _call(request: Awaitable[Any]) -> Json:
+    """The JSON body of a kubernetes-asyncio call made with `_preload_content=False`, which
+    leaves the status check to us; raises Refused with the apiserver's message."""
+    response = await request
+    try:
+        data: bytes = await response.read()
+    finally:
+        response.release()
+    try:
+        body = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        body = None
+    status = int(response.status)
+    if 200 <= status < 300:
+        return body if isinstance(body, dict) else {}
+    message = body.get("message") if isinstance(body, dict) else None
+    raise Refused(status, str(message or data[:200].decode(errors="replace").strip()))
+
+
+def _describe(error: BaseException) -> str:
+    return str(error) or type(error).__name__

@@ -1,0 +1,310 @@
+"""The extender's in-memory model of the cluster: Nodes, the pods bound to them, and what is
+free on each.
+
+kube-scheduler sends the extender node names only (`nodeCacheCapable`), so the extender keeps
+its own cache. Both sources feed this one model: the live source from list + watch
+(extender/live.py), the static source from a snapshot file (extender/snapshot.py). A Node's
+view (`NodeInfo`) is rebuilt whenever the Node or the set of pods bound to it changes, and holds
+everything the filters and scores need, so a scheduling call reads it and computes nothing that
+does not depend on the pod.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from kube_rdma.core import keys
+from kube_rdma.core.quantity import QuantityError, parse_quantity
+from kube_rdma.core.topology import Topology, decode
+
+log = logging.getLogger("kube_rdma.extender")
+
+Json = dict[str, Any]
+PodKey = tuple[str, str]  # (namespace, name)
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+def pod_key(pod: Json) -> PodKey:
+    meta = pod.get("metadata") or {}
+    return str(meta.get("namespace") or "default"), str(meta.get("name"))
+
+
+def extended_resources(amounts: Mapping[str, Any] | None) -> dict[str, int]:
+    """The whole-unit resources (`vendor/name`: GPUs, RDMA units) of a resource list."""
+    result = {}
+    for name, amount in (amounts or {}).items():
+        if "/" not in name:
+            continue
+        try:
+            result[name] = int(parse_quantity(amount))
+        except QuantityError:
+            continue
+    return result
+
+
+def pod_requests(pod: Json) -> dict[str, int]:
+    """The pod's effective extended-resource requests, as the scheduler counts them: the sum over
+    its containers, or the largest init container's when that is higher."""
+    spec = pod.get("spec") or {}
+    total: dict[str, int] = {}
+    for container in spec.get("containers") or []:
+        for name, amount in _container_requests(container).items():
+            total[name] = total.get(name, 0) + amount
+    for container in spec.get("initContainers") or []:
+        for name, amount in _container_requests(container).items():
+            total[name] = max(total.get(name, 0), amount)
+    return total
+
+
+def _container_requests(container: Json) -> dict[str, int]:
+    resources = container.get("resources") or {}
+    # Extended resources cannot be overcommitted: a limit alone sets the request.
+    return {
+        **extended_resources(resources.get("limits")),
+        **extended_resources(resources.get("requests")),
+    }
+
+
+def as_bound(pod: Json, node: str, annotations: Mapping[str, str]) -> Json:
+    """A copy of `pod` as a bind to `node` that writes `annotations` leaves it."""
+    bound = dict(pod)
+    bound["metadata"] = metadata = dict(pod.get("metadata") or {})
+    if annotations:
+        metadata["annotations"] = {**(metadata.get("annotations") or {}), **annotations}
+    bound["spec"] = {**(pod.get("spec") or {}), "nodeName": node}
+    return bound
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """One Node as the filters and scores see it."""
+
+    name: str
+    labels: Mapping[str, str]
+    allocatable: Mapping[str, int]
+    requested: Mapping[str, int]
+    topology: Topology | None
+    topology_error: str | None = None
+    """Why the node has no usable topology (no annotation, or a malformed one)."""
+    pods: frozenset[PodKey] = field(default_factory=frozenset)
+    rails_key: int = field(default=0, compare=False)
+    """Equal for nodes whose documents describe the same ports, states, rates and PCIe pairs:
+    their rail summaries (extender/pairing.py) are the same."""
+    state: int = field(default=0, compare=False)
+    """Equal for nodes that any pod must judge and score alike: the same rails_key, topology
+    error and allocatable and requested resources."""
+
+    def free(self, resource: str) -> int:
+        return self.allocatable.get(resource, 0) - self.requested.get(resource, 0)
+
+
+@dataclass
+class _NodeEntry:
+    obj: Json
+    topology: Topology | None
+    topology_error: str | None
+    annotation: str | None
+    rails_key: int
+
+
+class Cluster:
+    """Nodes and pods, with per-node accounting. Not thread-safe; one event loop owns it."""
+
+    def __init__(self) -> None:
+        self._nodes: dict[str, _NodeEntry] = {}
+        self._pods: dict[PodKey, Json] = {}
+        self._bound: dict[PodKey, tuple[str, dict[str, int]]] = {}
+        self._by_node: dict[str, set[PodKey]] = {}
+        self._views: dict[str, NodeInfo] = {}
+        self._interned: dict[Any, int] = {}
+        self._podgroups: dict[tuple[str, str, str], int] = {}
+        self.generation = 0
+        """Bumped on every change; lets callers cache results per generation."""
+
+    # Nodes
+
+    def replace_nodes(self, items: Iterable[Json]) -> None:
+        fresh = {str((o.get("metadata") or {}).get("name")): o for o in items}
+        for name in set(self._nodes) - set(fresh):
+            self.delete_node(name)
+        for obj in fresh.values():
+            self.upsert_node(obj)
+
+    def upsert_node(self, obj: Json) -> None:
+        name = str((obj.get("metadata") or {}).get("name"))
+        annotation = ((obj.get("metadata") or {}).get("annotations") or {}).get(keys.TOPOLOGY)
+        previous = self._nodes.get(name)
+        if previous is not None and previous.annotation == annotation:
+            topology, error, rails_key = (
+                previous.topology,
+                previous.topology_error,
+                previous.rails_key,
+            )
+        else:
+            topology, error = _read_topology(name, annotation)
+            rails_key = self._intern(rails_signature(topology) if topology else None)
+        self._nodes[name] = _NodeEntry(obj, topology, error, annotation, rails_key)
+        self._refresh(name)
+
+    def delete_node(self, name: str) -> None:
+        self._nodes.pop(name, None)
+        self._views.pop(name, None)
+        self.generation += 1
+
+    # Pods
+
+    def replace_pods(self, items: Iterable[Json]) -> None:
+        fresh = {pod_key(o): o for o in items}
+        for key in set(self._pods) - set(fresh):
+            self.delete_pod(key)
+        for obj in fresh.values():
+            self.upsert_pod(obj)
+
+    def upsert_pod(self, obj: Json) -> None:
+        key = pod_key(obj)
+        self._pods[key] = obj
+        spec, status = obj.get("spec") or {}, obj.get("status") or {}
+        node = spec.get("nodeName")
+        if node and status.get("phase") not in TERMINAL_PHASES:
+            self._account(key, str(node), pod_requests(obj))
+        else:
+            self._release(key)
+        self.generation += 1
+
+    def delete_pod(self, key: PodKey) -> None:
+        self._pods.pop(key, None)
+        self._release(key)
+        self.generation += 1
+
+    def pod(self, namespace: str, name: str) -> Json | None:
+        return self._pods.get((namespace, name))
+
+    def pods(self) -> Iterable[Json]:
+        return self._pods.values()
+
+    # PodGroups (scheduler-plugins and Volcano): where some gangs keep their size
+
+    def upsert_podgroup(self, obj: Json) -> None:
+        group = str(obj.get("apiVersion") or "").partition("/")[0]
+        meta = obj.get("metadata") or {}
+        key = (group, str(meta.get("namespace") or "default"), str(meta.get("name")))
+        size = (obj.get("spec") or {}).get("minMember")
+        if isinstance(size, int) and size > 0:
+            self._podgroups[key] = size
+        else:
+            self._podgroups.pop(key, None)
+        self.generation += 1
+
+    def replace_podgroups(self, group: str, items: Iterable[Json]) -> None:
+        for key in [k for k in self._podgroups if k[0] == group]:
+            del self._podgroups[key]
+        for obj in items:
+            self.upsert_podgroup({**obj, "apiVersion": obj.get("apiVersion") or f"{group}/"})
+
+    def delete_podgroup(self, obj: Json) -> None:
+        group = str(obj.get("apiVersion") or "").partition("/")[0]
+        meta = obj.get("metadata") or {}
+        self._podgroups.pop(
+            (group, str(meta.get("namespace") or "default"), str(meta.get("name"))), None
+        )
+        self.generation += 1
+
+    def podgroup_size(self, group: str, namespace: str, name: str) -> int | None:
+        return self._podgroups.get((group, namespace, name))
+
+    # Views
+
+    def node(self, name: str) -> NodeInfo | None:
+        return self._views.get(name)
+
+    def nodes(self) -> Iterable[NodeInfo]:
+        return self._views.values()
+
+    def node_object(self, name: str) -> Json | None:
+        entry = self._nodes.get(name)
+        return entry.obj if entry else None
+
+    def _account(self, key: PodKey, node: str, requests: dict[str, int]) -> None:
+        current = self._bound.get(key)
+        if current == (node, requests):
+            return
+        self._release(key)
+        self._bound[key] = (node, requests)
+        self._by_node.setdefault(node, set()).add(key)
+        self._refresh(node)
+
+    def _release(self, key: PodKey) -> None:
+        current = self._bound.pop(key, None)
+        if current is None:
+            return
+        node = current[0]
+        self._by_node.get(node, set()).discard(key)
+        self._refresh(node)
+
+    def _refresh(self, name: str) -> None:
+        self.generation += 1
+        entry = self._nodes.get(name)
+        if entry is None:
+            return
+        keys_ = frozenset(self._by_node.get(name, ()))
+        requested: dict[str, int] = {}
+        for key in keys_:
+            for resource, amount in self._bound[key][1].items():
+                requested[resource] = requested.get(resource, 0) + amount
+        meta = entry.obj.get("metadata") or {}
+        allocatable = extended_resources((entry.obj.get("status") or {}).get("allocatable"))
+        state = (entry.rails_key, entry.topology_error, _sorted(allocatable), _sorted(requested))
+        self._views[name] = NodeInfo(
+            name=name,
+            labels=dict(meta.get("labels") or {}),
+            allocatable=allocatable,
+            requested=requested,
+            topology=entry.topology,
+            topology_error=entry.topology_error,
+            pods=keys_,
+            rails_key=entry.rails_key,
+            state=self._intern(state),
+        )
+
+    def _intern(self, value: Any) -> int:
+        """A small int standing for `value`, equal for equal values."""
+        number = self._interned.get(value)
+        if number is None:
+            number = self._interned[value] = len(self._interned) + 1
+        return number
+
+    @property
+    def views(self) -> Mapping[str, NodeInfo]:
+        """Node name -> view, for callers that look up thousands of names per call."""
+        return self._views
+
+
+def _read_topology(node: str, annotation: str | None) -> tuple[Topology | None, str | None]:
+    if annotation is None:
+        return None, f"no {keys.TOPOLOGY} annotation (is the kube-rdma agent running there?)"
+    try:
+        return decode(annotation), None
+    except (ValidationError, ValueError) as e:
+        reason = f"malformed {keys.TOPOLOGY} annotation: {str(e).splitlines()[0][:200]}"
+        log.warning("node %s has no usable topology: %s", node, reason, extra={"node": node})
+        return None, reason
+
+
+def _sorted(amounts: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted(amounts.items()))
+
+
+def rails_signature(topology: Topology) -> tuple[Any, ...]:
+    """What a rail summary depends on: every port's link layer, state, health and rate, and the
+    GPU-NIC levels; not addresses, GIDs or counters."""
+    nics = tuple(
+        (nic.name, tuple((p.link_layer, p.state, p.healthy, p.rate_gbps) for p in nic.ports))
+        for nic in topology.nics
+    )
+    pairs = tuple((p.gpu, p.nic, p.level) for p in topology.pairs)
+    return nics, len(topology.gpus), pairs

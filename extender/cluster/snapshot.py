@@ -1,0 +1,165 @@
+"""The static cluster source: Nodes and Pods read once from a snapshot file.
+
+It lets the extender run without a cluster, for the demo, the simulator and tests: the same
+filters and scores see a model built from a file, and `/bind` changes that model in memory as
+the apiserver would change the pod. The file is what `kubectl get nodes,pods -A -o yaml`
+writes (a `kind: List`), a bare list, or YAML documents; `.json` files are read as JSON so
+that a broken one is reported in JSON terms. A snapshot that is wrong stops the extender with
+a message naming the file and the object, rather than leaving nodes silently out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import yaml
+
+from extender.cluster.model import Cluster, as_bound, pod_key
+from extender.cluster.source import BindError
+
+Json = dict[str, Any]
+KINDS = frozenset({"Node", "Pod", "PodGroup"})
+# Parts of an object the model reads as maps; anything else there is a broken snapshot.
+MAPS = ("metadata", "spec", "status", "metadata.labels", "metadata.annotations")
+
+
+class SnapshotError(Exception):
+    """The snapshot file cannot be used; the message names the file and what is wrong."""
+
+
+class SnapshotSource:
+    """A cluster model that only `bind` changes."""
+
+    def __init__(self, objects: list[Json] | None = None) -> None:
+        self.cluster = Cluster()
+        objects = objects or []
+        self.cluster.replace_nodes(o for o in objects if o.get("kind") == "Node")
+        self.cluster.replace_pods(o for o in objects if o.get("kind") == "Pod")
+        for podgroup in (o for o in objects if o.get("kind") == "PodGroup"):
+            self.cluster.upsert_podgroup(podgroup)
+
+    @classmethod
+    def from_file(cls, path: Path) -> SnapshotSource:
+        """Read Node and Pod objects from `path`; objects of other kinds are skipped."""
+        try:
+            return cls(_objects(_documents(path)))
+        except SnapshotError as e:
+            raise SnapshotError(f"{path}: {e}") from None
+
+    def ready(self) -> bool:
+        return True
+
+    async def run(self) -> None:
+        return None
+
+    async def bind(
+        self, namespace: str, name: str, uid: str, node: str, annotations: dict[str, str]
+    ) -> None:
+        pod = self.cluster.pod(namespace, name)
+        if pod is None:
+            raise BindError(f"pod {namespace}/{name} not found")
+        known = (pod.get("metadata") or {}).get("uid")
+        # An empty uid is no precondition, as for the apiserver's Binding.
+        if known and uid and known != uid:
+            raise BindError(f"pod {namespace}/{name} has uid {known}, not {uid}")
+        if bound := (pod.get("spec") or {}).get("nodeName"):
+            raise BindError(f"pod {namespace}/{name} is already bound to node {bound}")
+        if self.cluster.node(node) is None:
+            raise BindError(f"node {node} not found")
+        self.cluster.upsert_pod(as_bound(pod, node, annotations))
+
+
+def _documents(path: Path) -> list[Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise SnapshotError("not UTF-8 text") from None
+    except OSError as e:
+        raise SnapshotError(f"cannot read it: {e.strerror or e}") from None
+    if path.suffix.lower() == ".json":
+        try:
+            return [orjson.loads(text)]
+        except orjson.JSONDecodeError as e:
+            raise SnapshotError(f"not valid JSON: {e}") from None
+    try:
+        return list(yaml.safe_load_all(text))
+    except yaml.YAMLError as e:
+        raise SnapshotError(f"not valid YAML: {_yaml_problem(e)}") from None
+
+
+def _yaml_problem(error: yaml.YAMLError) -> str:
+    if isinstance(error, yaml.MarkedYAMLError) and error.problem_mark is not None:
+        mark = error.problem_mark
+        return f"{error.problem} (line {mark.line + 1}, column {mark.column + 1})"
+    return str(error).splitlines()[0]
+
+
+def _objects(documents: list[Any]) -> list[Json]:
+    """The Node and Pod objects of the documents, checked, in file order."""
+    found: list[Json] = []
+    seen: set[tuple[str, str, str]] = set()
+    for number, obj in enumerate(_flatten(documents), 1):
+        kind = _kind(obj, number)
+        if kind not in KINDS:
+            continue
+        _check(obj, kind, number)
+        namespace, name = pod_key(obj) if kind != "Node" else ("", obj["metadata"]["name"])
+        if (kind, namespace, name) in seen:
+            shown = f"{namespace}/{name}" if namespace else name
+            raise SnapshotError(f"object {number}: {kind} {shown} appears twice")
+        seen.add((kind, namespace, name))
+        found.append(obj)
+    return found
+
+
+def _flatten(documents: list[Any]) -> Iterator[Any]:
+    """Every object of the documents, lists (bare or `kind: List`) opened up."""
+    for number, document in enumerate(documents, 1):
+        if document is None:
+            continue
+        if isinstance(document, list):
+            yield from document
+        elif isinstance(document, dict) and str(document.get("kind", "")).endswith("List"):
+            items = document.get("items") or []
+            if not isinstance(items, list):
+                raise SnapshotError(f"document {number}: {document['kind']}.items is not a list")
+            yield from items
+        elif isinstance(document, dict):
+            yield document
+        else:
+            shown = _shown(document)
+            raise SnapshotError(f"document {number} is {shown}, not an object or a list")
+
+
+def _kind(obj: Any, number: int) -> str:
+    if not isinstance(obj, dict):
+        raise SnapshotError(f"object {number} is {_shown(obj)}, not an object")
+    kind = obj.get("kind")
+    if not isinstance(kind, str) or not kind:
+        raise SnapshotError(f"object {number} has no kind")
+    return kind
+
+
+def _check(obj: Json, kind: str, number: int) -> None:
+    for path in MAPS:
+        value = _lookup(obj, path)
+        if value is not None and not isinstance(value, dict):
+            raise SnapshotError(f"object {number} ({kind}): {path} is not a map")
+    name = (obj.get("metadata") or {}).get("name")
+    if not isinstance(name, str) or not name:
+        raise SnapshotError(f"object {number} ({kind}) has no metadata.name")
+
+
+def _lookup(obj: Json, path: str) -> Any:
+    value: Any = obj
+    for part in path.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."

@@ -1,0 +1,35 @@
+"""Where the extender's cluster model comes from, behind one small interface.
+
+Two sources: the live cluster (list + watch through kubernetes-asyncio; binds create a real
+`v1.Binding`) and a static snapshot file (for the demo, the simulator and tests; binds update
+the in-memory model). Filters and scores only ever see `source.cluster`.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from extender.cluster.model import Cluster
+
+
+class BindError(Exception):
+    """A bind that did not happen; the message says why. Nothing of it was left applied."""
+
+
+class ClusterSource(Protocol):
+    cluster: Cluster
+
+    def ready(self) -> bool:
+        """The model holds a full initial list of Nodes and Pods."""
+        ...
+
+    async def run(self) -> None:
+        """Keep the model current until cancelled (returns at once for static sources)."""
+        ...
+
+    async def bind(
+        self, namespace: str, name: str, uid: str, node: str, annotations: dict[str, str]
+    ) -> None:
+        """Write `annotations` on the pod, then bind it to `node`; raises BindError, having
+        undone the annotations, when either step fails."""
+        ...

@@ -1,0 +1,159 @@
+"""`kube-rdma agent inspect` and the argument checks of `kube-rdma agent run`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agent.sysfs import scan
+from kube_rdma.cli import build_parser, main
+from kube_rdma.core.topology import encode
+from testbed.builders import sysfs_tree
+
+
+def test_inspect_prints_the_document(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    sysfs_tree.hgx_8gpu_8nic(tmp_path)
+    assert main(["agent", "inspect", "--sysfs-root", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out == encode(scan(tmp_path)) + "\n"
+    assert json.loads(out)["version"] == 1
+
+
+def test_inspect_unreadable_input_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sysfs_tree.dual_port_ib_node(tmp_path)
+    (tmp_path / "class/infiniband/mlx4_0/ports/1/link_layer").write_text("Omni-Path\n")
+    assert main(["agent", "inspect", "--sysfs-root", str(tmp_path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"kube-rdma agent inspect: {tmp_path}/class/infiniband/mlx4_0/ports/1/link_layer: "
+        "expected InfiniBand or Ethernet, got 'Omni-Path'\n"
+    )
+
+
+def test_inspect_missing_topo_file_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "topo.txt"
+    assert (
+        main(["agent", "inspect", "--sysfs-root", str(tmp_path), "--topo-file", str(missing)]) == 2
+    )
+    assert capsys.readouterr().err == (
+        f"kube-rdma agent inspect: {missing}: cannot read: No such file or directory\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "no node name: pass --node-name or set NODE_NAME"),
+        (["--node-name", "n", "--interval", "0"], "--interval must be positive"),
+    ],
+)
+def test_run_checks_its_arguments(
+    args: list[str],
+    message: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.delenv("NODE_NAME", raising=False)
+    assert main(["agent", "run", *args]) == 2
+    line = json.loads(capsys.readouterr().err.splitlines()[-1])
+    assert line["level"] == "error"
+    assert line["msg"].startswith(message)
+
+
+async def test_run_publishes_through_a_kubeconfig(tmp_path: Path) -> None:
+    import asyncio
+
+    from agent.cli import _serve
+    from testbed.fakeapi import FakeApiServer, eventually
+
+    sysfs_tree.shared_nic_node(tmp_path / "sys")
+    async with FakeApiServer() as api:
+        api.create("nodes", {"metadata": {"name": "gpu-7"}})
+        kubeconfig = tmp_path / "kubeconfig"
+        kubeconfig.write_text(
+            json.dumps(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "clusters": [{"name": "fake", "cluster": {"server": api.host}}],
+                    "users": [{"name": "agent", "user": {"token": "t"}}],
+                    "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "agent"}}],
+                    "current-context": "fake",
+                }
+            )
+        )
+        args = build_parser().parse_args(
+            [
+                "agent",
+                "run",
+                "--node-name",
+                "gpu-7",
+                "--kubeconfig",
+                str(kubeconfig),
+                "--sysfs-root",
+                str(tmp_path / "sys"),
+                "--interval",
+                "0.05",
+            ]
+        )
+        task = asyncio.create_task(_serve(args))
+
+        def published() -> bool:
+            labels = api.get("nodes", "gpu-7")["metadata"].get("labels") or {}
+            return labels.get("kube-rdma.io/rdma-ready") == "true"
+
+        await eventually(published, within=5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    annotation = api.get("nodes", "gpu-7")["metadata"]["annotations"]["kube-rdma.io/topology"]
+    assert annotation == encode(scan(tmp_path / "sys"))
+
+
+def test_run_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:9"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "c",
+            }
+        )
+    )
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kube_rdma.cli",
+            "agent",
+            "run",
+            "--node-name",
+            "n",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--sysfs-root",
+            str(tmp_path),
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(1.5)
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=10) == 0
+    assert '"msg":"agent stopped"' in (process.stderr.read() if process.stderr else "")

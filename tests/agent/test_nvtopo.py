@@ -1,0 +1,371 @@
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from agent.nvtopo import TopoGpu, TopoMatrix, TopoParseError, parse_topo
+from kube_rdma.core.topology import Level
+
+TEXTS = Path(__file__).parent / "topo_texts"
+
+Pairs = tuple[tuple[int, str, Level], ...]
+
+
+def _pairs(nics: tuple[str, ...], rows: dict[int, str]) -> Pairs:
+    """Pairs from one line of levels per GPU, NICs in column order."""
+    return tuple(
+        (gpu, nic, Level(level))
+        for gpu, levels in rows.items()
+        for nic, level in zip(nics, levels.split(), strict=True)
+    )
+
+
+def _gpus(numa: Sequence[int | None], cpus: Sequence[str | None]) -> tuple[TopoGpu, ...]:
+    return tuple(TopoGpu(i, n, c) for i, (n, c) in enumerate(zip(numa, cpus, strict=True)))
+
+
+H100_NICS = tuple(f"mlx5_{i}" for i in (0, 3, 4, 5, 6, 9, 10, 11, 1, 7))
+A100_NICS = tuple(f"mlx5_{i}" for i in range(10))
+H100_CPUS = ["0-55,112-167"] * 4 + ["56-111,168-223"] * 4
+A100_CPUS = ["48-63,176-191", "16-31,144-159", "112-127,240-255", "80-95,208-223"]
+GRACE_NICS = tuple(f"mlx5_{i}" for i in range(6))
+
+EXPECTED = {
+    # 8 GPUs, 8 rail NICs (GPU i is PIX with NIC i) and 2 storage NICs, through the NIC Legend.
+    "dgx_h100_nic_legend": TopoMatrix(
+        gpus=_gpus([0, 0, 0, 0, 1, 1, 1, 1], H100_CPUS),
+        nics=H100_NICS,
+        pairs=_pairs(
+            H100_NICS,
+            {
+                0: "PIX  NODE NODE NODE SYS  SYS  SYS  SYS  NODE SYS",
+                1: "NODE PIX  NODE NODE SYS  SYS  SYS  SYS  NODE SYS",
+                2: "NODE NODE PIX  NODE SYS  SYS  SYS  SYS  NODE SYS",
+                3: "NODE NODE NODE PIX  SYS  SYS  SYS  SYS  NODE SYS",
+                4: "SYS  SYS  SYS  SYS  PIX  NODE NODE NODE SYS  NODE",
+                5: "SYS  SYS  SYS  SYS  NODE PIX  NODE NODE SYS  NODE",
+                6: "SYS  SYS  SYS  SYS  NODE NODE PIX  NODE SYS  NODE",
+                7: "SYS  SYS  SYS  SYS  NODE NODE NODE PIX  SYS  NODE",
+            },
+        ),
+    ),
+    # Old driver: mlx5_N columns, no legend; two GPUs and two NICs per PCIe switch.
+    "dgx_a100_old_mlx5": TopoMatrix(
+        gpus=_gpus([3, 3, 1, 1, 7, 7, 5, 5], [cpu for cpu in A100_CPUS for _ in (0, 1)]),
+        nics=A100_NICS,
+        pairs=_pairs(
+            A100_NICS,
+            {
+                0: "PXB PXB SYS SYS SYS SYS SYS SYS SYS SYS",
+                1: "PXB PXB SYS SYS SYS SYS SYS SYS SYS SYS",
+                2: "SYS SYS PXB PXB SYS SYS SYS SYS SYS SYS",
+                3: "SYS SYS PXB PXB SYS SYS SYS SYS SYS SYS",
+                4: "SYS SYS SYS SYS PXB PXB SYS SYS SYS SYS",
+                5: "SYS SYS SYS SYS PXB PXB SYS SYS SYS SYS",
+                6: "SYS SYS SYS SYS SYS SYS PXB PXB SYS SYS",
+                7: "SYS SYS SYS SYS SYS SYS PXB PXB SYS SYS",
+            },
+        ),
+    ),
+    # Copied from a terminal: spaces, no tabs.
+    "pcie_4gpu_spaces": TopoMatrix(
+        gpus=_gpus([0, 0, 1, 1], ["0-31,64-95"] * 2 + ["32-63,96-127"] * 2),
+        nics=("mlx5_0", "mlx5_1"),
+        pairs=_pairs(
+            ("mlx5_0", "mlx5_1"), {0: "PXB SYS", 1: "PXB SYS", 2: "SYS PIX", 3: "SYS PXB"}
+        ),
+    ),
+    "ansi_underline_2gpu": TopoMatrix(
+        gpus=_gpus([0, 1], ["0-31", "32-63"]),
+        nics=("mlx5_0", "mlx5_1"),
+        pairs=_pairs(("mlx5_0", "mlx5_1"), {0: "PHB SYS", 1: "SYS PHB"}),
+    ),
+    "bonded_roce": TopoMatrix(
+        gpus=_gpus([0, 0, 1, 1], ["0-31,64-95"] * 2 + ["32-63,96-127"] * 2),
+        nics=("mlx5_bond_0", "mlx5_bond_1"),
+        pairs=_pairs(
+            ("mlx5_bond_0", "mlx5_bond_1"),
+            {0: "PIX SYS", 1: "PXB SYS", 2: "SYS PIX", 3: "SYS PXB"},
+        ),
+    ),
+    "no_nics_2gpu": TopoMatrix(gpus=_gpus([0, 0], ["0-23", "0-23"]), nics=(), pairs=()),
+    # NUMA Affinity N/A; the row is `0-7<TAB><TAB>N/A<TAB><TAB>N/A`.
+    "single_gpu_vm": TopoMatrix(
+        gpus=(TopoGpu(0, None, "0-7"),), nics=("mlx5_0",), pairs=((0, "mlx5_0", Level.PHB),)
+    ),
+    # No NUMA Affinity column at all; SOC is read as SYS.
+    "legacy_soc_p100": TopoMatrix(
+        gpus=_gpus([None] * 4, ["0-13,28-41"] * 2 + ["14-27,42-55"] * 2),
+        nics=("mlx5_0", "mlx5_1"),
+        pairs=_pairs(
+            ("mlx5_0", "mlx5_1"), {0: "PIX SYS", 1: "PHB SYS", 2: "SYS PHB", 3: "SYS PIX"}
+        ),
+    ),
+    # GPU NUMA ID holds numbers here; NUMA Affinity is the CPU side's node.
+    "grace_4gpu_gpu_numa_id": TopoMatrix(
+        gpus=_gpus([0, 0, 1, 1], ["0-71", "0-71", "72-143", "72-143"]),
+        nics=GRACE_NICS,
+        pairs=_pairs(
+            GRACE_NICS,
+            {
+                0: "NODE NODE SYS SYS NODE SYS",
+                1: "NODE NODE SYS SYS NODE SYS",
+                2: "SYS SYS NODE NODE SYS NODE",
+                3: "SYS SYS NODE NODE SYS NODE",
+            },
+        ),
+    ),
+}
+
+
+def test_every_sample_has_an_expectation() -> None:
+    assert sorted(path.stem for path in TEXTS.glob("*.txt")) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_sample_outputs(name: str) -> None:
+    assert parse_topo((TEXTS / f"{name}.txt").read_text()) == EXPECTED[name]
+
+
+def test_samples_are_written_the_way_nvidia_smi_writes_them() -> None:
+    """Guards the variants the samples exist for against an editor 'fixing' them."""
+    assert "\t0\t\tN/A\nGPU1\t" in (TEXTS / "dgx_h100_nic_legend.txt").read_text()
+    assert " X \t\t\t\t\n" in (TEXTS / "dgx_h100_nic_legend.txt").read_text()
+    assert "\t" not in (TEXTS / "pcie_4gpu_spaces.txt").read_text()
+    assert "\x1b[4m" in (TEXTS / "ansi_underline_2gpu.txt").read_text()
+    assert "\t0-7\t\tN/A\t\tN/A\n" in (TEXTS / "single_gpu_vm.txt").read_text()
+
+
+HEADER = "GPU0 GPU1 NIC0 CPU Affinity NUMA Affinity"
+GPU0 = "GPU0 X NV4 PIX 0-15 0"
+GPU1 = "GPU1 NV4 X SYS 16-31 1"
+NIC0 = "NIC0 PIX SYS X"
+
+
+def _text(*matrix: str, legend: tuple[str, ...] = ("NIC0: mlx5_0",)) -> str:
+    """The matrix lines, then the legends; after 4 matrix lines the first entry is line 12."""
+    legends = ["", "Legend:", "", "  X    = Self", "", "NIC Legend:", ""]
+    return "\n".join([*matrix, *legends, *(f"  {entry}" for entry in legend), ""])
+
+
+SMALL = TopoMatrix(
+    gpus=(TopoGpu(0, 0, "0-15"), TopoGpu(1, 1, "16-31")),
+    nics=("mlx5_0",),
+    pairs=((0, "mlx5_0", Level.PIX), (1, "mlx5_0", Level.SYS)),
+)
+
+
+def test_small_text_parses() -> None:
+    assert parse_topo(_text(HEADER, GPU0, GPU1, NIC0)) == SMALL
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param(
+            "\x1b[4mGPU0\x1b[0m \x1b[4mGPU1\x1b[0m \x1b[4mNIC0\x1b[0m "
+            "\x1b[4mCPU Affinity\x1b[0m \x1b[4mNUMA Affinity\x1b[0m\n"
+            f"\x1b[1mGPU0\x1b[0m X NV4 PIX 0-15 0\n{GPU1}\n{NIC0}\n\nNIC Legend:\n  NIC0: mlx5_0\n",
+            id="ansi-per-cell",
+        ),
+        pytest.param(_text(HEADER, GPU0, GPU1, NIC0).replace("\n", "\r\n"), id="crlf"),
+        pytest.param(_text(HEADER, GPU0, GPU1), id="nic-rows-absent"),
+        pytest.param(
+            "\n".join(
+                [
+                    "\tGPU0\tGPU1\tNIC0\tCPU Affinity\tNUMA Affinity",
+                    "GPU0\t X \tNV4\tPIX\t0-15\t\t0",
+                    "GPU1\tNV4\t X \tSYS\t16-31\t\t1",
+                    "NIC0\tPIX\tSYS\t X \t\t\t",
+                    "",
+                    "NIC Legend:",
+                    "  NIC0: mlx5_0",
+                ]
+            ),
+            id="tabs-with-alignment-tabs",
+        ),
+    ],
+)
+def test_layout_variants_read_the_same(text: str) -> None:
+    assert parse_topo(text) == SMALL
+
+
+def test_old_format_without_legend_block() -> None:
+    text = "GPU0 mlx5_0 mlx5_1 CPU Affinity\nGPU0 X PIX SOC 0-7\nmlx5_0 PIX X SOC\n"
+    assert parse_topo(text) == TopoMatrix(
+        gpus=(TopoGpu(0, None, "0-7"),),
+        nics=("mlx5_0", "mlx5_1"),
+        pairs=((0, "mlx5_0", Level.PIX), (0, "mlx5_1", Level.SYS)),
+    )
+
+
+@pytest.mark.parametrize(
+    ("cells", "numa", "cpu"),
+    [
+        ("0-15 0", 0, "0-15"),
+        ("0-15 12", 12, "0-15"),
+        ("0-15 0-1", None, "0-15"),
+        ("0-15 0,2", None, "0-15"),
+        ("N/A N/A", None, None),
+        ("", None, None),
+        ("0,2,4-7 N/A", None, "0,2,4-7"),
+    ],
+)
+def test_affinity_cells(cells: str, numa: int | None, cpu: str | None) -> None:
+    text = f"GPU0 CPU Affinity NUMA Affinity\nGPU0 X {cells}\n"
+    assert parse_topo(text).gpus == (TopoGpu(0, numa, cpu),)
+
+
+def test_error_carries_line_and_message() -> None:
+    with pytest.raises(TopoParseError) as caught:
+        parse_topo(_text(HEADER, GPU0, GPU1, "NIC0 PIX SYS Y"))
+    assert isinstance(caught.value, ValueError)
+    assert (caught.value.line, caught.value.message) == (
+        4,
+        "NIC0 column NIC0: unknown link 'Y', expected X, NV#, PIX, PXB, PHB, NODE, SYS or SOC",
+    )
+
+
+LEGEND_ERROR = "expected a NIC Legend entry like 'NIC0: mlx5_0'"
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        pytest.param(
+            "", "line 1: empty text, expected the output of nvidia-smi topo -m", id="empty"
+        ),
+        pytest.param(
+            "\n  \n\t\n",
+            "line 1: empty text, expected the output of nvidia-smi topo -m",
+            id="blank",
+        ),
+        pytest.param(
+            "No devices were found\n",
+            "line 1: expected a header line with GPU columns (GPU0 GPU1 ...), "
+            "found 'No devices were found'",
+            id="no-gpus",
+        ),
+        pytest.param(
+            _text(GPU0, GPU1, NIC0),
+            "line 1: expected a header line with GPU columns (GPU0 GPU1 ...), "
+            "found 'GPU0 X NV4 PIX 0-15 0'",
+            id="no-header",
+        ),
+        pytest.param(
+            _text("GPU0 GPU1 NIC0 CPU Afinity", GPU0, GPU1, NIC0),
+            "line 1: unexpected column 'CPU', expected GPU#, NIC#, a device name like mlx5_0, "
+            "CPU Affinity, NUMA Affinity or GPU NUMA ID",
+            id="misspelt-header",
+        ),
+        pytest.param(
+            _text("GPU0 GPU1 CPU Affinity NIC0", GPU0, GPU1, NIC0),
+            "line 1: unexpected column 'NIC0' after the affinity columns",
+            id="column-after-affinity",
+        ),
+        pytest.param(
+            _text("GPU0 GPU1 GPU1 NIC0 CPU Affinity NUMA Affinity", GPU0),
+            "line 1: column GPU1 appears twice",
+            id="duplicate-column",
+        ),
+        pytest.param(
+            _text(HEADER, GPU0, "GPU1 NV4 X 16-31 1", NIC0),
+            "line 3: GPU1 has 4 cells, expected 3 link cells then 2 affinity cells or none",
+            id="missing-link-cell",
+        ),
+        pytest.param(
+            _text(HEADER, GPU0, "GPU1 NV4 X SYS 16-31", NIC0),
+            "line 3: GPU1 has 4 cells, expected 3 link cells then 2 affinity cells or none",
+            id="one-affinity-cell-of-two",
+        ),
+        pytest.param(
+            "GPU0 GPU1\nGPU0 X NV4\nGPU1 NV4 X 0-7\n",
+            "line 3: GPU1 has 3 cells, expected 2 link cells",
+            id="extra-cell-without-affinity-columns",
+        ),
+        pytest.param(
+            _text(HEADER, GPU0, "GPU1 NV4 X FOO 16-31 1", NIC0),
+            "line 3: GPU1 column NIC0: unknown link 'FOO', "
+            "expected X, NV#, PIX, PXB, PHB, NODE, SYS or SOC",
+            id="unknown-link",
+        ),
+        pytest.param(
+            _text(HEADER, GPU0, "GPU1 NV0 X SYS 16-31 1", NIC0),
+            "line 3: GPU1 column GPU0: unknown link 'NV0', "
+            "expected X, NV#, PIX, PXB, PHB, NODE, SYS or SOC",
+            id="nvlink-of-zero-links",
+        ),
+        pytest.param(
+            _text(HEADER, GPU0, "GPU1 NV4 X NV2 16-31 1", NIC0),
+            "line 3: GPU1 column NIC0: 'NV2' is not a PCIe level, "
+            "expected PIX, PXB, PHB, NODE, SYS or SOC",
+            id="nvlink-to-a-nic",
+        ),
+        pytest.param(
+            _text(HEADER, GPU0, "GPU1 NV4 NV4 SYS 16-31 1", NIC0),
+            "line 3: GPU1 column GPU1: 'NV4', expected X where a device meets itself",
+            id="diagonal-not-x",
+        ),
+        pytest.param(
+            _text(HEADER, GPU0, "GPU1 X X SYS 16-31 1", NIC0),
+            "line 3: GPU1 column GPU0: X between two devices, expected a link",
+            id="x-off-diagonal",
+        ),
+        pytest.param(
+            _text(HEADER, GPU0, GPU1, NIC0, legend=()),
+            "line 1: column NIC0 has no entry in the NIC Legend",
+            id="nic-missing-from-legend",
+        ),
+        pytest.param(
+            f"{HEADER}\n{GPU0}\n{GPU1}\n{NIC0}\n\nLegend:\n\n  X    = Self\n",
+            "line 1: column NIC0 has no entry in the NIC Legend",
+            id="no-nic-legend-block",
+        ),
+        pytest.param(
+            _text(HEADER, GPU0, GPU1, NIC0, legend=("NIC0 = mlx5_0",)),
+            f"line 12: {LEGEND_ERROR}, found 'NIC0 = mlx5_0'",
+            id="bad-legend-entry",
+        ),
+        pytest.param(
+            _text(HEADER, GPU0, GPU1, NIC0, legend=("NIC0: mlx5_0", "NIC0: mlx5_1")),
+            "line 13: 'NIC0: mlx5_1' repeats a NIC or a name of the NIC Legend",
+            id="legend-repeats-a-nic",
+        ),
+        pytest.param(
+            _text(HEADER, GPU0, GPU1, GPU0, NIC0),
+            "line 4: duplicate row GPU0 (first on line 2)",
+            id="duplicate-gpu-row",
+        ),
+        pytest.param(
+            _text(HEADER, GPU0, NIC0),
+            "line 1: column GPU1 has no row",
+            id="gpu-without-row",
+        ),
+        pytest.param(
+            _text(HEADER, GPU0, GPU1, "GPU2 SYS SYS SYS 0-15 0"),
+            "line 4: row 'GPU2' is not a column of the header on line 1",
+            id="row-without-column",
+        ),
+        pytest.param(
+            _text(HEADER, GPU0, "GPU1 NV4 X SYS 0x0000ffff 1", NIC0),
+            "line 3: GPU1: CPU Affinity '0x0000ffff' is not a CPU list like 0-47,96-143",
+            id="cpu-mask",
+        ),
+        pytest.param(
+            _text(HEADER, GPU0, "GPU1 NV4 X SYS 16-31 node1", NIC0),
+            "line 3: GPU1: NUMA Affinity 'node1' is not a NUMA node id",
+            id="numa-name",
+        ),
+        pytest.param(
+            "GPU0 CPU Affinity NUMA Affinity GPU NUMA ID\nGPU0 X 0-7 0 two\n",
+            "line 2: GPU0: GPU NUMA ID 'two' is not a NUMA node id",
+            id="gpu-numa-id",
+        ),
+    ],
+)
+def test_unreadable_input_is_an_error(text: str, error: str) -> None:
+    with pytest.raises(TopoParseError) as caught:
+        parse_topo(text)
+    assert str(caught.value) == error

@@ -1,0 +1,217 @@
+"""The Reflector over HTTP against the fake apiserver, through kubernetes-asyncio's CoreV1Api:
+the list, the events that follow, resuming a watch the server ended, re-listing on 410 Gone, and
+backing off on errors."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+
+from kube_rdma.kube.reflector import ListFunction, Reflector
+from testbed.fakeapi import FakeApiServer, eventually
+
+Json = dict[str, Any]
+NAMESPACES = "/api/v1/namespaces"
+NODES = "/api/v1/nodes"
+# What the Reflector's watch sends, as kubernetes-asyncio encodes it.
+WATCH_QUERY = {"watch": "True", "allowWatchBookmarks": "True", "timeoutSeconds": "300"}
+
+
+class Recorder:
+    """A cache of name -> resourceVersion fed by the callbacks, and a log of what they were told."""
+
+    def __init__(self) -> None:
+        self.versions: dict[str, str] = {}
+        self.log: list[str] = []
+
+    def replace(self, items: list[Json]) -> None:
+        self.versions = {_name(o): _version(o) for o in items}
+        self.log.append(" ".join(["replace", *self.versions]))
+
+    def event(self, kind: str, obj: Json) -> None:
+        if kind == "DELETED":
+            del self.versions[_name(obj)]
+        else:
+            self.versions[_name(obj)] = _version(obj)
+        self.log.append(f"{kind} {_name(obj)} {_version(obj)}")
+
+
+def _name(obj: Json) -> str:
+    return str(obj["metadata"]["name"])
+
+
+def _version(obj: Json) -> str:
+    return str(obj["metadata"]["resourceVersion"])
+
+
+def named(name: str, **labels: str) -> Json:
+    return {"metadata": {"name": name, "labels": labels}}
+
+
+@contextlib.asynccontextmanager
+async def running(
+    list_fn: ListFunction, recorder: Recorder, delays: list[float] | None = None
+) -> AsyncIterator[Reflector]:
+    """Run a Reflector whose backoff sleeps are recorded in `delays` instead of slept."""
+    recorded = [] if delays is None else delays
+
+    async def sleep(delay: float) -> None:
+        recorded.append(delay)
+        await asyncio.sleep(0)
+
+    reflector = Reflector(list_fn, recorder.replace, recorder.event, "test objects", sleep=sleep)
+    task = asyncio.create_task(reflector.run())
+    try:
+        yield reflector
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+def calls(api: FakeApiServer, path: str) -> list[str]:
+    """The list and watch calls on `path`, in order: "list", or "watch@<resourceVersion>"."""
+    return [
+        f"watch@{r.query.get('resourceVersion', '')}" if r.watch else "list"
+        for r in api.requests
+        if r.path == path
+    ]
+
+
+async def test_lists_then_follows_the_watch(fake_api: FakeApiServer, core_v1: Any) -> None:
+    fake_api.create("namespaces", named("default"))  # 101
+    fake_api.create("namespaces", named("kube-system"))  # 102
+    recorder = Recorder()
+    async with running(core_v1.list_namespace, recorder) as reflector:
+        await eventually(lambda: fake_api.watching == 1)
+        assert reflector.synced.is_set()
+        fake_api.create("namespaces", named("team-a"))
+        fake_api.patch("namespaces", "team-a", {"metadata": {"labels": {"team": "a"}}})
+        fake_api.delete("namespaces", "default")
+        await eventually(lambda: len(recorder.log) == 4)
+    assert recorder.log == [
+        "replace default kube-system",
+        "ADDED team-a 103",
+        "MODIFIED team-a 104",
+        "DELETED default 105",
+    ]
+    assert recorder.versions == {"kube-system": "102", "team-a": "104"}
+    assert [(r.method, r.path, r.query) for r in fake_api.requests] == [
+        ("GET", NAMESPACES, {}),
+        ("GET", NAMESPACES, {**WATCH_QUERY, "resourceVersion": "102"}),
+    ]
+    assert reflector.relists == 0
+
+
+async def test_resumes_a_watch_the_server_ended(fake_api: FakeApiServer, core_v1: Any) -> None:
+    fake_api.create("nodes", named("n1"))  # 101
+    recorder = Recorder()
+    async with running(core_v1.list_node, recorder) as reflector:
+        await eventually(lambda: fake_api.watching == 1)
+        fake_api.create("nodes", named("n2"))  # 102
+        fake_api.end_watches()
+        await eventually(lambda: fake_api.watching == 1)
+        fake_api.patch("nodes", "n1", {"metadata": {"labels": {"rack": "r1"}}})  # 103
+        await eventually(lambda: len(recorder.log) == 3)
+    assert recorder.log == ["replace n1", "ADDED n2 102", "MODIFIED n1 103"]
+    assert calls(fake_api, NODES) == ["list", "watch@101", "watch@102"]
+    assert reflector.relists == 0
+
+
+async def test_resumes_from_a_bookmark(fake_api: FakeApiServer, core_v1: Any) -> None:
+    fake_api.create("namespaces", named("default"))  # 101
+    recorder = Recorder()
+    async with running(core_v1.list_namespace, recorder):
+        await eventually(lambda: fake_api.watching == 1)
+        fake_api.create("nodes", named("n1"))  # 102: a write the namespace watch does not see
+        fake_api.bookmark()
+        fake_api.end_watches()
+        await eventually(lambda: fake_api.watching == 1)
+    assert calls(fake_api, NAMESPACES) == ["list", "watch@101", "watch@102"]
+    assert recorder.log == ["replace default"]
+
+
+async def test_backs_off_when_watches_keep_closing_empty(
+    fake_api: FakeApiServer, core_v1: Any, backoffs: list[float]
+) -> None:
+    fake_api.create("namespaces", named("default"))  # 101
+    recorder = Recorder()
+    async with running(core_v1.list_namespace, recorder, backoffs) as reflector:
+        for _ in range(3):
+            await eventually(lambda: fake_api.watching == 1)
+            fake_api.end_watches()  # closed at once, no event: a "very short watch"
+        await eventually(lambda: fake_api.watching == 1)
+        fake_api.create("namespaces", named("team-a"))  # 102
+        await eventually(lambda: len(recorder.log) == 2)
+        fake_api.end_watches()  # this watch delivered an event: healthy, backoff resets
+        await eventually(lambda: fake_api.watching == 1)
+        fake_api.end_watches()
+        await eventually(lambda: fake_api.watching == 1)
+    assert backoffs == [0.5, 1.0, 2.0, 0.5]
+    assert calls(fake_api, NAMESPACES) == ["list"] + ["watch@101"] * 4 + ["watch@102"] * 2
+    assert reflector.relists == 0
+
+
+def compact(api: FakeApiServer) -> None:
+    api.compact()
+
+
+def answer_410(api: FakeApiServer) -> None:
+    api.fail("GET", NAMESPACES, 410, watch=True)
+
+
+@pytest.mark.parametrize("expire", [compact, answer_410], ids=["ERROR event", "HTTP 410"])
+async def test_relists_when_the_watch_expired(
+    fake_api: FakeApiServer, core_v1: Any, expire: Callable[[FakeApiServer], None]
+) -> None:
+    fake_api.create("namespaces", named("default"))  # 101
+    recorder = Recorder()
+    async with running(core_v1.list_namespace, recorder) as reflector:
+        await eventually(lambda: fake_api.watching == 1)
+        fake_api.end_watches()
+        fake_api.create("namespaces", named("team-a"))  # 102, before any watch is open again
+        expire(fake_api)
+        await eventually(lambda: reflector.relists == 1 and fake_api.watching == 1)
+    assert calls(fake_api, NAMESPACES) == ["list", "watch@101", "watch@101", "list", "watch@102"]
+    assert recorder.log == ["replace default", "replace default team-a"]
+    assert recorder.versions == {"default": "101", "team-a": "102"}
+
+
+@pytest.fixture
+def backoffs() -> list[float]:
+    """The Reflector's backoff sleeps, in order."""
+    return []
+
+
+@pytest.mark.parametrize("code", [500, 503])
+async def test_retries_a_failing_list_with_backoff(
+    fake_api: FakeApiServer, core_v1: Any, backoffs: list[float], code: int
+) -> None:
+    fake_api.create("namespaces", named("default"))  # 101
+    fake_api.fail("GET", NAMESPACES, code, times=3, watch=False)
+    recorder = Recorder()
+    async with running(core_v1.list_namespace, recorder, backoffs) as reflector:
+        await eventually(lambda: fake_api.watching == 1)
+        assert reflector.synced.is_set()
+    assert backoffs == [0.5, 1.0, 2.0]
+    assert calls(fake_api, NAMESPACES) == ["list", "list", "list", "list", "watch@101"]
+    assert recorder.log == ["replace default"]
+    assert reflector.relists == 0
+
+
+async def test_relists_after_a_failing_watch(
+    fake_api: FakeApiServer, core_v1: Any, backoffs: list[float]
+) -> None:
+    fake_api.create("namespaces", named("default"))  # 101
+    fake_api.fail("GET", NAMESPACES, 500, watch=True)
+    recorder = Recorder()
+    async with running(core_v1.list_namespace, recorder, backoffs) as reflector:
+        await eventually(lambda: fake_api.watching == 1)
+    assert backoffs == [0.5]
+    assert calls(fake_api, NAMESPACES) == ["list", "watch@101", "list", "watch@101"]
+    assert recorder.log == ["replace default", "replace default"]
+    assert reflector.relists == 0

@@ -1,0 +1,42 @@
+"""The running webhook picks up a changed profile file and keeps the last good one."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from testbed.builders import pods
+from tests.conftest import Serve, WebhookClient
+from webhook.app import Settings
+
+
+async def outcome(client: WebhookClient, profile: str) -> str:
+    pod = pods.pytorchjob("worker", 0, "team-a", {"kube-rdma.io/profile": profile})
+    response = await client.review(pods.request(pod))
+    return "patched" if "patch" in response else response["status"]["message"]
+
+
+async def wait_for(client: WebhookClient, text: str) -> str:
+    for _ in range(200):
+        _, body = await client.get("/metrics")
+        if text in body.splitlines():
+            return body
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"{text!r} never appeared in /metrics")
+
+
+async def test_profiles_file_is_reloaded_live(serve: Serve, tmp_path: Path) -> None:
+    path = tmp_path / "profiles.yaml"
+    path.write_text("profiles: {default: {}}")
+    async with serve(Settings(profiles_file=path, reload_interval=0.01)) as client:
+        assert await outcome(client, "rails8") == (
+            "RDMA profile 'rails8' (annotation kube-rdma.io/profile) does not exist; valid "
+            "profiles: default"
+        )
+        path.write_text(pods.PROFILES_YAML)
+        await wait_for(client, 'kube_rdma_profile_reloads_total{result="loaded"} 1.0')
+        assert await outcome(client, "rails8") == "patched"
+
+        path.write_text("profiles: {default: {shm: {size: huge}}}")
+        await wait_for(client, 'kube_rdma_profile_reloads_total{result="rejected"} 1.0')
+        assert await outcome(client, "rails8") == "patched"
