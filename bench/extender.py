@@ -27,16 +27,15 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import orjson
 
+from kube_rdma.core.objects import Json
 from testbed.builders import nodes as fixtures
 from testbed.clustergen import ClusterSpec, generate, write_snapshot
 from testbed.net import free_port, wait_listening
 
 ROOT = Path(__file__).resolve().parent.parent
-Json = dict[str, Any]
 Make = Callable[[Json, random.Random], Json]
 SHAPES = [
     fixtures.pod("eth8", network="macvlan"),

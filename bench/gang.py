@@ -43,7 +43,6 @@ CLUSTER = ClusterSpec(nodes=512, seed=11, nodes_per_leaf=32, leaves_per_spine=4,
 TRANSIENT = 1.0
 GPU = "nvidia.com/gpu"
 Row = tuple[str, Callable[[dict[str, Any]], str]]
-Json = dict[str, Any]
 
 
 async def run(workload: Workload, with_extender: bool) -> dict[str, Any]:

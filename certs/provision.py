@@ -30,7 +30,6 @@ import orjson
 from certs.generate import CA_LIFETIME, SERVING_LIFETIME, KeyType
 from certs.rotation import (
     PREVIOUS_CA_CERT_FILE,
-    Json,
     Material,
     Phase,
     ProvisionError,
@@ -44,6 +43,7 @@ from certs.rotation import (
     secret_data,
     serving_defect,
 )
+from kube_rdma.core.objects import Json
 
 __all__ = [
     "PREVIOUS_CA_CERT_FILE",

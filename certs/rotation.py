@@ -32,7 +32,7 @@ import base64
 import datetime as dt
 import enum
 from dataclasses import dataclass, replace
-from typing import Any, Final, Protocol
+from typing import Final, Protocol
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
@@ -51,8 +51,8 @@ from certs.generate import (
     generate_serving,
     service_dns_names,
 )
+from kube_rdma.core.objects import Json
 
-Json = dict[str, Any]
 PREVIOUS_CA_CERT_FILE: Final = "ca-previous.crt"
 
 

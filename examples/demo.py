@@ -26,13 +26,13 @@ from typing import Any
 
 import jsonpatch
 
+from kube_rdma.core.objects import Json
 from testbed.clustergen import ClusterSpec, generate, write_snapshot
 
 ROOT = Path(__file__).resolve().parent.parent
 CERTS = ROOT / "demo-certs"
 EXAMPLES = ROOT / "examples"
 REVIEW = EXAMPLES / "pytorchjob-worker-review.json"
-Json = dict[str, Any]
 
 
 def kube_rdma(*args: str) -> list[str]:

@@ -36,7 +36,7 @@ def _register_extender(subcommands: argparse._SubParsersAction[argparse.Argument
         "--domain-label",
         action="append",
         help="node label of a network domain for gang placement, narrowest first (repeatable; "
-        "default: network.kube-rdma.io/leaf, network.kube-rdma.io/spine, "
+        "default: kube-rdma.io/leaf, kube-rdma.io/spine, "
         "topology.kubernetes.io/zone)",
     )
     extender.add_argument(

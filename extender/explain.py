@@ -7,13 +7,11 @@ one that `kube-rdma explain NAMESPACE/POD` prints.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 from extender.engine import Assessment
 from extender.podview import PodView
 from extender.weights import Weights
-
-Json = dict[str, Any]
+from kube_rdma.core.objects import Json
 
 
 def explanation(pod: PodView, assessments: list[Assessment], weights: Weights) -> Json:

@@ -11,16 +11,14 @@ import fnmatch
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any
 
 import orjson
 
 from extender.cluster.model import pod_requests
 from kube_rdma.core import keys
-from kube_rdma.core.topology import Level
-
-Json = dict[str, Any]
-LinkLayer = Literal["InfiniBand", "Ethernet"]
+from kube_rdma.core.objects import Json
+from kube_rdma.core.topology import Level, LinkLayer
 
 # The webhook records the profile's network mode; InfiniBand needs IB ports, the others RoCE.
 _LINK_LAYER: dict[str, LinkLayer] = {
@@ -29,9 +27,6 @@ _LINK_LAYER: dict[str, LinkLayer] = {
     "macvlan": "Ethernet",
     "sriov": "Ethernet",
 }
-RAILS = keys.PREFIX + "rails"
-MIN_RATE = keys.PREFIX + "min-rate-gbps"
-MIN_AFFINITY = keys.PREFIX + "min-affinity"
 
 
 @dataclass(frozen=True)
@@ -103,7 +98,7 @@ def pod_view(
         gpu_resource=next((n for n in gpu_names if n in requests), gpu_names[0]),
         link_layer=link_layer,
         rails=rails,
-        min_rate=_number(annotations, MIN_RATE, problems),
+        min_rate=_number(annotations, keys.MIN_RATE, problems),
         min_affinity=_level(annotations, problems),
         node_settings=_reads_node_settings(pod),
         problems=tuple(problems),
@@ -126,11 +121,11 @@ def _rails(
     annotations: Mapping[str, str], rdma: Mapping[str, int], gpus: int, problems: list[str]
 ) -> int:
     """Rails the pod uses: its annotation, else one per per-rail resource, else one per GPU."""
-    value = annotations.get(RAILS)
+    value = annotations.get(keys.RAILS)
     if value is not None:
         if value.isdigit() and 0 < int(value) <= 64:
             return int(value)
-        problems.append(f"{RAILS}={value!r} is not a number of rails between 1 and 64")
+        problems.append(f"{keys.RAILS}={value!r} is not a number of rails between 1 and 64")
     if len(rdma) > 1:
         return len(rdma)
     return gpus if gpus else (1 if rdma else 0)
@@ -151,13 +146,13 @@ def _number(annotations: Mapping[str, str], key: str, problems: list[str]) -> fl
 
 
 def _level(annotations: Mapping[str, str], problems: list[str]) -> Level | None:
-    value = annotations.get(MIN_AFFINITY)
+    value = annotations.get(keys.MIN_AFFINITY)
     if value is None:
         return None
     try:
         return Level(value.upper())
     except ValueError:
-        problems.append(f"{MIN_AFFINITY}={value!r} is not one of PIX, PXB, PHB, NODE, SYS")
+        problems.append(f"{keys.MIN_AFFINITY}={value!r} is not one of PIX, PXB, PHB, NODE, SYS")
         return None
 
 

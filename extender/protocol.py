@@ -15,7 +15,8 @@ from typing import Any
 
 import orjson
 
-Json = dict[str, Any]
+from kube_rdma.core.objects import Json
+
 MAX_SCORE = 10  # MaxExtenderPriority
 
 

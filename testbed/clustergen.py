@@ -26,20 +26,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import orjson
 
 from agent.health import rdma_ready
 from agent.sysfs import ERROR_COUNTERS
 from kube_rdma.core import keys
-from kube_rdma.core.topology import Gid, Gpu, Level, Nic, Pair, Port, Topology, encode
+from kube_rdma.core.objects import Json
+from kube_rdma.core.topology import Gid, Gpu, Level, LinkLayer, Nic, Pair, Port, Topology, encode
 
-Json = dict[str, Any]
-LinkLayer = Literal["InfiniBand", "Ethernet"]
-
-LEAF_LABEL = "network.kube-rdma.io/leaf"
-SPINE_LABEL = "network.kube-rdma.io/spine"
+LEAF_LABEL = keys.LEAF
+SPINE_LABEL = keys.SPINE
 ZONE_LABEL = "topology.kubernetes.io/zone"
 GPU = "nvidia.com/gpu"
 RDMA_SHARED = "rdma/hca"

@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 import orjson
@@ -17,12 +16,11 @@ from aiohttp import web
 
 from certs.serving import server_context
 from kube_rdma.cli import main
+from kube_rdma.core.objects import Json
 from testbed.fakeapi import core_v1 as core_v1
 from testbed.fakeapi import fake_api as fake_api
 from webhook.app import Settings, create_app
 from webhook.namespaces import NamespaceSource
-
-Json = dict[str, Any]
 
 
 @pytest.fixture(scope="session")

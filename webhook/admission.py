@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from kube_rdma.core import keys
+from kube_rdma.core.objects import Json
 from kube_rdma.core.quantity import QuantityError
 from kube_rdma.core.workloads import training_key
 from webhook import review
@@ -23,7 +23,6 @@ from webhook.podspec import gpu_count
 from webhook.profile_store import ProfileStore
 from webhook.profiles import ProfileSet
 
-Json = dict[str, Any]
 PROTECTED_NAMESPACES = frozenset({"kube-system"})
 
 

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from kube_rdma.core import keys
+from kube_rdma.core.objects import Json
 from webhook.podspec import sequence
 from webhook.profiles import GidStrategy, Profile
-
-Json = dict[str, Any]
 
 
 def nccl_env(profile: Profile) -> list[Json]:

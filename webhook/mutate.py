@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass, field
-from typing import Any
 
 import orjson
 
 from kube_rdma.core import keys
+from kube_rdma.core.objects import Json
 from kube_rdma.core.quantity import QuantityError, parse_bytes
 from webhook import multus
 from webhook.env import add_env, nccl_env
@@ -33,8 +33,6 @@ from webhook.podspec import (
 )
 from webhook.profiles import ConflictAction, DeviceMode, Profile
 from webhook.shm import SHM_VOLUME, mount_shm, shm_size, shm_source
-
-Json = dict[str, Any]
 
 INFINIBAND_VOLUME = "kube-rdma-infiniband"
 INFINIBAND_PATH = "/dev/infiniband"

@@ -10,9 +10,8 @@ import posixpath
 from collections.abc import Iterable
 from typing import Any
 
+from kube_rdma.core.objects import Json
 from kube_rdma.core.quantity import parse_bytes, parse_quantity
-
-Json = dict[str, Any]
 
 
 def mapping(parent: Json, key: str) -> Json:

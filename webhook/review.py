@@ -13,10 +13,10 @@ from typing import Any
 
 import orjson
 
+from kube_rdma.core.objects import Json
+
 API_VERSION = "admission.k8s.io/v1"
 KIND = "AdmissionReview"
-
-Json = dict[str, Any]
 
 
 class BadRequest(Exception):

@@ -8,13 +8,10 @@ never above the limit itself.
 
 from __future__ import annotations
 
-from typing import Any
-
+from kube_rdma.core.objects import Json
 from kube_rdma.core.quantity import format_bytes
 from webhook.podspec import add_mount, memory_limit, mount_at, volume
 from webhook.profiles import Shm
-
-Json = dict[str, Any]
 
 SHM_VOLUME = "kube-rdma-shm"
 SHM_PATH = "/dev/shm"

@@ -27,11 +27,11 @@ import orjson
 
 from extender.cluster.model import Cluster, PodKey, as_bound, pod_key
 from extender.cluster.source import BindError
+from kube_rdma.core.objects import Json
 from kube_rdma.kube.reflector import INITIAL_BACKOFF_SECONDS, Reflector
 
 log = logging.getLogger(__name__)
 
-Json = dict[str, Any]
 NON_TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"
 PODGROUP_VERSIONS = (("scheduling.x-k8s.io", "v1alpha1"), ("scheduling.volcano.sh", "v1beta1"))
 BIND_TIMEOUT_SECONDS = 3.0

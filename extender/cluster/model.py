@@ -19,12 +19,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from kube_rdma.core import keys
+from kube_rdma.core.objects import Json
 from kube_rdma.core.quantity import QuantityError, parse_quantity
 from kube_rdma.core.topology import Topology, decode
 
 log = logging.getLogger("kube_rdma.extender")
 
-Json = dict[str, Any]
 PodKey = tuple[str, str]  # (namespace, name)
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 

@@ -19,8 +19,8 @@ import yaml
 
 from extender.cluster.model import Cluster, as_bound, pod_key
 from extender.cluster.source import BindError
+from kube_rdma.core.objects import Json
 
-Json = dict[str, Any]
 KINDS = frozenset({"Node", "Pod", "PodGroup"})
 # Parts of an object the model reads as maps; anything else there is a broken snapshot.
 MAPS = ("metadata", "spec", "status", "metadata.labels", "metadata.annotations")

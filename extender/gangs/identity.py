@@ -11,13 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from kube_rdma.core import keys
-
-Json = dict[str, Any]
-GANG = keys.PREFIX + "gang"
-GANG_SIZE = keys.PREFIX + "gang-size"
+from kube_rdma.core.objects import Json
 
 COSCHEDULING = "scheduling.x-k8s.io/pod-group"
 VOLCANO = ("scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name")
@@ -81,16 +77,16 @@ def _named(
 
 
 def _ours(namespace: str, both: Mapping[str, str], sizes: PodGroupSize) -> Gang | Singleton | None:
-    name = both.get(GANG)
+    name = both.get(keys.GANG)
     if not name:
         return None
-    value = both.get(GANG_SIZE)
+    value = both.get(keys.GANG_SIZE)
     missing = (
-        f"{GANG_SIZE} is missing"
+        f"{keys.GANG_SIZE} is missing"
         if value is None
-        else f"{GANG_SIZE}={value!r} is not a positive number"
+        else f"{keys.GANG_SIZE}={value!r} is not a positive number"
     )
-    return _named(namespace, name, _size(value), GANG, missing)
+    return _named(namespace, name, _size(value), keys.GANG, missing)
 
 
 def _podgroup(
@@ -154,5 +150,5 @@ def _sized_by_annotation(
     kube-rdma.io/gang-size has to say it."""
     if not name:
         return None
-    missing = f"neither a PodGroup label nor {GANG_SIZE} gives its size"
-    return _named(namespace, name, _size(both.get(GANG_SIZE)), source, missing)
+    missing = f"neither a PodGroup label nor {keys.GANG_SIZE} gives its size"
+    return _named(namespace, name, _size(both.get(keys.GANG_SIZE)), source, missing)

@@ -29,6 +29,7 @@ from extender.cluster.source import BindError
 from extender.engine import Engine, FilterOutcome
 from extender.gangs.identity import Gang
 from extender.podview import PodView
+from kube_rdma.core import keys
 
 log = logging.getLogger("kube_rdma.extender")
 
@@ -38,8 +39,8 @@ CLUSTER = "cluster"
 @dataclass(frozen=True)
 class GangSettings:
     domains: tuple[str, ...] = (
-        "network.kube-rdma.io/leaf",
-        "network.kube-rdma.io/spine",
+        keys.LEAF,
+        keys.SPINE,
         "topology.kubernetes.io/zone",
     )
     """Node labels of network domains, narrowest first."""

@@ -65,11 +65,10 @@ import orjson
 
 from extender.protocol import field as wire_field
 from kube_rdma.core import keys
+from kube_rdma.core.objects import Json
 from kube_rdma.core.quantity import QuantityError, parse_quantity
-from testbed.clustergen import LEAF_LABEL, SPINE_LABEL, ZONE_LABEL
 from testbed.fakeapi import ApiError, FakeApiServer
 
-Json = dict[str, Any]
 PodKey = tuple[str, str]
 """(namespace, name)"""
 GangKey = tuple[str, str]
@@ -77,8 +76,6 @@ GangKey = tuple[str, str]
 Listener = Callable[[Json | None, Json | None], None]
 """Called with (old, new) for every change; old None when added, new None when deleted."""
 
-GANG = keys.PREFIX + "gang"
-GANG_SIZE = keys.PREFIX + "gang-size"
 GPU = "nvidia.com/gpu"
 RDMA = "rdma/hca"
 DEFAULT_SCHEDULER = "default-scheduler"
@@ -227,7 +224,9 @@ def scan(
 def zone_key(node: Json) -> str:
     """GetZoneKey (k8s.io/component-helpers/node/topology): region and zone, "" when neither."""
     labels = (node.get("metadata") or {}).get("labels") or {}
-    zone = labels.get(ZONE_LABEL, labels.get("failure-domain.beta.kubernetes.io/zone", ""))
+    zone = labels.get(
+        "topology.kubernetes.io/zone", labels.get("failure-domain.beta.kubernetes.io/zone", "")
+    )
     region = labels.get(
         "topology.kubernetes.io/region", labels.get("failure-domain.beta.kubernetes.io/region", "")
     )
@@ -519,7 +518,7 @@ def gang_of(pod: Json) -> tuple[GangKey, int] | None:
     """The pod's gang and its size from kube-rdma's annotations; None for a pod alone."""
     meta = pod.get("metadata") or {}
     annotations = meta.get("annotations") or {}
-    name, size = annotations.get(GANG), str(annotations.get(GANG_SIZE) or "")
+    name, size = annotations.get(keys.GANG), str(annotations.get(keys.GANG_SIZE) or "")
     if not name or not size.isdigit() or int(size) < 2:
         return None
     return (str(meta.get("namespace") or "default"), str(name)), int(size)
@@ -633,8 +632,8 @@ class Recorder:
         gang.placed = now
         gang.nodes = tuple(sorted(node for _, node in gang.members.values() if node))
         labels = [self._labels(node) for node in gang.nodes]
-        gang.leaves = frozenset(str(ls[LEAF_LABEL]) for ls in labels if LEAF_LABEL in ls)
-        gang.spines = frozenset(str(ls[SPINE_LABEL]) for ls in labels if SPINE_LABEL in ls)
+        gang.leaves = frozenset(str(ls[keys.LEAF]) for ls in labels if keys.LEAF in ls)
+        gang.spines = frozenset(str(ls[keys.SPINE]) for ls in labels if keys.SPINE in ls)
 
 
 # --- the workload ---------------------------------------------------------------------------------
@@ -678,7 +677,7 @@ class Job:
     def _pod(self, name: str, index: int, scheduler_name: str) -> Json:
         annotations = {keys.APPLIED: applied(self.network)}
         if self.gang:
-            annotations |= {GANG: self.name, GANG_SIZE: str(self.members)}
+            annotations |= {keys.GANG: self.name, keys.GANG_SIZE: str(self.members)}
         amounts = {
             "cpu": str(self.cpu_per_gpu * self.gpus),
             "memory": f"{self.memory_per_gpu_gi * self.gpus}Gi",

@@ -25,8 +25,40 @@ APPLIED = PREFIX + "applied"
 GID_INDEX = PREFIX + "gid-index"
 HCA = PREFIX + "hca"
 
-# Node annotation and label the agent publishes (extender/topology.py is the document's schema).
+# Node annotation and label the agent publishes (kube_rdma/core/topology.py is the document's
+# schema).
 TOPOLOGY = PREFIX + "topology"
 RDMA_READY = PREFIX + "rdma-ready"
 
-ALL = (INJECT, PROFILE, CONTAINERS, INJECTION, APPLIED, GID_INDEX, HCA, TOPOLOGY, RDMA_READY)
+# Pod annotations that tell the extender what the pod needs of a node's network.
+RAILS = PREFIX + "rails"
+MIN_RATE = PREFIX + "min-rate-gbps"
+MIN_AFFINITY = PREFIX + "min-affinity"
+
+# Pod annotations that make pods one gang, placed and bound together.
+GANG = PREFIX + "gang"
+GANG_SIZE = PREFIX + "gang-size"
+
+# Node labels an admin (or the cluster's provisioning) sets to describe the network: the leaf
+# switch and the spine behind it. Gang placement fills the narrowest domain first.
+LEAF = PREFIX + "leaf"
+SPINE = PREFIX + "spine"
+
+ALL = (
+    INJECT,
+    PROFILE,
+    CONTAINERS,
+    INJECTION,
+    APPLIED,
+    GID_INDEX,
+    HCA,
+    TOPOLOGY,
+    RDMA_READY,
+    RAILS,
+    MIN_RATE,
+    MIN_AFFINITY,
+    GANG,
+    GANG_SIZE,
+    LEAF,
+    SPINE,
+)

@@ -15,6 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 VERSION: Literal[1] = 1
 
+# How a port carries RDMA: InfiniBand, or RoCE over Ethernet.
+LinkLayer = Literal["InfiniBand", "Ethernet"]
+
 
 class Level(StrEnum):
     """GPU-NIC PCIe relation as `nvidia-smi topo -m` names it, best first."""
@@ -56,7 +59,7 @@ class Port(_Model):
     state: str
     """ACTIVE, DOWN, INIT, ARMED (the kernel's port state name)."""
     phys_state: str | None = Field(default=None, alias="physState")
-    link_layer: Literal["InfiniBand", "Ethernet"] = Field(alias="linkLayer")
+    link_layer: LinkLayer = Field(alias="linkLayer")
     rate_gbps: float | None = Field(default=None, alias="rateGbps")
     netdev: str | None = None
     healthy: bool

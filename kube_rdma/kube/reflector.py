@@ -18,9 +18,10 @@ from typing import Any, Protocol
 
 import orjson
 
+from kube_rdma.core.objects import Json
+
 log = logging.getLogger(__name__)
 
-Json = dict[str, Any]
 WATCH_TIMEOUT_SECONDS = 300
 INITIAL_BACKOFF_SECONDS = 0.5
 MAX_BACKOFF_SECONDS = 30.0

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import orjson
 
 from kube_rdma.core import keys
+from kube_rdma.core.objects import Json
 from kube_rdma.core.topology import Gid, Gpu, Level, Nic, Pair, Port, Topology, encode
-
-Json = dict[str, Any]
 
 
 def hgx(

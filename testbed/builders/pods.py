@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-Json = dict[str, Any]
+from kube_rdma.core.objects import Json
 
 PROFILES_YAML = """
 defaultProfile: default

@@ -39,7 +39,7 @@ import pytest
 from aiohttp import typedefs, web
 from kubernetes_asyncio import client
 
-Json = dict[str, Any]
+from kube_rdma.core.objects import Json
 
 MERGE_PATCH: Final = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH: Final = "application/strategic-merge-patch+json"

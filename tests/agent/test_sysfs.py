@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from agent.sysfs import SysfsError, scan
+from kube_rdma.core.objects import Json
 from testbed.builders import sysfs_tree
 
-Json = dict[str, Any]
 ZERO = {"symbol_error": 0, "link_downed": 0}
 
 

@@ -25,7 +25,6 @@ from certs.generate import KeyPair, generate_ca, generate_serving, service_dns_n
 from certs.provision import Provisioner, ProvisionError, ProvisionSettings, ServingPair
 from testbed.fakeapi import RESOURCES, FakeApiServer, RecordedRequest, Resource, eventually
 
-Json = dict[str, Any]
 ROOT = Path(__file__).resolve().parents[2]
 NAMESPACE, SERVICE = "kube-rdma", "kube-rdma-webhook"
 SECRET = "kube-rdma-webhook-tls"

@@ -14,10 +14,9 @@ from aiohttp import web
 
 from extender.app import EXTENDER, Settings, create_app
 from extender.cluster.snapshot import SnapshotSource
+from kube_rdma.core.objects import Json
 from testbed.builders import nodes
 from testbed.fakeapi import eventually
-
-Json = dict[str, Any]
 
 NODES = [
     nodes.node("gpu-1", nodes.hgx()),

@@ -14,7 +14,6 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import kubernetes_validate
 import pytest
@@ -22,6 +21,7 @@ import yaml
 
 from certs.generate import CA_LIFETIME, SERVING_LIFETIME, service_dns_names
 from kube_rdma.cli import build_parser
+from kube_rdma.core.objects import Json
 from tests.manifests.test_manifests import (
     DOCUMENTS,
     K8S_VERSIONS,
@@ -32,8 +32,6 @@ from tests.manifests.test_manifests import (
     find,
     pod_spec,
 )
-
-Json = dict[str, Any]
 
 OVERLAY = MANIFESTS / "cert-manager"
 CERT_MANAGER = "cert-manager.io/v1"

@@ -31,11 +31,10 @@ import yaml
 
 from agent.publisher import Agent, AgentSettings
 from kube_rdma.cli import build_parser
+from kube_rdma.core.objects import Json
 from testbed.builders import sysfs_tree
 from testbed.fakeapi import FakeApiServer, RecordedRequest
 from webhook.profiles import BUILTIN, GidStrategy, NetworkMode, parse_profiles
-
-Json = dict[str, Any]
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "manifests"

@@ -39,6 +39,7 @@ from extender.cluster.snapshot import SnapshotSource
 from extender.weights import DEFAULT, parse_weights
 from kube_rdma.cli import build_parser
 from kube_rdma.core import keys
+from kube_rdma.core.objects import Json
 from testbed.builders import nodes
 from testbed.fakeapi import FakeApiServer, RecordedRequest, eventually
 from tests.manifests.test_manifests import (
@@ -57,8 +58,6 @@ from tests.manifests.test_manifests import (
 )
 from webhook.mutate import Target, mutate
 from webhook.profiles import Profile
-
-Json = dict[str, Any]
 
 DIRECTORIES = ("extender", "scheduler")
 DOCS = [(name, doc) for name, doc in DOCUMENTS if name.split("/")[0] in DIRECTORIES]

@@ -7,7 +7,6 @@ import datetime as dt
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import kubernetes_validate
 import pytest
@@ -16,11 +15,11 @@ from kubernetes_asyncio import client
 
 from certs.provision import Provisioner, ProvisionSettings
 from kube_rdma.cli import build_parser
+from kube_rdma.core.objects import Json
 from testbed.fakeapi import RESOURCES, FakeApiServer, RecordedRequest, Resource
 
 ROOT = Path(__file__).resolve().parents[2]
 OVERLAY = ROOT / "manifests/self-provision"
-Json = dict[str, Any]
 TLS_RESOURCES = {
     **RESOURCES,
     "secrets": Resource("Secret", True),

@@ -16,6 +16,7 @@ from agent.health import rdma_ready
 from agent.sysfs import scan
 from extender.cluster.model import TERMINAL_PHASES, Cluster, pod_requests
 from kube_rdma.core import keys
+from kube_rdma.core.objects import Json
 from kube_rdma.core.topology import Level, Port, Topology, decode
 from testbed.builders import sysfs_tree
 from testbed.clustergen import (
@@ -26,8 +27,6 @@ from testbed.clustergen import (
     generate,
     write_snapshot,
 )
-
-Json = dict[str, Any]
 
 
 def split(objects: list[Json]) -> tuple[list[Json], list[Json]]:
@@ -175,8 +174,8 @@ def test_first_node_exactly() -> None:
         "nvidia.com/gpu.present": "true",
         "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
         "nvidia.com/gpu.count": "8",
-        "network.kube-rdma.io/leaf": "leaf-000",
-        "network.kube-rdma.io/spine": "spine-00",
+        "kube-rdma.io/leaf": "leaf-000",
+        "kube-rdma.io/spine": "spine-00",
         "topology.kubernetes.io/zone": "zone-0",
         "kube-rdma.io/rdma-ready": "true",
     }

@@ -9,9 +9,8 @@ import pytest
 from kubernetes_asyncio import client, watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from kube_rdma.core.objects import Json
 from testbed.fakeapi import FakeApiServer
-
-Json = dict[str, Any]
 
 
 def pod(name: str, node: str = "", labels: dict[str, str] | None = None) -> Json:

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import copy
 from decimal import Decimal
-from typing import Any
 
+from kube_rdma.core.objects import Json
 from kube_rdma.core.quantity import parse_quantity
 
-Json = dict[str, Any]
 _BINARY = [("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)]
 _DECIMAL = [("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9), ("M", 10**6), ("k", 10**3)]
 

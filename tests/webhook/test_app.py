@@ -12,19 +12,18 @@ import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import jsonpatch
 import kubernetes_validate
 import orjson
 import pytest
 
+from kube_rdma.core.objects import Json
 from testbed.builders import pods
 from tests.conftest import Serve
 from webhook.app import Settings
 from webhook.profiles import parse_profiles
 
-Json = dict[str, Any]
 K8S_VERSIONS = ("1.30.0", "1.37.0")
 PROFILES = parse_profiles(pods.PROFILES_YAML, "test")
 NAMESPACES = {

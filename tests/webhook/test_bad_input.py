@@ -8,12 +8,12 @@ from typing import Any
 import orjson
 import pytest
 
+from kube_rdma.core.objects import Json
 from testbed.builders import pods
 from tests.conftest import Serve
 from webhook.app import Settings
 from webhook.namespaces import Labels
 
-Json = dict[str, Any]
 UID = "0b5c3e2a-7f1d-4c88-9a51-3d2e1f0a9b77"
 
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 import base64
 import copy
 from pathlib import Path
-from typing import Any
 
 import jsonpatch
 import orjson
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from kube_rdma.core.objects import Json
 from testbed.builders import pods
 from tests.webhook import apiserver
 from webhook.admission import Admitter
@@ -20,7 +20,6 @@ from webhook.namespaces import StaticNamespaces
 from webhook.patch import diff
 from webhook.profile_store import ProfileStore
 
-Json = dict[str, Any]
 PROFILE_NAMES = ["default", "rails8", "hostnet", "node", "lenient"]
 NAMESPACES = StaticNamespaces(
     {

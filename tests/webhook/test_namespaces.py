@@ -6,16 +6,15 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from kubernetes_asyncio import client
 
 from kube_rdma.core.keys import INJECTION
+from kube_rdma.core.objects import Json
 from testbed.fakeapi import FakeApiServer, eventually
 from webhook.namespaces import LiveNamespaces, StaticNamespaces
 
-Json = dict[str, Any]
 ENFORCE = "pod-security.kubernetes.io/enforce"
 TEAM_A = {INJECTION: "enabled", ENFORCE: "privileged"}
 

@@ -16,10 +16,10 @@ from extender.cluster.live import NON_TERMINAL, LiveSource
 from extender.cluster.model import NodeInfo
 from extender.cluster.source import BindError
 from kube_rdma.core import keys
+from kube_rdma.core.objects import Json
 from kube_rdma.core.topology import Gpu, Level, Nic, Pair, Port, Topology, encode
 from testbed.fakeapi import FakeApiServer, RecordedRequest, eventually
 
-Json = dict[str, Any]
 GPU = "nvidia.com/gpu"
 RDMA = "rdma/hca"
 POD = "/api/v1/namespaces/team-a/pods/w0"

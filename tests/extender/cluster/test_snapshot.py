@@ -13,9 +13,9 @@ from extender.cluster.model import NodeInfo
 from extender.cluster.snapshot import SnapshotError, SnapshotSource
 from extender.cluster.source import BindError
 from kube_rdma.core import keys
+from kube_rdma.core.objects import Json
 from kube_rdma.core.topology import Gpu, Level, Nic, Pair, Port, Topology, encode
 
-Json = dict[str, Any]
 GPU = "nvidia.com/gpu"
 RDMA = "rdma/hca"
 UID = "6f1c2a1e-0000-4000-8000-000000000001"

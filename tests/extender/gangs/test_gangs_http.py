@@ -15,10 +15,11 @@ from aiohttp import web
 from extender.app import EXTENDER, Settings, create_app
 from extender.cluster.snapshot import SnapshotSource
 from extender.gangs.planner import GangSettings
+from kube_rdma.core import keys
+from kube_rdma.core.objects import Json
 from testbed.builders import nodes
 
-Json = dict[str, Any]
-LEAF = "network.kube-rdma.io/leaf"
+LEAF = keys.LEAF
 
 
 def cluster() -> list[Json]:

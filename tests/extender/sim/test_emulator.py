@@ -18,8 +18,6 @@ from aiohttp import web
 from extender.app import Settings, create_app
 from extender.cluster.live import LiveSource
 from extender.sim.emulator import (
-    GANG,
-    GANG_SIZE,
     GPU,
     RDMA,
     Attempt,
@@ -36,10 +34,10 @@ from extender.sim.emulator import (
     scan,
 )
 from kube_rdma.core import keys
-from testbed.clustergen import LEAF_LABEL, ClusterSpec, generate
+from kube_rdma.core.objects import Json
+from testbed.clustergen import ClusterSpec, generate
 from testbed.fakeapi import FakeApiServer, eventually
 
-Json = dict[str, Any]
 FAST = SchedulerConfig(backoff_initial=0.05, backoff_max=0.2)
 
 
@@ -531,9 +529,9 @@ async def test_gangs_are_placed_and_recorded(fake_api: FakeApiServer, extender_u
 
 async def test_recorder_sees_a_partial_gang_and_its_gpu_seconds(fake_api: FakeApiServer) -> None:
     for i in range(4):
-        fake_api.create("nodes", node(f"n{i}", labels={LEAF_LABEL: f"leaf-{i // 2:03d}"}))
+        fake_api.create("nodes", node(f"n{i}", labels={keys.LEAF: f"leaf-{i // 2:03d}"}))
     clock = ManualClock()
-    gang = {GANG: "llama", GANG_SIZE: "4"}
+    gang = {keys.GANG: "llama", keys.GANG_SIZE: "4"}
     config = SchedulerConfig(use_extender=False, scheduler_name="not-us")
     async with EmulatedScheduler(fake_api, None, config, clock) as scheduler:
         recorder = scheduler.recorder
@@ -608,8 +606,8 @@ def test_a_gang_pod_carries_what_the_webhook_and_a_job_controller_put_there() ->
             },
             "annotations": {
                 keys.APPLIED: applied("macvlan"),
-                GANG: "gang-0003",
-                GANG_SIZE: "16",
+                keys.GANG: "gang-0003",
+                keys.GANG_SIZE: "16",
             },
         },
         "spec": {
@@ -627,4 +625,4 @@ def test_a_gang_pod_carries_what_the_webhook_and_a_job_controller_put_there() ->
     }
     assert orjson.loads(applied("macvlan"))["network"] == "macvlan"
     single = Job("job-0004", "team-llm", members=1, gpus=2, arrival=2.0, duration=5.0)
-    assert GANG not in single.pods()[0]["metadata"]["annotations"]
+    assert keys.GANG not in single.pods()[0]["metadata"]["annotations"]

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from kube_rdma.core.objects import Json
 from kube_rdma.kube.reflector import ListFunction, Reflector
 from testbed.fakeapi import FakeApiServer, eventually
 
-Json = dict[str, Any]
 NAMESPACES = "/api/v1/namespaces"
 NODES = "/api/v1/nodes"
 # What the Reflector's watch sends, as kubernetes-asyncio encodes it.
