@@ -1,0 +1,32 @@
+"""The wheel ships the product and nothing else: no test or bench tooling, no tests."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_wheel_holds_only_the_product(tmp_path: Path) -> None:
+    # The PEP 517 hook pip would call, without pip's resolver and index round trips.
+    build = f"from setuptools import build_meta; build_meta.build_wheel({str(tmp_path)!r})"
+    subprocess.run([sys.executable, "-c", build], check=True, cwd=ROOT, capture_output=True)
+    (wheel,) = tmp_path.glob("kube_rdma-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+        scripts = archive.read(entry_points).decode()
+    tops = {name.split("/")[0] for name in names if not name.split("/")[0].endswith("dist-info")}
+    assert tops == {"kube_rdma", "webhook", "extender", "agent", "certs"}
+    assert scripts.split() == [
+        "[console_scripts]",
+        "kube-rdma",
+        "=",
+        "kube_rdma.cli:main",
+        "kubectl-rdma",
+        "=",
+        "kube_rdma.cli:main",
+    ]
