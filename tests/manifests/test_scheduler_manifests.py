@@ -71,7 +71,7 @@ SCHEDULER_IMAGE = "registry.k8s.io/kube-scheduler"
 SCHEDULER_TAG = "v1.30.14"
 MANAGED_RESOURCES = ["nvidia.com/gpu", "rdma/hca"]
 
-# The whole configuration, as the ConfigMap must hold it (REFERENCE section 1).
+# The whole configuration, as the ConfigMap must hold it (a v1 KubeSchedulerConfiguration).
 SCHEDULER_CONFIG: Json = {
     "apiVersion": "kubescheduler.config.k8s.io/v1",
     "kind": "KubeSchedulerConfiguration",
