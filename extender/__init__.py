@@ -1,5 +1,6 @@
-"""The kube-scheduler extender and node agent, and the contracts both services share.
+"""The kube-scheduler extender: filters, scores and binds GPU/RDMA pods, and places gangs whole.
 
-The extender owns the annotation and label keys of kube-rdma and the node-topology schema; the
-webhook imports them from here, never the reverse.
+kube-scheduler calls it over HTTP (`app.py`, the wire types in `protocol.py`); the scheduling core
+(`engine.py`, `filters/`, `scores/`, `gangs/`) reads an in-memory model of the cluster
+(`cluster/`) and does no I/O. `sim/` emulates kube-scheduler's side, to drive it without a cluster.
 """
