@@ -262,14 +262,14 @@ async def test_a_bound_pod_stays_accounted_while_the_watch_lags(
 
 def inject_500(api: FakeApiServer) -> str:
     api.fail("POST", BINDING, 500)
-    return "fake apiserver: injected failure (HTTP 500)"
+    return "create pods/binding: InternalError: fake apiserver: injected failure"
 
 
 def bound_elsewhere(api: FakeApiServer) -> str:
     api.patch("pods", "w0", {"spec": {"nodeName": "n2"}}, namespace="team-a")
     return (
-        'Operation cannot be fulfilled on pods/binding "w0": '
-        'pod w0 is already assigned to node "n2" (HTTP 409)'
+        'create pods/binding: Conflict: Operation cannot be fulfilled on pods/binding "w0": '
+        'pod w0 is already assigned to node "n2"'
     )
 
 
@@ -312,8 +312,9 @@ async def test_a_binding_with_a_stale_uid_fails(fake_api: FakeApiServer, core_v1
         with pytest.raises(BindError) as error:
             await source.bind("team-a", "w0", stale, "n1", {})
         assert str(error.value) == (
-            "cannot bind pod team-a/w0 to node n1: Precondition failed: UID in precondition: "
-            f"{stale}, UID in object meta: {uid(fake_api)} (HTTP 409)"
+            "cannot bind pod team-a/w0 to node n1: create pods/binding: Conflict: "
+            f"Precondition failed: UID in precondition: {stale}, "
+            f"UID in object meta: {uid(fake_api)}"
         )
         assert writes(fake_api) == [binding(stale)]
         assert requested(source, "n1") == {}
