@@ -15,15 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import aiohttp
-import orjson
-
 from agent.discovery import DiscoveryError, discover
 from agent.health import HealthTracker, rdma_ready
 from agent.nvtopo import TopoParseError
 from agent.sysfs import SysfsError
 from kube_rdma.core import keys
 from kube_rdma.core.topology import DocumentTooLarge, Topology, encode
+from kube_rdma.kube.client import call
+from kube_rdma.kube.errors import ApiError
 
 log = logging.getLogger("kube_rdma.agent")
 
@@ -37,10 +36,6 @@ class Published:
 
     document: str | None
     ready: str | None
-
-
-class ApiError(Exception):
-    """The apiserver answered a read or patch of the Node with an error."""
 
 
 @dataclass(frozen=True)
@@ -93,17 +88,17 @@ class Agent:
                     "published topology",
                     extra={"node": self._settings.node_name, "ready": wanted.ready},
                 )
-        except (ApiError, aiohttp.ClientError, OSError, TimeoutError) as e:
+        except ApiError as e:
             delay = self._backoff
             self._backoff = min(self._backoff * 2, self._settings.max_backoff)
-            log.warning("apiserver call failed: %s; retrying in %.0fs", e, delay)
+            log.warning("%s; retrying in %.0fs", e, delay)
             return delay
         self._backoff = self._settings.initial_backoff
         return self._settings.interval
 
     async def _read_node(self) -> Published:
-        response = await self._api.read_node(self._settings.node_name, _preload_content=False)
-        body = await _json(response, f"reading node {self._settings.node_name}")
+        name = self._settings.node_name
+        body = await call(f"read Node {name}", self._api.read_node, name)
         metadata = body.get("metadata") or {}
         return Published(
             (metadata.get("annotations") or {}).get(keys.TOPOLOGY),
@@ -117,21 +112,6 @@ class Agent:
                 "labels": {keys.RDMA_READY: wanted.ready},
             }
         }
-        response = await self._api.patch_node(
-            self._settings.node_name,
-            patch,
-            _content_type=MERGE_PATCH,
-            _preload_content=False,
-        )
-        await _json(response, f"patching node {self._settings.node_name}")
-
-
-async def _json(response: Any, what: str) -> dict[str, Any]:
-    try:
-        data = await response.read()
-        if not 200 <= response.status < 300:
-            raise ApiError(f"{what}: HTTP {response.status}: {data[:300].decode(errors='replace')}")
-        body: dict[str, Any] = orjson.loads(data)
-        return body
-    finally:
-        response.release()
+        name = self._settings.node_name
+        patch_node = self._api.patch_node
+        await call(f"patch Node {name}", patch_node, name, patch, _content_type=MERGE_PATCH)

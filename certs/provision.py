@@ -2,8 +2,8 @@
 kept in the `caBundle` of the MutatingWebhookConfiguration, for years without anyone touching it.
 
 Self-signed certificates that expire after a year, or are regenerated on every upgrade, are a
-known way for a webhook to fail (REFERENCE section 5): with `failurePolicy: Fail` every training
-pod is blocked, with `Ignore` pods start without RDMA. So every replica, every check interval,
+known way for a webhook to fail: with `failurePolicy: Fail` every training pod is blocked, with
+`Ignore` pods start without RDMA. So every replica, every check interval,
 reads the Secret, moves it one step along the state machine of certs/rotation.py when something
 is due, and makes the webhook configuration trust the bundle the Secret says. This module is the
 apiserver side of that: the reads, the writes and the loop; what to write is decided in
@@ -25,8 +25,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-import orjson
-
 from certs.generate import CA_LIFETIME, SERVING_LIFETIME, KeyType
 from certs.rotation import (
     PREVIOUS_CA_CERT_FILE,
@@ -44,6 +42,8 @@ from certs.rotation import (
     serving_defect,
 )
 from kube_rdma.core.objects import Json
+from kube_rdma.kube.client import call
+from kube_rdma.kube.errors import ApiError, Conflict, NotFound
 
 __all__ = [
     "PREVIOUS_CA_CERT_FILE",
@@ -101,36 +101,6 @@ class ProvisionSettings:
     @property
     def configuration(self) -> str:
         return f"MutatingWebhookConfiguration {self.webhook_configuration}"
-
-
-# --- the apiserver -----------------------------------------------------------------------------
-
-
-class _Refused(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(f"HTTP {status}: {message}")
-        self.status = status
-
-
-async def _call(request: Awaitable[Any]) -> Json:
-    """The JSON body of a call made with `_preload_content=False`; raises _Refused otherwise."""
-    response = await request
-    try:
-        data: bytes = await response.read()
-    finally:
-        response.release()
-    status = int(response.status)
-    try:
-        body = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        body = None
-    if 200 <= status < 300 and isinstance(body, dict):
-        return body
-    message = body.get("message") if isinstance(body, dict) else None
-    if not message:
-        # Never echo a 2xx body: it may be a Secret.
-        message = "not a JSON object" if status < 300 else data[:200].decode(errors="replace")
-    raise _Refused(status, str(message))
 
 
 class Provisioner:
@@ -226,42 +196,53 @@ class Provisioner:
             await self._sleep(self.settings.check_interval.total_seconds())
 
     # --- calls ---------------------------------------------------------------------------------
+    # A 404 or 409 is part of the logic; any other failure ends the attempt as a ProvisionError.
 
     async def _read_secret(self) -> Json | None:
-        call = self._core.read_namespaced_secret(
-            self.settings.secret_name, self.settings.namespace, **_OPTIONS
-        )
+        settings = self.settings
         try:
-            return await _call(call)
-        except _Refused as e:
-            if e.status == 404:
-                return None
-            raise ProvisionError(f"cannot read {self.settings.secret}: {e}") from None
+            return await call(
+                f"read {settings.secret}",
+                self._core.read_namespaced_secret,
+                settings.secret_name,
+                settings.namespace,
+                request_timeout=REQUEST_TIMEOUT_SECONDS,
+            )
+        except NotFound:
+            return None
+        except ApiError as e:
+            raise ProvisionError(str(e)) from e
 
     async def _create_secret(self, material: Material) -> bool:
         """Create the Secret; False when it exists already."""
+        settings = self.settings
         body = {
             "apiVersion": "v1",
             "kind": "Secret",
             "metadata": {
-                "name": self.settings.secret_name,
-                "namespace": self.settings.namespace,
+                "name": settings.secret_name,
+                "namespace": settings.namespace,
                 "labels": dict(LABELS),
             },
             "type": SECRET_TYPE,
             "data": secret_data(material),
         }
-        call = self._core.create_namespaced_secret(self.settings.namespace, body, **_OPTIONS)
         try:
-            await _call(call)
-        except _Refused as e:
-            if e.status == 409:
-                log.info("%s was created by another replica; using it", self.settings.secret)
-                return False
-            raise ProvisionError(f"cannot create {self.settings.secret}: {e}") from None
+            await call(
+                f"create {settings.secret}",
+                self._core.create_namespaced_secret,
+                settings.namespace,
+                body,
+                request_timeout=REQUEST_TIMEOUT_SECONDS,
+            )
+        except Conflict:
+            log.info("%s was created by another replica; using it", settings.secret)
+            return False
+        except ApiError as e:
+            raise ProvisionError(str(e)) from e
         log.info(
             "created %s: CA %s, serving certificate %s",
-            self.settings.secret,
+            settings.secret,
             describe(material.ca.cert_pem),
             describe(material.serving.cert_pem),
         )
@@ -269,20 +250,25 @@ class Provisioner:
 
     async def _replace_secret(self, secret: Json, step: Step) -> bool:
         """Write the step over the Secret as read; False when it changed since (409)."""
+        settings = self.settings
         body = dict(secret) | {"type": SECRET_TYPE, "data": secret_data(step.material)}
-        call = self._core.replace_namespaced_secret(
-            self.settings.secret_name, self.settings.namespace, body, **_OPTIONS
-        )
         try:
-            await _call(call)
-        except _Refused as e:
-            if e.status == 409:
-                log.info("%s changed since it was read; reading it again", self.settings.secret)
-                return False
-            raise ProvisionError(f"cannot update {self.settings.secret}: {e}") from None
+            await call(
+                f"update {settings.secret}",
+                self._core.replace_namespaced_secret,
+                settings.secret_name,
+                settings.namespace,
+                body,
+                request_timeout=REQUEST_TIMEOUT_SECONDS,
+            )
+        except Conflict:
+            log.info("%s changed since it was read; reading it again", settings.secret)
+            return False
+        except ApiError as e:
+            raise ProvisionError(str(e)) from e
         log.info(
             "updated %s (%s): CA %s, serving certificate %s, phase %s",
-            self.settings.secret,
+            settings.secret,
             step.reason,
             describe(step.material.ca.cert_pem),
             describe(step.material.serving.cert_pem),
@@ -299,33 +285,39 @@ class Provisioner:
         )
 
     async def _read_configuration(self) -> Json:
-        name = self.settings.webhook_configuration
-        call = self._admission.read_mutating_webhook_configuration(name, **_OPTIONS)
+        settings = self.settings
         try:
-            return await _call(call)
-        except _Refused as e:
-            if e.status == 404:
-                raise ProvisionError(
-                    f"{self.settings.configuration} not found: apply "
-                    "manifests/webhook/mutatingwebhookconfiguration.yaml, or pass the name of "
-                    "yours, so that its caBundle can be kept current"
-                ) from None
-            raise ProvisionError(f"cannot read {self.settings.configuration}: {e}") from None
+            return await call(
+                f"read {settings.configuration}",
+                self._admission.read_mutating_webhook_configuration,
+                settings.webhook_configuration,
+                request_timeout=REQUEST_TIMEOUT_SECONDS,
+            )
+        except NotFound:
+            raise ProvisionError(
+                f"{settings.configuration} not found: apply "
+                "manifests/webhook/mutatingwebhookconfiguration.yaml, or pass the name of "
+                "yours, so that its caBundle can be kept current"
+            ) from None
+        except ApiError as e:
+            raise ProvisionError(str(e)) from e
 
     async def _patch_configuration(self, patch: list[Json]) -> bool:
-        call = self._admission.patch_mutating_webhook_configuration(
-            self.settings.webhook_configuration, patch, _content_type=JSON_PATCH, **_OPTIONS
-        )
+        settings = self.settings
         try:
-            await _call(call)
-        except _Refused as e:
-            if e.status == 409:
-                return False
-            raise ProvisionError(f"cannot patch {self.settings.configuration}: {e}") from None
+            await call(
+                f"patch {settings.configuration}",
+                self._admission.patch_mutating_webhook_configuration,
+                settings.webhook_configuration,
+                patch,
+                _content_type=JSON_PATCH,
+                request_timeout=REQUEST_TIMEOUT_SECONDS,
+            )
+        except Conflict:
+            return False
+        except ApiError as e:
+            raise ProvisionError(str(e)) from e
         return True
-
-
-_OPTIONS: Final[Json] = {"_preload_content": False, "_request_timeout": REQUEST_TIMEOUT_SECONDS}
 
 
 def _split(bundle: bytes) -> list[bytes]:

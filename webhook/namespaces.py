@@ -13,9 +13,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-import orjson
 import yaml
 
+from kube_rdma.kube.client import call
+from kube_rdma.kube.errors import NotFound
 from kube_rdma.kube.reflector import Reflector
 
 log = logging.getLogger(__name__)
@@ -88,17 +89,15 @@ class LiveNamespaces:
         cached = self._labels.get(name)
         if cached is not None:
             return cached
-        response = await self._api.read_namespace(
-            name, _preload_content=False, _request_timeout=LOOKUP_TIMEOUT_SECONDS
-        )
         try:
-            if response.status == 404:
-                return {}
-            if response.status != 200:
-                raise RuntimeError(f"reading namespace {name}: HTTP {response.status}")
-            obj = orjson.loads(await response.read())
-        finally:
-            response.release()
+            obj = await call(
+                f"read Namespace {name}",
+                self._api.read_namespace,
+                name,
+                request_timeout=LOOKUP_TIMEOUT_SECONDS,
+            )
+        except NotFound:
+            return {}
         labels = _labels(obj)
         self._labels.setdefault(name, labels)
         return labels

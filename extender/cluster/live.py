@@ -22,12 +22,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-import aiohttp
-import orjson
-
 from extender.cluster.model import Cluster, PodKey, as_bound, pod_key
 from extender.cluster.source import BindError
 from kube_rdma.core.objects import Json
+from kube_rdma.kube.client import call
+from kube_rdma.kube.errors import ApiError, Unreachable
 from kube_rdma.kube.reflector import INITIAL_BACKOFF_SECONDS, Reflector
 
 log = logging.getLogger(__name__)
@@ -36,15 +35,6 @@ NON_TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"
 PODGROUP_VERSIONS = (("scheduling.x-k8s.io", "v1alpha1"), ("scheduling.volcano.sh", "v1beta1"))
 BIND_TIMEOUT_SECONDS = 3.0
 """Budget for the binding, below kube-scheduler's 5 s extender httpTimeout."""
-# Errors that leave a request's outcome unknown: the apiserver may or may not have applied it.
-UNANSWERED = (aiohttp.ClientError, TimeoutError, OSError)
-
-
-class Refused(Exception):
-    """The apiserver answered a request with an error status."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(f"{message} (HTTP {status})")
 
 
 @dataclass(frozen=True)
@@ -176,22 +166,23 @@ class LiveSource:
         request = _Bind(namespace, name, uid, node, dict(annotations), deadline)
         if bound := self._bound_node(request):
             raise BindError(f"cannot bind {request}: it is already bound to node {bound}")
-        call = self._api.create_namespaced_pod_binding(
-            request.name,
-            request.namespace,
-            request.binding(),
-            _preload_content=False,
-            _request_timeout=request.remaining(),
-        )
         try:
-            await _call(call)
-        except Refused as e:
-            raise BindError(f"cannot bind {request}: {e}") from None
-        except UNANSWERED as e:
+            await call(
+                "create pods/binding",
+                self._api.create_namespaced_pod_binding,
+                request.name,
+                request.namespace,
+                request.binding(),
+                request_timeout=request.remaining(),
+            )
+        except Unreachable as e:
+            # The apiserver may or may not have applied it.
             raise BindError(
                 f"cannot bind {request}: no answer from the apiserver to the binding "
-                f"({_describe(e)}); the pod may be bound"
-            ) from None
+                f"({e.message}); the pod may be bound"
+            ) from e
+        except ApiError as e:
+            raise BindError(f"cannot bind {request}: {e}") from e
         self._assume(request)
         log.info("bound", extra={"pod": f"{namespace}/{name}", "node": node})
 
@@ -243,26 +234,3 @@ class _Bind:
             "metadata": metadata,
             "target": {"apiVersion": "v1", "kind": "Node", "name": self.node},
         }
-
-
-async def _call(request: Awaitable[Any]) -> Json:
-    """The JSON body of a kubernetes-asyncio call made with `_preload_content=False`, which
-    leaves the status check to us; raises Refused with the apiserver's message."""
-    response = await request
-    try:
-        data: bytes = await response.read()
-    finally:
-        response.release()
-    try:
-        body = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        body = None
-    status = int(response.status)
-    if 200 <= status < 300:
-        return body if isinstance(body, dict) else {}
-    message = body.get("message") if isinstance(body, dict) else None
-    raise Refused(status, str(message or data[:200].decode(errors="replace").strip()))
-
-
-def _describe(error: BaseException) -> str:
-    return str(error) or type(error).__name__

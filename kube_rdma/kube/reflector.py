@@ -3,14 +3,13 @@
 It lists, then watches from the list's resourceVersion with bookmarks, resumes the watch from the
 last seen resourceVersion when the server ends it, and re-lists when the server answers 410 Gone
 (the version fell out of the watch cache). Objects stay raw JSON dicts: decoding into generated
-model classes costs far more than the cache needs. The transport is kubernetes-asyncio's API
-client with `_preload_content=False`, so auth, TLS and kubeconfig handling are its own.
+model classes costs far more than the cache needs. Every request goes through
+kube_rdma/kube/client.py, so a failure arrives as a typed error naming the list or the watch.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -19,6 +18,8 @@ from typing import Any, Protocol
 import orjson
 
 from kube_rdma.core.objects import Json
+from kube_rdma.kube.client import call, stream
+from kube_rdma.kube.errors import ApiError, Gone, error_for
 
 log = logging.getLogger(__name__)
 
@@ -34,10 +35,6 @@ class ListFunction(Protocol):
     """A kubernetes-asyncio `list_*` method (e.g. CoreV1Api.list_namespace)."""
 
     def __call__(self, **kwargs: Any) -> Awaitable[Any]: ...
-
-
-class Gone(Exception):
-    """The watch's resourceVersion is too old: re-list."""
 
 
 class Reflector:
@@ -76,27 +73,25 @@ class Reflector:
                     if events or time.monotonic() - started >= MIN_WATCH_SECONDS:
                         self._backoff = self._initial_backoff
                         continue
-                    await self._back_off(f"watch closed after {time.monotonic() - started:.2f}s")
+                    elapsed = time.monotonic() - started
+                    await self._back_off(f"watch {self._what}: closed after {elapsed:.2f}s")
             except asyncio.CancelledError:
                 raise
-            except Gone:
-                log.info("watch of %s expired (410 Gone); re-listing", self._what)
+            except Gone as e:
+                log.info("%s; re-listing", e)
                 self.relists += 1
+            except ApiError as e:
+                await self._back_off(str(e))
             except Exception as e:
-                await self._back_off(f"list/watch failed: {e}")
+                await self._back_off(f"list/watch {self._what}: {e!r}")
 
     async def _back_off(self, reason: str) -> None:
-        log.warning("%s of %s; retrying in %.1fs", reason, self._what, self._backoff)
+        log.warning("%s; retrying in %.1fs", reason, self._backoff)
         await self._sleep(self._backoff)
         self._backoff = min(self._backoff * 2, self._max_backoff)
 
     async def _list(self) -> str:
-        response = await self._list_fn(_preload_content=False)
-        try:
-            await _check(response)
-            body = orjson.loads(await response.read())
-        finally:
-            response.release()
+        body = await call(f"list {self._what}", self._list_fn)
         self._on_replace(body.get("items") or [])
         self.synced.set()
         return str(body["metadata"]["resourceVersion"])
@@ -104,42 +99,26 @@ class Reflector:
     async def _watch(self, version: str) -> tuple[str, int]:
         """Follow the watch until the server ends it: the last resourceVersion seen, and how
         many events (bookmarks included) arrived."""
-        response = await self._list_fn(
+        events = 0
+        async with stream(
+            f"watch {self._what}",
+            self._list_fn,
             watch=True,
             resource_version=version,
             allow_watch_bookmarks=True,
             timeout_seconds=WATCH_TIMEOUT_SECONDS,
-            _preload_content=False,
-            _request_timeout=WATCH_TIMEOUT_SECONDS + 30,
-        )
-        events = 0
-        try:
-            await _check(response)
+            request_timeout=WATCH_TIMEOUT_SECONDS + 30,
+        ) as response:
             while line := await response.content.readline():
                 version = self._handle(orjson.loads(line), version)
                 events += 1
-        finally:
-            with contextlib.suppress(Exception):
-                response.release()
         return version, events
 
     def _handle(self, event: Json, version: str) -> str:
         kind, obj = event.get("type"), event.get("object") or {}
         if kind == "ERROR":
-            if obj.get("code") == 410:
-                raise Gone()
-            raise RuntimeError(f"watch error: {obj.get('message') or obj}")
+            raise error_for(f"watch {self._what}", int(obj.get("code") or 0), obj)
         new_version = (obj.get("metadata") or {}).get("resourceVersion") or version
         if kind in ("ADDED", "MODIFIED", "DELETED"):
             self._on_event(str(kind), obj)
         return str(new_version)
-
-
-async def _check(response: Any) -> None:
-    """Raise for a non-2xx answer (kubernetes-asyncio leaves that to us without preloading)."""
-    if 200 <= response.status < 300:
-        return
-    if response.status == 410:
-        raise Gone()
-    text = (await response.read())[:500].decode(errors="replace")
-    raise RuntimeError(f"HTTP {response.status}: {text}")

@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes_asyncio import client
 
 from agent.publisher import Agent, AgentSettings
 from agent.sysfs import SysfsError, scan
 from kube_rdma.core.topology import Topology, encode
 from testbed.builders import sysfs_tree
 from testbed.fakeapi import FakeApiServer
+from testbed.net import free_port
 
 NODE = "gpu-node-1"
 NODE_PATH = f"/api/v1/nodes/{NODE}"
+INJECTED = "fake apiserver: injected failure"
 
 
 def settings(root: Path) -> AgentSettings:
@@ -79,13 +83,23 @@ async def test_link_going_down_is_published_and_recovery_waits_for_clean_scans(
 
 
 async def test_api_errors_back_off_then_recover(
-    fake_api: FakeApiServer, core_v1: Any, node: None, tmp_path: Path
+    fake_api: FakeApiServer,
+    core_v1: Any,
+    node: None,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     sysfs_tree.shared_nic_node(tmp_path)
     fake_api.fail("PATCH", NODE_PATH, 500, times=2)
     fake_api.fail("GET", NODE_PATH, 503, times=1)
     agent = Agent(core_v1, settings(tmp_path))
-    assert [await agent.step() for _ in range(4)] == [1.0, 2.0, 4.0, 30.0]
+    with caplog.at_level(logging.WARNING, logger="kube_rdma.agent"):
+        assert [await agent.step() for _ in range(4)] == [1.0, 2.0, 4.0, 30.0]
+    assert [r.getMessage() for r in caplog.records] == [
+        f"read Node {NODE}: ServiceUnavailable: {INJECTED}; retrying in 1s",
+        f"patch Node {NODE}: InternalError: {INJECTED}; retrying in 2s",
+        f"patch Node {NODE}: InternalError: {INJECTED}; retrying in 4s",
+    ]
     assert fake_api.get("nodes", NODE)["metadata"]["annotations"] == {
         "kube-rdma.io/topology": encode(scan(tmp_path))
     }
@@ -108,6 +122,24 @@ async def test_scan_errors_keep_the_published_state(
     assert await agent.step() == 30.0
     assert len(patches(fake_api)) == 1
     assert fake_api.get("nodes", NODE)["metadata"]["labels"]["kube-rdma.io/rdma-ready"] == "true"
+
+
+async def test_an_unreachable_apiserver_backs_off(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    sysfs_tree.shared_nic_node(tmp_path)
+    port = free_port()
+    configuration = client.Configuration()
+    configuration.host = f"http://127.0.0.1:{port}"
+    async with client.ApiClient(configuration) as api:
+        agent = Agent(client.CoreV1Api(api), settings(tmp_path))
+        with caplog.at_level(logging.WARNING, logger="kube_rdma.agent"):
+            assert [await agent.step() for _ in range(2)] == [1.0, 2.0]
+    assert caplog.records[0].getMessage() == (
+        f"read Node {NODE}: Unreachable: Cannot connect to host 127.0.0.1:{port} ssl:default "
+        f"[Connect call failed ('127.0.0.1', {port})] (check the apiserver address and the "
+        "network path to it); retrying in 1s"
+    )
 
 
 async def test_run_sleeps_between_steps(

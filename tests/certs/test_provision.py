@@ -24,6 +24,7 @@ from kubernetes_asyncio import client
 from certs.generate import KeyPair, generate_ca, generate_serving, service_dns_names
 from certs.provision import Provisioner, ProvisionError, ProvisionSettings, ServingPair
 from testbed.fakeapi import RESOURCES, FakeApiServer, RecordedRequest, Resource, eventually
+from testbed.net import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMESPACE, SERVICE = "kube-rdma", "kube-rdma-webhook"
@@ -432,6 +433,64 @@ async def test_a_concurrent_change_to_the_configuration_is_read_again(cluster: C
     assert await cluster.replica().sync_ca_bundle(pair.ca_bundle_pem)
     assert [r.method for r in cluster.fake.requests[seen:]] == ["GET", "PATCH", "GET", "PATCH"]
     assert cluster.bundles() == [pair.ca_bundle_pem] * 2
+
+
+# --- failed calls ------------------------------------------------------------------------------
+
+
+async def first_start(cluster: Cluster) -> object:
+    return await start(cluster.replica())
+
+
+async def renewal(cluster: Cluster) -> object:
+    await start(cluster.replica())
+    cluster.clock.advance(days=300)
+    return await cluster.replica().ensure()
+
+
+INJECTED = "fake apiserver: injected failure"
+SECRETS_PATH = f"/api/v1/namespaces/{NAMESPACE}/secrets"
+CONFIGURATION = "MutatingWebhookConfiguration kube-rdma"
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "code", "act", "message"),
+    [
+        ("GET", SECRET_PATH, 500, first_start, f"read Secret {NAMESPACE}/{SECRET}: InternalError"),
+        ("POST", SECRETS_PATH, 400, first_start, f"create Secret {NAMESPACE}/{SECRET}: BadRequest"),
+        ("PUT", SECRET_PATH, 422, renewal, f"update Secret {NAMESPACE}/{SECRET}: Invalid"),
+        ("GET", CONFIG_PATH, 503, first_start, f"read {CONFIGURATION}: ServiceUnavailable"),
+        ("PATCH", CONFIG_PATH, 500, first_start, f"patch {CONFIGURATION}: InternalError"),
+    ],
+    ids=["read secret", "create secret", "update secret", "read configuration", "patch it"],
+)
+async def test_a_failed_call_is_a_provision_error_that_names_it(
+    cluster: Cluster,
+    method: str,
+    path: str,
+    code: int,
+    act: Callable[[Cluster], Awaitable[object]],
+    message: str,
+) -> None:
+    cluster.fake.fail(method, path, code)
+    with pytest.raises(ProvisionError) as raised:
+        await act(cluster)
+    assert str(raised.value) == f"{message}: {INJECTED}"
+
+
+async def test_an_unreachable_apiserver_is_a_provision_error() -> None:
+    port = free_port()
+    configuration = client.Configuration()
+    configuration.host = f"http://127.0.0.1:{port}"
+    async with client.ApiClient(configuration) as api:
+        replica = Cluster(FakeApiServer(), api).replica()
+        with pytest.raises(ProvisionError) as raised:
+            await replica.ensure()
+    assert str(raised.value) == (
+        f"read Secret {NAMESPACE}/{SECRET}: Unreachable: Cannot connect to host "
+        f"127.0.0.1:{port} ssl:default [Connect call failed ('127.0.0.1', {port})] "
+        "(check the apiserver address and the network path to it)"
+    )
 
 
 # --- the loop ----------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from kubernetes_asyncio import client
 
 from kube_rdma.core.keys import INJECTION
 from kube_rdma.core.objects import Json
+from kube_rdma.kube.errors import ServerError
 from testbed.fakeapi import FakeApiServer, eventually
 from webhook.namespaces import LiveNamespaces, StaticNamespaces
 
@@ -115,8 +116,12 @@ async def test_an_unknown_namespace_has_no_labels(api: FakeApiServer, live: Live
 
 async def test_a_failing_read_raises(api: FakeApiServer, live: LiveNamespaces) -> None:
     api.fail("GET", "/api/v1/namespaces/team-a", 503)
-    with pytest.raises(RuntimeError, match=r"^reading namespace team-a: HTTP 503$"):
+    with pytest.raises(ServerError) as raised:
         await live.labels("team-a")
+    assert (raised.value.status, str(raised.value)) == (
+        503,
+        "read Namespace team-a: ServiceUnavailable: fake apiserver: injected failure",
+    )
 
 
 NAMESPACE_A = """

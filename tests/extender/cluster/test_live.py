@@ -18,6 +18,7 @@ from extender.cluster.source import BindError
 from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
 from kube_rdma.core.topology import Gpu, Level, Nic, Pair, Port, Topology, encode
+from kube_rdma.kube.errors import ApiError, Conflict, ServerError, Unreachable
 from testbed.fakeapi import FakeApiServer, RecordedRequest, eventually
 
 GPU = "nvidia.com/gpu"
@@ -260,30 +261,33 @@ async def test_a_bound_pod_stays_accounted_while_the_watch_lags(
     assert seen == [("102", {GPU: 2}), ("103", {GPU: 2}), ("104", {GPU: 2})]
 
 
-def inject_500(api: FakeApiServer) -> str:
+def inject_500(api: FakeApiServer) -> tuple[type[ApiError], str]:
     api.fail("POST", BINDING, 500)
-    return "fake apiserver: injected failure (HTTP 500)"
+    return ServerError, "create pods/binding: InternalError: fake apiserver: injected failure"
 
 
-def bound_elsewhere(api: FakeApiServer) -> str:
+def bound_elsewhere(api: FakeApiServer) -> tuple[type[ApiError], str]:
     api.patch("pods", "w0", {"spec": {"nodeName": "n2"}}, namespace="team-a")
-    return (
-        'Operation cannot be fulfilled on pods/binding "w0": '
-        'pod w0 is already assigned to node "n2" (HTTP 409)'
+    return Conflict, (
+        'create pods/binding: Conflict: Operation cannot be fulfilled on pods/binding "w0": '
+        'pod w0 is already assigned to node "n2"'
     )
 
 
 @pytest.mark.parametrize("fail", [inject_500, bound_elsewhere], ids=["500", "409"])
 async def test_a_failed_binding_leaves_the_pod_as_it_was(
-    fake_api: FakeApiServer, core_v1: Any, fail: Callable[[FakeApiServer], str]
+    fake_api: FakeApiServer,
+    core_v1: Any,
+    fail: Callable[[FakeApiServer], tuple[type[ApiError], str]],
 ) -> None:
     fake_api.create("pods", pod("w0", 2))
-    reason = fail(fake_api)
+    kind, reason = fail(fake_api)
     fake_api.requests.clear()
     source = LiveSource(core_v1)  # not running: the model cannot know of a bind elsewhere
     with pytest.raises(BindError) as error:
         await source.bind("team-a", "w0", uid(fake_api), "n1", NCCL)
     assert str(error.value) == f"cannot bind pod team-a/w0 to node n1: {reason}"
+    assert type(error.value.__cause__) is kind
     assert writes(fake_api) == [binding(uid(fake_api), NCCL)]
     assert stored_annotations(fake_api) == {"team": "a"}
     assert source.cluster.pod("team-a", "w0") is None
@@ -312,8 +316,9 @@ async def test_a_binding_with_a_stale_uid_fails(fake_api: FakeApiServer, core_v1
         with pytest.raises(BindError) as error:
             await source.bind("team-a", "w0", stale, "n1", {})
         assert str(error.value) == (
-            "cannot bind pod team-a/w0 to node n1: Precondition failed: UID in precondition: "
-            f"{stale}, UID in object meta: {uid(fake_api)} (HTTP 409)"
+            "cannot bind pod team-a/w0 to node n1: create pods/binding: Conflict: "
+            f"Precondition failed: UID in precondition: {stale}, "
+            f"UID in object meta: {uid(fake_api)}"
         )
         assert writes(fake_api) == [binding(stale)]
         assert requested(source, "n1") == {}
@@ -352,6 +357,7 @@ async def test_an_unanswered_binding_is_reported(fake_api: FakeApiServer, core_v
         "cannot bind pod team-a/w0 to node n1: no answer from the apiserver to the binding "
         "(Server disconnected); the pod may be bound"
     )
+    assert type(error.value.__cause__) is Unreachable
     assert writes(fake_api) == []
     assert stored_annotations(fake_api) == {"team": "a"}
 

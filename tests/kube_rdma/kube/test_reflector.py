@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -17,6 +18,7 @@ from testbed.fakeapi import FakeApiServer, eventually
 
 NAMESPACES = "/api/v1/namespaces"
 NODES = "/api/v1/nodes"
+INJECTED = "fake apiserver: injected failure"
 # What the Reflector's watch sends, as kubernetes-asyncio encodes it.
 WATCH_QUERY = {"watch": "True", "allowWatchBookmarks": "True", "timeoutSeconds": "300"}
 
@@ -156,26 +158,35 @@ async def test_backs_off_when_watches_keep_closing_empty(
     assert reflector.relists == 0
 
 
-def compact(api: FakeApiServer) -> None:
+def compact(api: FakeApiServer) -> str:
     api.compact()
+    return "too old resource version: 101 (102)"
 
 
-def answer_410(api: FakeApiServer) -> None:
+def answer_410(api: FakeApiServer) -> str:
     api.fail("GET", NAMESPACES, 410, watch=True)
+    return INJECTED
 
 
 @pytest.mark.parametrize("expire", [compact, answer_410], ids=["ERROR event", "HTTP 410"])
 async def test_relists_when_the_watch_expired(
-    fake_api: FakeApiServer, core_v1: Any, expire: Callable[[FakeApiServer], None]
+    fake_api: FakeApiServer,
+    core_v1: Any,
+    expire: Callable[[FakeApiServer], str],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     fake_api.create("namespaces", named("default"))  # 101
     recorder = Recorder()
+    caplog.set_level(logging.INFO, logger="kube_rdma.kube.reflector")
     async with running(core_v1.list_namespace, recorder) as reflector:
         await eventually(lambda: fake_api.watching == 1)
         fake_api.end_watches()
         fake_api.create("namespaces", named("team-a"))  # 102, before any watch is open again
-        expire(fake_api)
+        message = expire(fake_api)
         await eventually(lambda: reflector.relists == 1 and fake_api.watching == 1)
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.INFO] == [
+        f"watch test objects: Expired: {message}; re-listing"
+    ]
     assert calls(fake_api, NAMESPACES) == ["list", "watch@101", "watch@101", "list", "watch@102"]
     assert recorder.log == ["replace default", "replace default team-a"]
     assert recorder.versions == {"default": "101", "team-a": "102"}
@@ -187,9 +198,14 @@ def backoffs() -> list[float]:
     return []
 
 
-@pytest.mark.parametrize("code", [500, 503])
+@pytest.mark.parametrize(("code", "reason"), [(500, "InternalError"), (503, "ServiceUnavailable")])
 async def test_retries_a_failing_list_with_backoff(
-    fake_api: FakeApiServer, core_v1: Any, backoffs: list[float], code: int
+    fake_api: FakeApiServer,
+    core_v1: Any,
+    backoffs: list[float],
+    code: int,
+    reason: str,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     fake_api.create("namespaces", named("default"))  # 101
     fake_api.fail("GET", NAMESPACES, code, times=3, watch=False)
@@ -198,6 +214,10 @@ async def test_retries_a_failing_list_with_backoff(
         await eventually(lambda: fake_api.watching == 1)
         assert reflector.synced.is_set()
     assert backoffs == [0.5, 1.0, 2.0]
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
+        f"list test objects: {reason}: {INJECTED}; retrying in {delay}s"
+        for delay in ("0.5", "1.0", "2.0")
+    ]
     assert calls(fake_api, NAMESPACES) == ["list", "list", "list", "list", "watch@101"]
     assert recorder.log == ["replace default"]
     assert reflector.relists == 0
