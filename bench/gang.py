@@ -1,11 +1,12 @@
 """Gang placement, with and without the extender: the same stream, side by side.
 
-An emulated kube-scheduler (tests/emulator.py, following REFERENCE section 1) schedules a
-deterministic stream of training jobs, gangs of 2 to 64 pods x 8 GPUs and singletons, arriving
-and finishing, on a generated 512-node cluster in 16 leaf domains (2 % of nodes with a rail
-down, 1 % with a flaky port). Once through the real extender in live mode against the
-HTTP-level fake apiserver, with percentageOfNodesToScore 100 and the bind verb, and once as a
-plain kube-scheduler (in-tree fit and the default binder). Reported per run:
+An emulated kube-scheduler (extender/sim: kube-scheduler's queue, sampling, extender calls,
+assumed pods and asynchronous binding) schedules a deterministic stream of training jobs, gangs
+of 2 to 64 pods x 8 GPUs and singletons, arriving and finishing, on a generated 512-node cluster
+in 16 leaf domains (2 % of nodes with a rail down, 1 % with a flaky port). Once through the real
+extender in live mode against the HTTP-level fake apiserver, with percentageOfNodesToScore 100
+and the bind verb, and once as a plain kube-scheduler (in-tree fit and the default binder).
+Reported per run:
 - partial gangs: the most gangs partly bound at one moment, counting only spells longer than
   1 s (when the barrier opens, the members' binds take a few ms: those are not counted) and all;
 - GPU-hours held by partial gangs (bound members' GPUs while their gang waits);
@@ -34,14 +35,13 @@ from kubernetes_asyncio import client
 from extender.app import Settings, create_app
 from extender.cluster.live import LiveSource
 from extender.pairing import profile, rails
-from extender.sim.emulator import EmulatedScheduler, SchedulerConfig, Workload, pod_requests
+from extender.sim import GPU, EmulatedScheduler, SchedulerConfig, Workload, pod_requests
 from kube_rdma.core.topology import Topology, decode
 from testbed.clustergen import ClusterSpec, generate
 from testbed.fakeapi import FakeApiServer, eventually
 
 CLUSTER = ClusterSpec(nodes=512, seed=11, nodes_per_leaf=32, leaves_per_spine=4, busy_fraction=0.0)
 TRANSIENT = 1.0
-GPU = "nvidia.com/gpu"
 Row = tuple[str, Callable[[dict[str, Any]], str]]
 
 
@@ -73,7 +73,7 @@ async def run(workload: Workload, with_extender: bool) -> dict[str, Any]:
         )
         started = time.perf_counter()
         try:
-            async with EmulatedScheduler(api, url, config, workload=workload) as scheduler:
+            async with EmulatedScheduler(api.host, url, config, workload=workload) as scheduler:
                 finished = await scheduler.run_until(scheduler.workload_done, timeout=300.0)
         finally:
             if runner is not None:

@@ -1,0 +1,47 @@
+"""An emulated kube-scheduler, a stream of training jobs, and a recorder of partial gangs.
+
+To see what the extender does for gangs one needs kube-scheduler's side of the extender protocol
+as kube-scheduler really plays it: `EmulatedScheduler` runs that loop against a Kubernetes
+apiserver (the test apiserver, or a real one) and a real extender over HTTP; `Workload` is what a
+Job controller would create and delete; `Recorder` follows the apiserver's pods and measures
+partial gangs. Each module says where it follows kube-scheduler and where it simplifies.
+"""
+
+from extender.sim.apiserver import Apiserver, ApiserverError, Gone, NotFound
+from extender.sim.binder import BindOutcome
+from extender.sim.clock import Clock, ManualClock, RealClock
+from extender.sim.config import SchedulerConfig, backoff_duration, num_feasible_nodes_to_find
+from extender.sim.extender_client import ExtenderError
+from extender.sim.pods import GPU, RDMA, PodKey, bound_node, pod_key, pod_requests
+from extender.sim.recorder import GangKey, GangRecord, Recorder
+from extender.sim.scheduler import Attempt, EmulatedScheduler
+from extender.sim.workload import Job, Workload, applied
+
+__all__ = [
+    "GPU",
+    "RDMA",
+    "Apiserver",
+    "ApiserverError",
+    "Attempt",
+    "BindOutcome",
+    "Clock",
+    "EmulatedScheduler",
+    "ExtenderError",
+    "GangKey",
+    "GangRecord",
+    "Gone",
+    "Job",
+    "ManualClock",
+    "NotFound",
+    "PodKey",
+    "RealClock",
+    "Recorder",
+    "SchedulerConfig",
+    "Workload",
+    "applied",
+    "backoff_duration",
+    "bound_node",
+    "num_feasible_nodes_to_find",
+    "pod_key",
+    "pod_requests",
+]

@@ -1,6 +1,6 @@
-"""Issue 5's proof: an emulated kube-scheduler drives the real extender (live mode, against the
+"""The gang proof: an emulated kube-scheduler drives the real extender (live mode, against the
 HTTP-level fake apiserver) through a stream of gangs and singletons arriving and finishing on a
-512-node cluster in 16 leaf domains.
+512-node cluster in 16 leaf domains, and no gang is ever left partly bound.
 
 Kubernetes binds one pod per request, so when the barrier opens a gang's members are bound one
 after another: a gang is partial for the few milliseconds that takes. "No partial gang" is
@@ -18,7 +18,7 @@ from aiohttp import web
 
 from extender.app import EXTENDER, Settings, create_app
 from extender.cluster.live import LiveSource
-from extender.sim.emulator import EmulatedScheduler, SchedulerConfig, Workload
+from extender.sim import EmulatedScheduler, SchedulerConfig, Workload
 from testbed.clustergen import LEAF_LABEL, ClusterSpec, generate
 from testbed.fakeapi import FakeApiServer, eventually
 
@@ -72,7 +72,7 @@ async def test_a_stream_of_gangs_is_never_left_partial(
     jobs = workload.stream()
     async with (
         extender(fake_api, core_v1) as (url, app),
-        EmulatedScheduler(fake_api, url, CONFIG, workload=workload) as scheduler,
+        EmulatedScheduler(fake_api.host, url, CONFIG, workload=workload) as scheduler,
     ):
         assert await scheduler.run_until(scheduler.workload_done, timeout=150.0), (
             "every job, gangs of up to 64 pods included, is eventually placed and finishes"
@@ -105,7 +105,7 @@ async def test_two_gangs_competing_for_one_leaf_do_not_deadlock(
     )  # fmt: skip
     async with (
         extender(fake_api, core_v1) as (url, _),
-        EmulatedScheduler(fake_api, url, CONFIG, workload=workload) as scheduler,
+        EmulatedScheduler(fake_api.host, url, CONFIG, workload=workload) as scheduler,
     ):
         assert await scheduler.run_until(scheduler.workload_done, timeout=60.0)
     assert len(scheduler.recorder.time_to_place()) == 2
@@ -119,7 +119,7 @@ async def test_without_the_extender_the_second_gang_sits_partial(fake_api: FakeA
         gang_sizes=((6, 1),),
     )  # fmt: skip
     plain = SchedulerConfig(use_extender=False, backoff_initial=0.05, backoff_max=0.5)
-    async with EmulatedScheduler(fake_api, None, plain, workload=workload) as scheduler:
+    async with EmulatedScheduler(fake_api.host, None, plain, workload=workload) as scheduler:
         assert await scheduler.run_until(scheduler.workload_done, timeout=30.0)
     # The plain scheduler binds 2 of the second gang's 6 pods at once and holds those 16 GPUs
     # idle until the first gang finishes.

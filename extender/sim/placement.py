@@ -1,0 +1,98 @@
+"""Picking a node for one pod: schedulePod of pkg/scheduler/schedule_one.go, for one profile.
+
+Where it follows kube-scheduler:
+- the in-tree filters run over the nodes in nodeTree order from where the previous cycle stopped,
+  until numFeasibleNodesToFind nodes passed; only those are sent to the extender's /filter;
+- the nodes the extender fails join the in-tree failures in FitError's message;
+- with one feasible node left there is nothing to score and /prioritize is not called; its
+  errors are ignored (no extender scores); an extender score is multiplied by the extender's
+  weight and MaxNodeScore / MaxExtenderPriority (100 / 10) and added to the in-tree score.
+
+Where it simplifies, and a careful reader could tell: ties go to the smallest node name
+(kube-scheduler picks at random among the best).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+
+from extender.sim.config import SchedulerConfig, num_feasible_nodes_to_find
+from extender.sim.extender_client import MAX_EXTENDER_PRIORITY, ExtenderClient, ExtenderError
+from extender.sim.fit import (
+    FIT_WEIGHT,
+    MAX_NODE_SCORE,
+    NodeFacts,
+    NodeUsage,
+    fit_error,
+    fit_failure,
+    gpu_score,
+)
+from extender.sim.nodetree import NodeTree, scan
+from extender.sim.pods import pod_requests
+from kube_rdma.core.objects import Json
+
+
+class Unschedulable(Exception):
+    """No node fits the pod."""
+
+
+class Placement:
+    """Reads the scheduler's node facts, node order and usage, which the scheduler keeps
+    current; remembers where the in-tree pass stopped."""
+
+    def __init__(
+        self,
+        config: SchedulerConfig,
+        nodes: Mapping[str, NodeFacts],
+        tree: NodeTree,
+        usage: NodeUsage,
+    ) -> None:
+        self._config, self._nodes, self._tree, self._usage = config, nodes, tree, usage
+        self._next_start = 0
+
+    async def find_node(self, pod: Json, extender: ExtenderClient | None) -> tuple[str, int]:
+        """The node for the pod, and how many feasible nodes the in-tree pass sampled; `extender`
+        None when the pod is not for the extender. Raises Unschedulable, or ExtenderError when
+        /filter failed."""
+        names = self._tree.list()
+        if not names:
+            raise Unschedulable("no nodes available to schedule pods")
+        requests = pod_requests(pod)
+        tolerations = list((pod.get("spec") or {}).get("tolerations") or [])
+
+        def check(name: str) -> str | None:
+            return fit_failure(self._nodes[name], self._usage.of(name), requests, tolerations)
+
+        wanted = num_feasible_nodes_to_find(len(names), self._config.percentage_of_nodes_to_score)
+        feasible, failed, processed = scan(names, self._next_start, wanted, check)
+        self._next_start = (self._next_start + processed) % len(names)
+        sampled = len(feasible)
+        if feasible and extender is not None:
+            feasible = await extender.filter(pod, feasible, failed)
+        if not feasible:
+            raise Unschedulable(fit_error(len(names), failed))
+        if len(feasible) == 1:
+            return feasible[0], sampled
+        scores = await self._scores(pod, feasible, requests, extender)
+        return min(feasible, key=lambda n: (-scores[n], n)), sampled
+
+    async def _scores(
+        self,
+        pod: Json,
+        feasible: list[str],
+        requests: Mapping[str, int],
+        extender: ExtenderClient | None,
+    ) -> dict[str, int]:
+        """The in-tree score plus the extender's, scaled."""
+        scores = {
+            n: FIT_WEIGHT * gpu_score(self._nodes[n], self._usage.of(n), requests) for n in feasible
+        }
+        if extender is None:
+            return scores
+        scale = self._config.extender_weight * (MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY)
+        with contextlib.suppress(ExtenderError):
+            for host, score in (await extender.prioritize(pod, feasible)).items():
+                if host in scores:
+                    scores[host] += score * scale
+        return scores
