@@ -197,7 +197,7 @@ def test_first_node_exactly() -> None:
 
 
 def test_an_hgx_document_matches_the_agents_scan_of_an_hgx_sysfs(tmp_path: Path) -> None:
-    """The generated board is the one tests/extender/sysfs_tree.py builds: same PCI addresses,
+    """The generated board is the one testbed/builders/sysfs_tree.py builds: same PCI addresses,
     NUMA nodes, netdevs and GPU-NIC levels."""
     sysfs_tree.hgx_8gpu_8nic(tmp_path)
     scanned = scan(tmp_path)

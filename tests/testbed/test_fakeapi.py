@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-from kubernetes_asyncio import client, watch
+from kubernetes_asyncio import client, config, watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from kube_rdma.core.objects import Json
-from testbed.fakeapi import FakeApiServer
+from testbed.fakeapi import FakeApiServer, kubeconfig
+from testbed.net import free_port, listening
 
 
 def pod(name: str, node: str = "", labels: dict[str, str] | None = None) -> Json:
@@ -242,3 +244,39 @@ async def test_periodic_bookmarks() -> None:
             _preload_content=False,
         )
         assert orjson.loads(await response.content.readline())["type"] == "BOOKMARK"
+
+
+async def test_restore_keeps_identity_and_a_kubeconfig_reaches_the_server(tmp_path: Path) -> None:
+    node = {"metadata": {"name": "n1", "uid": "u-1", "creationTimestamp": "2024-06-03T00:00:00Z"}}
+    async with FakeApiServer() as server:
+        server.restore([("nodes", node), ("pods", pod("p"))])
+        path = server.write_kubeconfig(tmp_path / "kubeconfig")
+        api = await config.new_client_from_config(config_file=str(path))
+        async with api:
+            listed = await client.CoreV1Api(api).list_node()
+        restored = server.get("pods", "p", "default")
+    assert [
+        (n.metadata.name, n.metadata.uid, n.metadata.resource_version) for n in listed.items
+    ] == [("n1", "u-1", "101")]
+    assert listed.items[0].metadata.creation_timestamp.isoformat() == "2024-06-03T00:00:00+00:00"
+    assert (restored["metadata"]["namespace"], restored["metadata"]["resourceVersion"]) == (
+        "default",
+        "102",
+    )
+    assert orjson.loads(path.read_bytes()) == kubeconfig(server.host)
+    assert not path.with_name("kubeconfig.partial").exists()
+
+
+@pytest.mark.parametrize(
+    ("host", "url"),
+    [("127.0.0.1", "http://127.0.0.1:{port}"), ("0.0.0.0", "http://127.0.0.1:{port}")],
+)
+async def test_start_on_a_given_address(host: str, url: str) -> None:
+    port = free_port()
+    server = FakeApiServer()
+    await server.start(host, port)
+    try:
+        assert server.host == url.format(port=port)
+        assert listening(port)
+    finally:
+        await server.stop()

@@ -1,0 +1,77 @@
+"""What to generate (`ClusterSpec`, checked on construction) and the names the cluster uses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from kube_rdma.core import keys
+
+LEAF_LABEL = keys.LEAF
+SPINE_LABEL = keys.SPINE
+ZONE_LABEL = "topology.kubernetes.io/zone"
+GPU = "nvidia.com/gpu"
+RDMA_SHARED = "rdma/hca"
+MULTUS_NETWORKS = "k8s.v1.cni.cncf.io/networks"
+
+# The rail IPv4 plan gives each rail a 10.r.0.0/16 with 250 hosts per /24; pod CIDRs are the
+# /24s of 10.128.0.0/9. Both run out past 32,768 nodes.
+MAX_NODES = 32_768
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """What to generate. Fractions pick exactly round(fraction x nodes) nodes."""
+
+    nodes: int = 64
+    seed: int = 0
+    nodes_per_leaf: int = 32
+    """Leaf switch domain size."""
+    leaves_per_spine: int = 8
+    """Spine (block) domain size, in leaves."""
+    link_layer: Literal["Ethernet", "InfiniBand", "mixed"] = "Ethernet"
+    """`mixed`: about a quarter of the spines are InfiniBand, the rest Ethernet."""
+    rail_down_fraction: float = 0.02
+    """Nodes with exactly one rail DOWN."""
+    flaky_fraction: float = 0.01
+    """Nodes with one ACTIVE port marked unhealthy (its error counters grow)."""
+    no_agent_fraction: float = 0.005
+    """Nodes without the topology annotation (the agent never ran there)."""
+    busy_fraction: float = 0.5
+    """Fraction of all GPUs taken by running pods."""
+    per_rail_resources: bool = False
+    """rdma/hca1..8 (1 each) instead of rdma/hca: 8."""
+
+    def __post_init__(self) -> None:
+        problems = _spec_problems(self)
+        if problems:
+            raise ValueError("invalid ClusterSpec: " + "; ".join(problems))
+
+
+def spine_count(spec: ClusterSpec) -> int:
+    """How many spines the spec's nodes fill, the last leaf and spine possibly part-full."""
+    leaves = -(-spec.nodes // spec.nodes_per_leaf)
+    return -(-leaves // spec.leaves_per_spine)
+
+
+def _spec_problems(spec: ClusterSpec) -> list[str]:
+    problems = []
+    if not 1 <= spec.nodes <= MAX_NODES:
+        problems.append(f"nodes must be 1 to {MAX_NODES}, got {spec.nodes}")
+    for name in ("nodes_per_leaf", "leaves_per_spine"):
+        if getattr(spec, name) < 1:
+            problems.append(f"{name} must be at least 1, got {getattr(spec, name)}")
+    fractions = ("rail_down_fraction", "flaky_fraction", "no_agent_fraction", "busy_fraction")
+    for name in fractions:
+        if not 0.0 <= getattr(spec, name) <= 1.0:
+            problems.append(f"{name} must be between 0 and 1, got {getattr(spec, name)}")
+    if spec.rail_down_fraction + spec.flaky_fraction + spec.no_agent_fraction > 1.0:
+        problems.append("rail_down, flaky and no_agent fractions pick distinct nodes: sum <= 1")
+    if spec.link_layer not in ("Ethernet", "InfiniBand", "mixed"):
+        problems.append(f"link_layer must be Ethernet, InfiniBand or mixed, got {spec.link_layer}")
+    elif spec.link_layer == "mixed" and not problems and spine_count(spec) < 2:
+        problems.append(
+            f"link_layer mixed varies per spine, and {spec.nodes} nodes fill one spine of "
+            f"{spec.nodes_per_leaf * spec.leaves_per_spine}: add nodes or lower leaves_per_spine"
+        )
+    return problems

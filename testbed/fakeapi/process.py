@@ -1,0 +1,92 @@
+"""`python -m testbed.fakeapi`: the fake apiserver as a process of its own, serving a snapshot.
+
+It lets the real product run against a known cluster from outside, exactly as it runs against a
+real one: `kube-rdma extender|agent run|webhook --kubeconfig FILE`, where FILE is the kubeconfig
+this process writes. One line on stdout says where it listens and what it serves (a test or a
+script waits for it); SIGTERM or SIGINT stops it with exit status 0. A snapshot it cannot serve
+is refused before it listens, with the file and the problem on stderr and exit status 2. Like a
+new cluster, it always serves the namespaces default, kube-node-lease, kube-public and
+kube-system.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final
+
+from testbed.fakeapi.errors import ApiError
+from testbed.fakeapi.server import FakeApiServer
+from testbed.fakeapi.snapshot import Snapshot, SnapshotError, implied_namespaces, read_snapshot
+
+PROGRAM: Final = "python -m testbed.fakeapi"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=PROGRAM, description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=0, help="0 (default): any free port")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument(
+        "--load", type=Path, metavar="SNAPSHOT", help="Nodes, Pods and Namespaces (JSON/YAML)"
+    )
+    parser.add_argument(
+        "--kubeconfig-out", type=Path, metavar="FILE", help="write a kubeconfig for this server"
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    server = FakeApiServer()
+    try:
+        snapshot = load(server, args.load)
+    except SnapshotError as e:
+        print(f"{PROGRAM}: {e}", file=sys.stderr)
+        return 2
+    if snapshot.skipped:
+        kinds = ", ".join(f"{count} {kind}" for kind, count in sorted(snapshot.skipped.items()))
+        print(f"{PROGRAM}: not served, so left out: {kinds}", file=sys.stderr)
+    return asyncio.run(serve(server, args, served(server)))
+
+
+def load(server: FakeApiServer, path: Path | None) -> Snapshot:
+    """Read `path` (when given) into `server`, with the Namespaces a cluster would have;
+    SnapshotError names what cannot be served."""
+    snapshot = read_snapshot(path, server.resources) if path is not None else Snapshot()
+    snapshot.objects += [("namespaces", ns) for ns in implied_namespaces(snapshot.objects)]
+    try:
+        server.restore(snapshot.objects)
+    except ApiError as e:  # the same name twice
+        raise SnapshotError(f"{path}: {e.message}") from None
+    return snapshot
+
+
+def served(server: FakeApiServer) -> str:
+    """What the server holds, as in "8 namespaces, 8 nodes, 21 pods"."""
+    counts = {plural: len(server.objects(plural)) for plural in sorted(server.resources)}
+    return ", ".join(f"{count} {plural}" for plural, count in counts.items())
+
+
+async def serve(server: FakeApiServer, args: argparse.Namespace, contents: str) -> int:
+    """Listen until SIGTERM or SIGINT; 1 when it cannot listen."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await server.start(args.host, args.port)
+    except OSError as e:
+        print(f"{PROGRAM}: cannot listen: {e.strerror}", file=sys.stderr)
+        return 1
+    try:
+        if args.kubeconfig_out is not None:
+            server.write_kubeconfig(args.kubeconfig_out)
+        print(f"fake apiserver listening on {server.host}: {contents}", flush=True)
+        await stop.wait()
+    finally:
+        await server.stop()
+    return 0

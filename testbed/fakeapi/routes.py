@@ -1,0 +1,127 @@
+"""The REST routes: /api/v1/... and /apis/GROUP/VERSION/..., for every resource of the store.
+
+The verbs are the apiserver's: GET on a collection lists (or watches, with `watch=true`), POST
+creates, GET/PUT/PATCH/DELETE on a name read, replace, patch and delete, and the `status`
+subresource reads and writes the whole object. A Binding is accepted on pods/NAME/binding and on
+namespaces/NS/bindings. Lists ignore `resourceVersion`, `limit` and `continue` and always serve
+the latest state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+from aiohttp import web
+
+from kube_rdma.core.objects import Json
+from testbed.fakeapi.errors import NO_RESOURCE, ApiError, integer, json_response
+from testbed.fakeapi.recording import BODY, TRUE, Recorder
+from testbed.fakeapi.selectors import Selector
+from testbed.fakeapi.store import Store, check_name
+from testbed.fakeapi.watch import Watcher, Watches
+
+STORE: Final = web.AppKey("store", Store)
+WATCHES: Final = web.AppKey("watches", Watches)
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a URL names: a collection (name None), an object, or one of its subresources."""
+
+    plural: str
+    namespace: str | None
+    name: str | None
+    subresource: str | None
+
+
+def create_app(store: Store, watches: Watches, recorder: Recorder) -> web.Application:
+    app = web.Application(middlewares=[recorder.middleware])
+    app[STORE], app[WATCHES] = store, watches
+    app.router.add_route("*", "/api/{version}/{path:.*}", dispatch)
+    app.router.add_route("*", "/apis/{group}/{version}/{path:.*}", dispatch)
+    return app
+
+
+async def dispatch(request: web.Request) -> web.StreamResponse:
+    store = request.app[STORE]
+    target = route(store, request)
+    if target.plural == "bindings" or target.subresource == "binding":
+        if request.method != "POST" or target.namespace is None:
+            raise ApiError(405, f"fake apiserver: {request.method} is not supported on bindings")
+        binding = _named(request[BODY], target.name)
+        return json_response(store.bind(target.namespace, binding), 201)
+    if target.subresource not in (None, "status"):
+        raise ApiError(404, NO_RESOURCE)
+    if target.name is None:
+        return await _collection(request, store, target)
+    return _item(request, store, target, target.name)
+
+
+def route(store: Store, request: web.Request) -> Target:
+    """The target of /api/v1/... or /apis/group/version/...; 404 for anything not served."""
+    info = request.match_info
+    api_version = f"{info['group']}/{info['version']}" if "group" in info else info["version"]
+    parts = info["path"].strip("/").split("/")
+    namespace = None
+    if len(parts) >= 3 and parts[0] == "namespaces" and parts[2] != "status":
+        namespace, parts = parts[1], parts[2:]
+    plural, name, subresource = [*parts, None, None][:3]
+    if parts == ["bindings"] and namespace is not None:
+        return Target("bindings", namespace, None, None)
+    resource = store.resources.get(str(plural))
+    found = len(parts) <= 3 and resource is not None and resource.api_version == api_version
+    if not found or resource is None or (namespace is not None) > resource.namespaced:
+        raise ApiError(404, NO_RESOURCE)
+    if resource.namespaced and name is not None and namespace is None:
+        raise ApiError(404, NO_RESOURCE)
+    return Target(str(plural), namespace, name, subresource)
+
+
+async def _collection(request: web.Request, store: Store, target: Target) -> web.StreamResponse:
+    if request.method == "GET":
+        selector = Selector.from_query(target.plural, target.namespace, request.query)
+        if request.query.get("watch") in TRUE:
+            return await _watch(request, selector)
+        return json_response(store.list_body(selector))
+    if request.method == "POST":
+        return json_response(
+            store.create(target.plural, _object(request[BODY]), target.namespace), 201
+        )
+    raise ApiError(405, f"fake apiserver: {request.method} is not supported on {request.path}")
+
+
+def _item(request: web.Request, store: Store, target: Target, name: str) -> web.Response:
+    plural, namespace, body = target.plural, target.namespace, request[BODY]
+    if request.method == "GET":
+        return json_response(store.get(plural, name, namespace))
+    if request.method == "PUT":
+        obj = _object(body)
+        check_name(obj, name, missing_ok=True)
+        return json_response(store.update(plural, _named(obj, name), namespace))
+    if request.method == "PATCH":
+        return json_response(store.patch(plural, name, body, request.content_type, namespace))
+    if request.method == "DELETE":
+        return json_response(store.delete(plural, name, namespace))
+    raise ApiError(405, f"fake apiserver: {request.method} is not supported on {request.path}")
+
+
+async def _watch(request: web.Request, selector: Selector) -> web.StreamResponse:
+    store, watches, query = request.app[STORE], request.app[WATCHES], request.query
+    seconds = float(integer(query.get("timeoutSeconds", "0"), "timeoutSeconds"))
+    watcher = Watcher(selector, query.get("allowWatchBookmarks") in TRUE, request.transport)
+    backlog = store.backlog(selector, query.get("resourceVersion", ""))
+    return await watches.stream(request, watcher, backlog, seconds, store.bookmark)
+
+
+def _object(body: Any) -> Json:
+    if not isinstance(body, dict):
+        raise ApiError(400, "the request body must be a JSON object")
+    return body
+
+
+def _named(body: Any, name: str | None) -> Json:
+    obj = _object(body)
+    if name is not None:
+        obj.setdefault("metadata", {})["name"] = name
+    return obj

@@ -1,0 +1,26 @@
+"""Waiting for a condition in async tests and benches, instead of sleeping a guessed time."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable
+
+POLL_SECONDS = 0.002
+
+
+async def eventually(condition: Callable[[], object], within: float = 2.0) -> None:
+    """Wait until `condition()` (awaited when it returns an awaitable) is truthy, polling often;
+    AssertionError when `within` seconds pass first."""
+    try:
+        async with asyncio.timeout(within):
+            while True:
+                if await _truthy(condition()):
+                    return
+                await asyncio.sleep(POLL_SECONDS)
+    except TimeoutError:
+        raise AssertionError(f"condition still false after {within}s") from None
+
+
+async def _truthy(result: object) -> bool:
+    return bool(await result if inspect.isawaitable(result) else result)
