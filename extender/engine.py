@@ -146,7 +146,7 @@ class Engine:
 
     def rails(self, pod: PodView, node: NodeInfo) -> Rails | None:
         """The node's rails for the pod's link layer and rate; computed once per distinct
-        rail signature (extender/cluster.py), not per node."""
+        rail signature (extender/cluster/model.py), not per node."""
         if node.topology is None:
             return None
         key = (node.rails_key, pod.link_layer, pod.min_rate)
@@ -164,7 +164,7 @@ class Engine:
             return {criterion: 0.0 for criterion in self._criteria}
         scores = dict(self._node_scores(pod, self._shape(pod), node))
         for criterion, live in self._live.items():
-            scores[criterion] = live.score(pod, node, self.rails(pod, node))
+            scores[criterion] = live.score(pod, node, None)
         return scores
 
     def _node_scores(self, pod: PodView, shape: int, node: NodeInfo) -> dict[str, float]:
@@ -208,10 +208,10 @@ class Engine:
                 total = self.total(self._node_scores(pod, shape, node), weights)
                 _bound(self._totals)
                 self._totals[key] = total
-            for weight, criterion in live:
-                # The cached total counts the neutral score; put the real one in.
-                found = self.rails(pod, node)
-                total += weight * (criterion.score(pod, node, found) - criterion.neutral)
+            if live:
+                # The cached total counts the live criteria at neutral; put their scores in.
+                for weight, criterion in live:
+                    total += weight * (criterion.score(pod, node, None) - criterion.neutral)
             result[name] = total
         return result
 

@@ -27,7 +27,8 @@ class Criterion:
     live: Callable[[], bool] | None = None
     """Set for a criterion that reads the gang plans, not only the pod's shape and the node's
     state: whether its score can differ from `neutral` right now. The engine caches every
-    other criterion per (shape, state), and this one's `neutral` score with them."""
+    other criterion per (shape, state), and this one's `neutral` score with them. A live
+    criterion is scored per node and call, so it is given no rails (None) to keep that cheap."""
     neutral: float = 10.0
 
 
