@@ -1,4 +1,4 @@
-"""The extender's aiohttp application: decode, call the engine, encode.
+"""The extender's aiohttp application: decode, call the scheduler (extender/scheduling.py), encode.
 
 `create_app(settings, source)` builds the app around a cluster source; the source's feed, the
 weights reloader and (for HTTPS) nothing else run in the app's cleanup context.
@@ -29,13 +29,10 @@ from prometheus_client import (
 from certs.reload import CertificateReloader
 from certs.watch import watch_certificate
 from extender import protocol
-from extender.binding import node_settings
 from extender.cluster.source import BindError, ClusterSource
-from extender.engine import Engine
-from extender.explain import explanation, table
-from extender.gangs.identity import Gang, Singleton, gang_of
+from extender.explain import table
 from extender.gangs.planner import GangSettings, Planner
-from extender.podview import PodView, pod_view
+from extender.scheduling import Scheduler
 from extender.weights import DEFAULT, Weights, parse_weights
 from kube_rdma.core.config_file import WatchedFile
 
@@ -86,15 +83,13 @@ class Extender:
     settings: Settings
     source: ClusterSource
     weights: WatchedFile[Weights]
-    engine: Engine
-    planner: Planner
+    scheduler: Scheduler
     metrics: Metrics
 
-    def view(self, pod: dict[str, Any]) -> PodView:
-        return pod_view(pod, self.settings.gpu_resources, self.settings.rdma_resources)
-
-    def gang(self, pod: dict[str, Any]) -> Gang | Singleton:
-        return gang_of(pod, self.source.cluster.podgroup_size)
+    @property
+    def planner(self) -> Planner:
+        """The gang plans, for audits and tests."""
+        return self.scheduler.planner
 
 
 EXTENDER = web.AppKey("extender", Extender)
@@ -113,12 +108,15 @@ def create_app(
         "weights",
         lambda result: metrics.weight_reloads.labels(result).inc(),
     )
-    engine = Engine(source.cluster, lambda: weights.current)
-    planner = Planner(source.cluster, engine, settings.gangs)
-    engine.locality = planner.locality
-    engine.locality_active = lambda: bool(planner.plans)
+    scheduler = Scheduler(
+        source,
+        lambda: weights.current,
+        settings.gangs,
+        settings.gpu_resources,
+        settings.rdma_resources,
+    )
     app = web.Application(client_max_size=settings.max_body_bytes)
-    app[EXTENDER] = Extender(settings, source, weights, engine, planner, metrics)
+    app[EXTENDER] = Extender(settings, source, weights, scheduler, metrics)
     app.cleanup_ctx.append(_background)
     if tls is not None:
         watch_certificate(app, tls, metrics.registry)
@@ -168,7 +166,7 @@ async def _sweep(extender: Extender) -> None:
     while True:
         await asyncio.sleep(extender.settings.sweep_interval)
         try:
-            extender.planner.sweep()
+            extender.scheduler.sweep()
         except Exception:
             log.exception("gang plan upkeep failed")
 
@@ -204,94 +202,44 @@ def _json(body: Any) -> web.Response:
 
 
 async def handle_filter(request: web.Request) -> web.Response:
-    extender = request.app[EXTENDER]
     args = protocol.decode_args(await request.read())
-    view, gang = extender.view(args.pod), extender.gang(args.pod)
-    outcome = None
-    if isinstance(gang, Gang) and view.relevant:
-        outcome = extender.planner.filter(view, gang, args.names)
-    if outcome is None:
-        key = gang.key if isinstance(gang, Gang) else None
-        outcome = extender.engine.filter(view, args.names, key)
+    outcome = request.app[EXTENDER].scheduler.filter(args.pod, args.names)
     return _json(protocol.filter_result(args, outcome.passed, outcome.failed, outcome.unresolvable))
 
 
 async def handle_prioritize(request: web.Request) -> web.Response:
-    extender = request.app[EXTENDER]
     args = protocol.decode_args(await request.read())
-    gang = extender.gang(args.pod)
-    key = gang.key if isinstance(gang, Gang) else None
-    scores = extender.engine.prioritize(extender.view(args.pod), args.names, key)
+    scores = request.app[EXTENDER].scheduler.prioritize(args.pod, args.names)
     return _json(protocol.host_priorities(scores))
 
 
 async def handle_bind(request: web.Request) -> web.Response:
-    extender = request.app[EXTENDER]
     args = protocol.decode_binding(await request.read())
     where = f"{args.pod_namespace}/{args.pod_name} to {args.node}"
-    key = (args.pod_namespace, args.pod_name)
-    pod = extender.source.cluster.pod(*key)
-    gang = extender.gang(pod) if pod is not None else Singleton()
+    scheduler = request.app[EXTENDER].scheduler
     try:
-        annotations = _bind_annotations(extender, args)
-        if isinstance(gang, Gang):
-            # All or nothing: wait for every member to reach bind, or fail them all.
-            planned = pod is not None and extender.view(pod).relevant
-            await extender.planner.barrier(key, gang, args.node, planned)
-        await extender.source.bind(
-            args.pod_namespace, args.pod_name, args.pod_uid, args.node, annotations
+        annotations = await scheduler.bind(
+            args.pod_namespace, args.pod_name, args.pod_uid, args.node
         )
     except BindError as e:
         log.warning("bind of %s failed: %s", where, e, extra={"node": args.node})
         return _json(protocol.binding_result(str(e)))
-    if isinstance(gang, Gang):
-        extender.planner.bound(key, gang, args.node)
     log.info("bound %s", where, extra={"node": args.node, **annotations})
     return _json(protocol.binding_result())
 
 
-def _bind_annotations(extender: Extender, args: protocol.BindingArgs) -> dict[str, str]:
-    pod = extender.source.cluster.pod(args.pod_namespace, args.pod_name)
-    if pod is None:
-        raise BindError(f"pod {args.pod_namespace}/{args.pod_name} is not in the extender's cache")
-    view = extender.view(pod)
-    if not view.node_settings:
-        return {}
-    node = extender.source.cluster.node(args.node)
-    if node is None:
-        raise BindError(f"node {args.node} is not in the extender's cache")
-    return node_settings(view, node, extender.engine.rails(view, node))
-
-
 async def handle_explain(request: web.Request) -> web.Response:
-    extender = request.app[EXTENDER]
     namespace, name = request.query.get("namespace"), request.query.get("name")
     if not namespace or not name:
         return web.json_response({"error": "explain needs ?namespace=N&name=P"}, status=400)
-    pod = extender.source.cluster.pod(namespace, name)
-    if pod is None:
+    body = request.app[EXTENDER].scheduler.explain(namespace, name)
+    if body is None:
         return web.json_response(
             {"error": f"pod {namespace}/{name} is not in the extender's cache"}, status=404
         )
-    view, gang = extender.view(pod), extender.gang(pod)
-    key = gang.key if isinstance(gang, Gang) else None
-    body = explanation(view, extender.engine.explain(view, key), extender.weights.current)
-    body["gang"] = _gang_summary(extender, gang)
     if request.query.get("format") == "table":
         return web.Response(text=table(body))
     return _json(body)
-
-
-def _gang_summary(extender: Extender, gang: Gang | Singleton) -> dict[str, Any]:
-    if isinstance(gang, Singleton):
-        return {"singleton": gang.reason or "the pod names no gang"}
-    summary: dict[str, Any] = {"name": str(gang), "size": gang.size, "source": gang.source}
-    plan = extender.planner.plans.get(gang.key)
-    if plan is None:
-        summary["plan"] = None
-    else:
-        summary["plan"] = {"domain": plan.domain, "nodes": sorted(set(plan.slots))}
-    return summary
 
 
 async def handle_healthz(request: web.Request) -> web.Response:

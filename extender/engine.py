@@ -4,22 +4,27 @@ It reads the cluster model and the weights, and does no I/O. A verdict or score 
 the pod's shape (what it asks) and the node's state (its rails, errors and resources), and most
 nodes of a cluster share a few states, so both are computed once per (shape, state) and looked
 up for every other node: a call costs about one dict lookup per node.
+
+Gang plans enter through a read-only view given at construction (extender/gangs/reservations.py):
+what other gangs hold on a node counts as requested, which makes a node state of its own, and
+the locality criterion, which reads the plans, is scored per node only while some gang is
+planned (at its neutral score, cached with the others, otherwise).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from extender.cluster.model import Cluster, NodeInfo
 from extender.filters import Filter, Verdict, fail
 from extender.filters import registry as filter_registry
+from extender.gangs.reservations import NO_PLANS, GangKey, GangPlans
 from extender.pairing import Rails, rails
 from extender.podview import PodView
-from extender.scores import Scorer
+from extender.scores import Criterion
 from extender.scores import registry as score_registry
-from extender.scores.locality import NEUTRAL as NEUTRAL_LOCALITY
 from extender.weights import Weights
 
 NOT_CACHED = fail("node is not in the extender's cache yet (just added?); it is retried")
@@ -43,30 +48,25 @@ class Assessment:
     total: float | None
 
 
-GangKey = tuple[str, str]
-Reservations = Mapping[str, Mapping[GangKey, Mapping[str, int]]]
-Locality = Callable[[PodView, NodeInfo], float]
-
-
 class Engine:
-    def __init__(self, cluster: Cluster, weights: Callable[[], Weights]) -> None:
+    """Filter, prioritize and explain over the cluster model, with the capacity gang plans hold
+    counted as used by everyone but the gang itself (`plans`, read only)."""
+
+    def __init__(
+        self, cluster: Cluster, weights: Callable[[], Weights], plans: GangPlans = NO_PLANS
+    ) -> None:
         self._cluster = cluster
         self._weights = weights
+        self._plans = plans
         self._filters: list[tuple[str, Filter]] = filter_registry()
-        self._scorers: dict[str, Scorer] = score_registry()
+        self._criteria: dict[str, Criterion] = score_registry(plans)
+        self._live = {name: c for name, c in self._criteria.items() if c.live is not None}
         self._shapes: dict[tuple[Any, ...], int] = {}
         self._rails: dict[tuple[int, str | None, float | None], Rails] = {}
         self._verdicts: dict[tuple[int, int], Verdict] = {}
         self._scores: dict[tuple[int, int], dict[str, float]] = {}
         self._totals: dict[tuple[int, int, int], float] = {}
         self._held_states: dict[tuple[int, tuple[tuple[str, int], ...]], int] = {}
-        self.reservations: Reservations = {}
-        """Capacity gang plans hold on nodes (extender/planner.py), seen as used by others."""
-        self.locality: Locality | None = None
-        """Replaces the locality criterion when gang placement is on."""
-        self.locality_active: Callable[[], bool] = lambda: False
-        """Whether `locality` can differ from the neutral score at all (some gang is planned);
-        when not, prioritize skips it: it costs a call per node."""
 
     def _shape(self, pod: PodView) -> int:
         number = self._shapes.get(pod.shape)
@@ -75,18 +75,9 @@ class Engine:
             number = self._shapes[pod.shape] = len(self._shapes) + 1
         return number
 
-    def held(self, name: str, gang: GangKey | None = None) -> dict[str, int]:
-        """Resources other gangs' plans hold on the node."""
-        total: dict[str, int] = {}
-        for owner, resources in (self.reservations.get(name) or {}).items():
-            if owner != gang:
-                for resource, amount in resources.items():
-                    total[resource] = total.get(resource, 0) + amount
-        return total
-
     def _view(self, node: NodeInfo, gang: GangKey | None) -> NodeInfo:
         """The node as a pod of `gang` sees it: what other gangs hold counts as requested."""
-        held = self.held(node.name, gang)
+        held = self._plans.held(node.name, gang)
         if not held:
             return node
         requested = dict(node.requested)
@@ -101,7 +92,7 @@ class Engine:
 
     def _node(self, name: str, gang: GangKey | None) -> NodeInfo | None:
         node = self._cluster.views.get(name)
-        if node is not None and name in self.reservations:
+        if node is not None and name in self._plans.held_nodes:
             return self._view(node, gang)
         return node
 
@@ -113,7 +104,7 @@ class Engine:
         unresolvable: dict[str, str] = {}
         if not pod.relevant:
             return FilterOutcome(list(names), failed, unresolvable)
-        shape, views, reserved = self._shape(pod), self._cluster.views, self.reservations
+        shape, views, reserved = self._shape(pod), self._cluster.views, self._plans.held_nodes
         for name in names:
             node = views.get(name)
             if node is not None and name in reserved:
@@ -155,7 +146,7 @@ class Engine:
 
     def rails(self, pod: PodView, node: NodeInfo) -> Rails | None:
         """The node's rails for the pod's link layer and rate; computed once per distinct
-        rail signature (extender/cluster.py), not per node."""
+        rail signature (extender/cluster/model.py), not per node."""
         if node.topology is None:
             return None
         key = (node.rails_key, pod.link_layer, pod.min_rate)
@@ -170,18 +161,22 @@ class Engine:
         """Each criterion's 0-10 score for the node."""
         node = self._node(name, gang)
         if node is None:
-            return {criterion: 0.0 for criterion in self._scorers}
+            return {criterion: 0.0 for criterion in self._criteria}
         scores = dict(self._node_scores(pod, self._shape(pod), node))
-        if self.locality is not None:
-            scores["locality"] = self.locality(pod, node)
+        for criterion, live in self._live.items():
+            scores[criterion] = live.score(pod, node, None)
         return scores
 
     def _node_scores(self, pod: PodView, shape: int, node: NodeInfo) -> dict[str, float]:
+        """The scores of the pod's shape on the node's state; live criteria at their neutral."""
         key = (shape, node.state)
         scores = self._scores.get(key)
         if scores is None:
             found = self.rails(pod, node)
-            scores = {c: scorer(pod, node, found) for c, scorer in self._scorers.items()}
+            scores = {
+                name: c.neutral if c.live is not None else c.score(pod, node, found)
+                for name, c in self._criteria.items()
+            }
             _bound(self._scores)
             self._scores[key] = scores
         return scores
@@ -197,9 +192,8 @@ class Engine:
         if not pod.relevant:
             return {name: 0.0 for name in names}
         shape, views, weights = self._shape(pod), self._cluster.views, self._weights()
-        version, reserved = id(weights), self.reservations
-        w_locality = weights.locality / sum(weights.as_dict().values())
-        locality = self.locality if w_locality and self.locality_active() else None
+        version, reserved = id(weights), self._plans.held_nodes
+        live = self._live_weights(weights)
         result = {}
         for name in names:
             node = views.get(name)
@@ -214,11 +208,23 @@ class Engine:
                 total = self.total(self._node_scores(pod, shape, node), weights)
                 _bound(self._totals)
                 self._totals[key] = total
-            if locality is not None:
-                # The cached total counts the neutral locality score; put the real one in.
-                total += w_locality * (locality(pod, node) - NEUTRAL_LOCALITY)
+            if live:
+                # The cached total counts the live criteria at neutral; put their scores in.
+                for weight, criterion in live:
+                    total += weight * (criterion.score(pod, node, None) - criterion.neutral)
             result[name] = total
         return result
+
+    def _live_weights(self, weights: Weights) -> list[tuple[float, Criterion]]:
+        """The live criteria that count now, with their share of the weights; a call per node
+        each, so one whose score cannot differ from neutral (no gang planned) is left out."""
+        chosen = weights.as_dict()
+        whole = sum(chosen.values())
+        return [
+            (chosen[name] / whole, c)
+            for name, c in self._live.items()
+            if chosen[name] and c.live is not None and c.live()
+        ]
 
     def explain(self, pod: PodView, gang: GangKey | None = None) -> list[Assessment]:
         """Every node of the cluster: passing nodes best first, then the failures."""

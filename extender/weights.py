@@ -7,6 +7,9 @@ weights:
   binpack: 2      # fill nodes, keep whole nodes free for 8-GPU pods
   locality: 1     # gang members close together; other pods away from a waiting gang
 ```
+
+The fields of `Weights` are the criteria: each has its scorer in the module of the same name
+under extender/scores/, and every list of criteria is derived from them (`CRITERIA`).
 """
 
 from __future__ import annotations
@@ -34,12 +37,11 @@ class Weights(BaseModel):
         return self
 
     def as_dict(self) -> dict[str, float]:
-        return {
-            "affinity": self.affinity,
-            "rate": self.rate,
-            "binpack": self.binpack,
-            "locality": self.locality,
-        }
+        return {name: getattr(self, name) for name in type(self).model_fields}
+
+
+CRITERIA: tuple[str, ...] = tuple(Weights.model_fields)
+"""The scoring criteria, in the order explain shows them."""
 
 
 class WeightsFile(BaseModel):

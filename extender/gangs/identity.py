@@ -1,10 +1,11 @@
 """Which gang a pod belongs to, and how many members the gang needs.
 
-kube-rdma's own keys come first; then the keys the ecosystem's controllers put on their pods
-(REFERENCE section 4). The same concept is a label in one project and an annotation in another,
-so every key is looked up in both maps. Where the size lives in a PodGroup object, the cluster
-model supplies the PodGroups it holds. A pod that names a gang whose size cannot be found is
-scheduled alone, and `reason` says why (explain shows it).
+kube-rdma's own keys come first; then the keys the ecosystem's controllers put on their pods:
+scheduler-plugins' coscheduling and Volcano PodGroups, Kueue pod groups, Koordinator gangs,
+Kubeflow training jobs and JobSets. The same concept is a label in one project and an
+annotation in another, so every key is looked up in both maps. Where the size lives in a
+PodGroup object, the cluster model supplies the PodGroups it holds. A pod that names a gang
+whose size cannot be found is scheduled alone, and `reason` says why (explain shows it).
 """
 
 from __future__ import annotations

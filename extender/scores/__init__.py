@@ -1,29 +1,40 @@
 """Scores: one module per criterion, each `score(pod, node, rails) -> float` in 0..10.
 
-The weighted mean of the criteria (weights from the admin's file, extender/weights.py) is the
-node's score; kube-scheduler multiplies it by the extender's weight.
+The criteria are the fields of the admin's weights (extender/weights.py); each has the module of
+the same name here, and `criterion(plans)` in it builds it with the read-only view of the gang
+plans. The weighted mean of the criteria is the node's score; kube-scheduler multiplies it by the
+extender's weight.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import import_module
 
 from extender.cluster.model import NodeInfo
+from extender.gangs.reservations import GangPlans
 from extender.pairing import Rails
 from extender.podview import PodView
+from extender.weights import CRITERIA
 
 Scorer = Callable[[PodView, NodeInfo, "Rails | None"], float]
 
 
-def registry() -> dict[str, Scorer]:
-    from extender.scores import affinity, binpack, locality, rate
+@dataclass(frozen=True)
+class Criterion:
+    score: Scorer
+    live: Callable[[], bool] | None = None
+    """Set for a criterion that reads the gang plans, not only the pod's shape and the node's
+    state: whether its score can differ from `neutral` right now. The engine caches every
+    other criterion per (shape, state), and this one's `neutral` score with them. A live
+    criterion is scored per node and call, so it is given no rails (None) to keep that cheap."""
+    neutral: float = 10.0
 
-    return {
-        "affinity": affinity.score,
-        "rate": rate.score,
-        "binpack": binpack.score,
-        "locality": locality.score,
-    }
+
+def registry(plans: GangPlans) -> dict[str, Criterion]:
+    """Every criterion, in the weights' order."""
+    return {name: import_module(f"extender.scores.{name}").criterion(plans) for name in CRITERIA}
 
 
 def clamp(value: float) -> float:

@@ -4,9 +4,10 @@ pods (the MostAllocated strategy, on GPUs)."""
 from __future__ import annotations
 
 from extender.cluster.model import NodeInfo
+from extender.gangs.reservations import GangPlans
 from extender.pairing import Rails
 from extender.podview import PodView
-from extender.scores import clamp
+from extender.scores import Criterion, clamp
 
 
 def score(pod: PodView, node: NodeInfo, rails: Rails | None) -> float:
@@ -15,3 +16,7 @@ def score(pod: PodView, node: NodeInfo, rails: Rails | None) -> float:
         return 0.0
     used_after = node.requested.get(pod.gpu_resource, 0) + pod.gpus
     return clamp(10.0 * used_after / total)
+
+
+def criterion(plans: GangPlans) -> Criterion:
+    return Criterion(score)

@@ -1,14 +1,33 @@
-"""Topology-domain locality: the slot gang placement fills (members of a gang close together in
-the network). Until gangs are planned every node is equally local."""
+"""Topology-domain locality: members of a gang close together in the network, and other pods
+kept out of the room a planned gang needs.
+
+A gang member scores 10 on the nodes its gang's plan chose and 0 elsewhere. While some gang is
+planned, any other pod scores 0 on the nodes plans hold capacity on and on every node of the
+narrowest network domain a plan fills, 10 elsewhere. With no plan, every node is equally local.
+"""
 
 from __future__ import annotations
 
 from extender.cluster.model import NodeInfo
+from extender.gangs.reservations import GangPlans
 from extender.pairing import Rails
 from extender.podview import PodView
+from extender.scores import Criterion
 
 NEUTRAL = 10.0
+AWAY = 0.0
 
 
-def score(pod: PodView, node: NodeInfo, rails: Rails | None) -> float:
-    return NEUTRAL
+def criterion(plans: GangPlans) -> Criterion:
+    def score(pod: PodView, node: NodeInfo, rails: Rails | None) -> float:
+        gang = plans.member_gang(pod.key)
+        if gang is not None:
+            nodes = plans.planned_nodes(gang)
+            return NEUTRAL if nodes is None or node.name in nodes else AWAY
+        if not plans.active():
+            return NEUTRAL
+        if plans.domain_of(node) in plans.domains() or node.name in plans.held_nodes:
+            return AWAY
+        return NEUTRAL
+
+    return Criterion(score, live=plans.active, neutral=NEUTRAL)

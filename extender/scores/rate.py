@@ -4,9 +4,10 @@ links (the fastest common today); slower or degraded links score proportionally 
 from __future__ import annotations
 
 from extender.cluster.model import NodeInfo
+from extender.gangs.reservations import GangPlans
 from extender.pairing import Rails
 from extender.podview import PodView
-from extender.scores import clamp
+from extender.scores import Criterion, clamp
 
 REFERENCE_GBPS = 400.0
 
@@ -16,3 +17,7 @@ def score(pod: PodView, node: NodeInfo, rails: Rails | None) -> float:
         return 0.0
     used = rails.rates[: max(pod.rails, 1)]
     return clamp(10.0 * (sum(used) / len(used)) / REFERENCE_GBPS)
+
+
+def criterion(plans: GangPlans) -> Criterion:
+    return Criterion(score)

@@ -6,9 +6,11 @@ import pytest
 
 from extender.cluster.model import Cluster
 from extender.engine import Engine
+from extender.gangs.reservations import NO_PLANS
 from extender.pairing import chosen_nics, profile, quality, rails
 from extender.podview import pod_view
-from extender.weights import Weights
+from extender.scores import registry
+from extender.weights import CRITERIA, DEFAULT, Weights
 from testbed.builders import nodes
 
 NODES = [
@@ -84,3 +86,9 @@ def test_pairing_profile_and_chosen_nics() -> None:
         "mlx5_0",
         "mlx5_1",
     ]
+
+
+def test_every_weighted_criterion_has_its_scorer_in_the_weights_order() -> None:
+    assert CRITERIA == ("affinity", "rate", "binpack", "locality")
+    assert list(registry(NO_PLANS)) == list(CRITERIA)
+    assert list(DEFAULT.as_dict()) == list(CRITERIA)

@@ -1,0 +1,157 @@
+"""What gang plans hold: the nodes each plan chose, the capacity held there for members not yet
+bound, and which pods are members of a planned gang.
+
+The planner writes this book; the engine and the locality scorer read it through `GangPlans`,
+a read-only view they are given at construction. The engine counts what other gangs hold as
+used on a node; the locality score keeps a member on its plan's nodes and other pods away from
+the domains plans are filling. Neither needs to know the planner exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Container, Iterable, Mapping
+from typing import Protocol
+
+from extender.cluster.model import NodeInfo, PodKey
+
+GangKey = tuple[str, str]
+"""(namespace, name) of a gang."""
+
+
+class GangPlans(Protocol):
+    """Read-only: what the gang plans in force hold."""
+
+    @property
+    def held_nodes(self) -> Container[str]:
+        """Nodes on which some plan holds capacity."""
+        ...
+
+    def held(self, node: str, gang: GangKey | None = None) -> dict[str, int]:
+        """Resources the plans of gangs other than `gang` hold on the node."""
+        ...
+
+    def active(self) -> bool:
+        """Whether any gang is planned."""
+        ...
+
+    def member_gang(self, pod: PodKey) -> GangKey | None:
+        """The gang a pod was filtered as a member of, while that gang is being placed."""
+        ...
+
+    def planned_nodes(self, gang: GangKey) -> Collection[str] | None:
+        """The nodes the gang's plan chose; None when the gang has no plan."""
+        ...
+
+    def domains(self) -> Collection[str]:
+        """The network domains the plans in force fill."""
+        ...
+
+    def domain_of(self, node: NodeInfo) -> str | None:
+        """The narrowest network domain the node is in, named as plans name domains."""
+        ...
+
+
+class NoPlans:
+    """The view where no gang is ever planned: an engine without gang placement."""
+
+    held_nodes: Container[str] = frozenset()
+
+    def held(self, node: str, gang: GangKey | None = None) -> dict[str, int]:
+        return {}
+
+    def active(self) -> bool:
+        return False
+
+    def member_gang(self, pod: PodKey) -> GangKey | None:
+        return None
+
+    def planned_nodes(self, gang: GangKey) -> Collection[str] | None:
+        return None
+
+    def domains(self) -> Collection[str]:
+        return ()
+
+    def domain_of(self, node: NodeInfo) -> str | None:
+        return None
+
+
+NO_PLANS = NoPlans()
+
+
+class Reservations:
+    """The book the planner keeps; a `GangPlans` for everyone else."""
+
+    def __init__(self, narrowest_label: str | None) -> None:
+        self._label = narrowest_label
+        self.by_node: dict[str, dict[GangKey, dict[str, int]]] = {}
+        """node -> gang -> resources held for the gang's members not yet bound there."""
+        self._plans: dict[GangKey, tuple[str, frozenset[str]]] = {}
+        self._members: dict[PodKey, GangKey] = {}
+        self._domains: frozenset[str] = frozenset()
+
+    # Writes: the planner's
+
+    def join(self, pod: PodKey, gang: GangKey) -> None:
+        self._members[pod] = gang
+
+    def hold(
+        self,
+        gang: GangKey,
+        domain: str,
+        nodes: Iterable[str],
+        pending: Iterable[str],
+        need: Mapping[str, int],
+    ) -> None:
+        """Record the gang's plan, holding `need` once per pending slot (a node per member)."""
+        self._unhold(gang)
+        self._plans[gang] = (domain, frozenset(nodes))
+        self._domains = frozenset(domain for domain, _ in self._plans.values())
+        for node in pending:
+            held = self.by_node.setdefault(node, {}).setdefault(gang, {})
+            for resource, amount in need.items():
+                if amount > 0:
+                    held[resource] = held.get(resource, 0) + amount
+
+    def release(self, gang: GangKey) -> None:
+        """Forget the gang's plan, what it holds and its members."""
+        self._plans.pop(gang, None)
+        self._domains = frozenset(domain for domain, _ in self._plans.values())
+        self._unhold(gang)
+        for member in [k for k, g in self._members.items() if g == gang]:
+            del self._members[member]
+
+    def _unhold(self, gang: GangKey) -> None:
+        for node in list(self.by_node):
+            self.by_node[node].pop(gang, None)
+            if not self.by_node[node]:
+                del self.by_node[node]
+
+    # Reads: GangPlans
+
+    @property
+    def held_nodes(self) -> Container[str]:
+        return self.by_node
+
+    def held(self, node: str, gang: GangKey | None = None) -> dict[str, int]:
+        total: dict[str, int] = {}
+        for owner, resources in (self.by_node.get(node) or {}).items():
+            if owner != gang:
+                for resource, amount in resources.items():
+                    total[resource] = total.get(resource, 0) + amount
+        return total
+
+    def active(self) -> bool:
+        return bool(self._plans)
+
+    def member_gang(self, pod: PodKey) -> GangKey | None:
+        return self._members.get(pod)
+
+    def planned_nodes(self, gang: GangKey) -> Collection[str] | None:
+        plan = self._plans.get(gang)
+        return None if plan is None else plan[1]
+
+    def domains(self) -> Collection[str]:
+        return self._domains
+
+    def domain_of(self, node: NodeInfo) -> str | None:
+        return node.labels.get(self._label) if self._label else None

@@ -1,0 +1,113 @@
+"""One pod through the extender's verbs: to gang placement when it is a member of a gang, to the
+engine alone otherwise.
+
+`Scheduler` is built once, by create_app, around the cluster source and the weights, and builds
+its core once as well, like scheduler-plugins' coscheduling.New building its core.Manager: the
+book of gang plans, the engine reading that book, the planner writing it, and the bind barrier.
+The HTTP handlers decode a request, make one call here and encode the answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from extender.binding import node_settings
+from extender.cluster.source import BindError, ClusterSource
+from extender.engine import Engine, FilterOutcome
+from extender.explain import explanation
+from extender.gangs.barrier import Barrier
+from extender.gangs.identity import Gang, Singleton, gang_of
+from extender.gangs.planner import GangSettings, Planner
+from extender.gangs.reservations import Reservations
+from extender.podview import PodView, pod_view
+from extender.weights import Weights
+from kube_rdma.core.objects import Json
+
+
+class Scheduler:
+    def __init__(
+        self,
+        source: ClusterSource,
+        weights: Callable[[], Weights],
+        gangs: GangSettings,
+        gpu_resources: Sequence[str],
+        rdma_resources: Sequence[str],
+    ) -> None:
+        self._source = source
+        self._weights = weights
+        self._resources = (tuple(gpu_resources), tuple(rdma_resources))
+        cluster = source.cluster
+        book = Reservations(gangs.domains[0] if gangs.domains else None)
+        self.engine = Engine(cluster, weights, book)
+        self.planner = Planner(cluster, self.engine, book, gangs)
+        self._barrier = Barrier(self.planner, cluster, gangs.barrier_timeout)
+
+    def view(self, pod: Json) -> PodView:
+        return pod_view(pod, *self._resources)
+
+    def gang(self, pod: Json) -> Gang | Singleton:
+        return gang_of(pod, self._source.cluster.podgroup_size)
+
+    def filter(self, pod: Json, names: list[str]) -> FilterOutcome:
+        view, gang = self.view(pod), self.gang(pod)
+        if isinstance(gang, Gang) and view.relevant:
+            outcome = self.planner.filter(view, gang, names)
+            if outcome is not None:
+                return outcome
+        return self.engine.filter(view, names, _key(gang))
+
+    def prioritize(self, pod: Json, names: list[str]) -> dict[str, float]:
+        return self.engine.prioritize(self.view(pod), names, _key(self.gang(pod)))
+
+    async def bind(self, namespace: str, name: str, uid: str, node: str) -> dict[str, str]:
+        """Bind the pod, a gang member together with the others; the annotations written.
+        Raises BindError with the reason kube-scheduler is told."""
+        pod = self._source.cluster.pod(namespace, name)
+        if pod is None:
+            raise BindError(f"pod {namespace}/{name} is not in the extender's cache")
+        view, gang = self.view(pod), self.gang(pod)
+        annotations = self._node_settings(view, node)
+        if isinstance(gang, Gang):
+            # All or nothing: wait for every member to reach bind, or fail them all.
+            await self._barrier.wait(view.key, gang, node, view.relevant)
+        await self._source.bind(namespace, name, uid, node, annotations)
+        if isinstance(gang, Gang):
+            self.planner.bound(view.key, gang, node)
+        return annotations
+
+    def _node_settings(self, view: PodView, name: str) -> dict[str, str]:
+        if not view.node_settings:
+            return {}
+        node = self._source.cluster.node(name)
+        if node is None:
+            raise BindError(f"node {name} is not in the extender's cache")
+        return node_settings(view, node, self.engine.rails(view, node))
+
+    def explain(self, namespace: str, name: str) -> Json | None:
+        """Every node's verdict and scores for the pod, and its gang's plan; None when the pod
+        is not in the cache."""
+        pod = self._source.cluster.pod(namespace, name)
+        if pod is None:
+            return None
+        view, gang = self.view(pod), self.gang(pod)
+        body = explanation(view, self.engine.explain(view, _key(gang)), self._weights())
+        body["gang"] = self._gang_summary(gang)
+        return body
+
+    def _gang_summary(self, gang: Gang | Singleton) -> Json:
+        if isinstance(gang, Singleton):
+            return {"singleton": gang.reason or "the pod names no gang"}
+        summary: Json = {"name": str(gang), "size": gang.size, "source": gang.source}
+        plan = self.planner.plans.get(gang.key)
+        summary["plan"] = (
+            None if plan is None else {"domain": plan.domain, "nodes": sorted(set(plan.slots))}
+        )
+        return summary
+
+    def sweep(self) -> None:
+        """Gang plan upkeep as time passes and pods come and go."""
+        self.planner.sweep()
+
+
+def _key(gang: Gang | Singleton) -> tuple[str, str] | None:
+    return gang.key if isinstance(gang, Gang) else None
