@@ -7,39 +7,12 @@ no RDMA hardware, the wrong link layer, too few rails at all, a rail down).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from extender.filters import affinity, rdma
+from extender.filters.verdict import PASS, Filter, Verdict, fail, never
 
-from extender.cluster.model import NodeInfo
-from extender.pairing import Rails
-from extender.podview import PodView
-
-
-@dataclass(frozen=True)
-class Verdict:
-    ok: bool
-    reason: str = ""
-    resolvable: bool = True
-
-
-PASS = Verdict(True)
-
-
-def fail(reason: str) -> Verdict:
-    """Fails for now: capacity in use that may free up."""
-    return Verdict(False, reason, resolvable=True)
-
-
-def never(reason: str) -> Verdict:
-    """Fails whatever is freed: preemption cannot help."""
-    return Verdict(False, reason, resolvable=False)
-
-
-Filter = Callable[[PodView, NodeInfo, "Rails | None"], Verdict]
+__all__ = ["PASS", "Filter", "Verdict", "fail", "never", "registry"]
 
 
 def registry() -> list[tuple[str, Filter]]:
     """The filters in the order they run; the first failure is the node's verdict."""
-    from extender.filters import affinity, rdma
-
     return [("rdma", rdma.check), ("affinity", affinity.check)]

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from extender.cluster.model import NodeInfo
-from extender.filters import PASS, Verdict, never
+from extender.filters.verdict import PASS, Verdict, never
 from extender.pairing import Rails
 from extender.podview import PodView
 

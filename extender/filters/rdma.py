@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from extender.cluster.model import NodeInfo
-from extender.filters import PASS, Verdict, fail, never
+from extender.filters.verdict import PASS, Verdict, fail, never
 from extender.pairing import Rails
 from extender.podview import PodView
 
