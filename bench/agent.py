@@ -1,6 +1,6 @@
 """Node agent scan time: a full scan of the 8-GPU / 8-NIC fixture tree, and the encode.
 
-The fixture is built on the local disk (tests/extender/sysfs_tree.py) with full 255-entry GID
+The fixture is built on the local disk (testbed/builders/sysfs_tree.py) with full 255-entry GID
 tables per port, as mlx5 devices expose them, so the scan reads the same number of files a real
 node's does. Real sysfs is served from kernel memory; a disk-backed fixture in the page cache is
 a fair stand-in for the file-count-bound cost.

@@ -1,7 +1,7 @@
 """Extender latency on a 5,000-node cluster: filter and prioritize over HTTP.
 
 A `kube-rdma extender` process, pinned to one core, serves a generated snapshot
-(extender/clustergen.py: HGX boards with full topology documents, rail faults, half the GPUs
+(testbed/clustergen: HGX boards with full topology documents, rail faults, half the GPUs
 used by running training pods). A client on the other core sends one call at a time on a
 kept-alive connection (as kube-scheduler does), for a mix of pod shapes (8-GPU RoCE and
 InfiniBand workers, 4/2/1-GPU pods, one with min-affinity PIX), with:

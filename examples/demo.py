@@ -3,7 +3,7 @@
 1. Generates a CA and serving certificate into ./demo-certs and starts `kube-rdma webhook` with
    the example profiles; sends it a PyTorchJob worker's AdmissionReview and shows the JSON patch
    that makes the pod RDMA-ready.
-2. Generates a 64-node GPU cluster (extender/clustergen.py: rail faults, busy nodes), adds the
+2. Generates a 64-node GPU cluster (testbed/clustergen: rail faults, busy nodes), adds the
    patched pod to it as pending, and starts `kube-rdma extender` on that snapshot; runs filter,
    prioritize and bind for the pod as kube-scheduler would, and prints `kube-rdma explain`.
 3. Keeps both serving (Ctrl-C stops them) and prints how to call them. DEMO_ONESHOT=1 stops

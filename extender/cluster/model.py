@@ -3,7 +3,7 @@ free on each.
 
 kube-scheduler sends the extender node names only (`nodeCacheCapable`), so the extender keeps
 its own cache. Both sources feed this one model: the live source from list + watch
-(extender/live.py), the static source from a snapshot file (extender/snapshot.py). A Node's
+(cluster/live.py), the static source from a snapshot file (cluster/snapshot.py). A Node's
 view (`NodeInfo`) is rebuilt whenever the Node or the set of pods bound to it changes, and holds
 everything the filters and scores need, so a scheduling call reads it and computes nothing that
 does not depend on the pod.
