@@ -7,7 +7,7 @@ Job controller would create and delete; `Recorder` follows the apiserver's pods 
 partial gangs. Each module says where it follows kube-scheduler and where it simplifies.
 """
 
-from extender.sim.apiserver import Apiserver, ApiserverError, Gone, NotFound
+from extender.sim.apiserver import Apiserver, connect
 from extender.sim.binder import BindOutcome
 from extender.sim.clock import Clock, ManualClock, RealClock
 from extender.sim.config import SchedulerConfig, backoff_duration, num_feasible_nodes_to_find
@@ -21,7 +21,6 @@ __all__ = [
     "GPU",
     "RDMA",
     "Apiserver",
-    "ApiserverError",
     "Attempt",
     "BindOutcome",
     "Clock",
@@ -29,10 +28,8 @@ __all__ = [
     "ExtenderError",
     "GangKey",
     "GangRecord",
-    "Gone",
     "Job",
     "ManualClock",
-    "NotFound",
     "PodKey",
     "RealClock",
     "Recorder",
@@ -41,6 +38,7 @@ __all__ = [
     "applied",
     "backoff_duration",
     "bound_node",
+    "connect",
     "num_feasible_nodes_to_find",
     "pod_key",
     "pod_requests",

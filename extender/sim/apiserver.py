@@ -1,60 +1,66 @@
-"""The emulated scheduler's calls to a Kubernetes apiserver, over the real REST protocol.
+"""The emulated scheduler's calls to a Kubernetes apiserver.
 
 Only what kube-scheduler and a Job controller do with core/v1 Pods and Nodes: list (the items and
 the list's resourceVersion), watch from a resourceVersion, create and delete a pod, and POST the
-`pods/binding` subresource. It speaks plain HTTP to a base URL, so it works against the test
-apiserver and against any real one reachable without credentials (`kubectl proxy`). A failed call
-raises an `ApiserverError`; 404 and 410 have their own types, so callers never read a status code.
+`pods/binding` subresource. A thin adapter over kube_rdma/kube/client.py and kubernetes-asyncio's
+CoreV1Api, so the emulator talks to the apiserver as the rest of kube-rdma does: a failed call
+raises one of the typed errors of kube_rdma/kube/errors.py (NotFound, Gone, ..., Unreachable)
+naming what was asked. `connect` builds the client without credentials, for a base URL: the test
+apiserver, or a real one behind `kubectl proxy`.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator
-from typing import Any
+from typing import Any, Final
 
 import aiohttp
 import orjson
+from kubernetes_asyncio import client
 
 from kube_rdma.core.objects import Json
+from kube_rdma.kube.client import Method, call, stream
+from kube_rdma.kube.errors import error_for
 
-TIMEOUT = 30.0
-"""Seconds for a call other than a watch."""
-NAMESPACED = frozenset({"pods"})
-
-
-class ApiserverError(Exception):
-    """A call the apiserver refused (`code` is its HTTP status) or that went unanswered (`code`
-    None). The message is the Status's message, then the code in brackets."""
-
-    def __init__(self, message: str, code: int | None = None) -> None:
-        super().__init__(message)
-        self.code = code
+TIMEOUT: Final = 30.0
+"""Seconds for a call other than a watch (a watch has no deadline: the server ends it)."""
+LISTS: Final = {"nodes": "list_node", "pods": "list_pod_for_all_namespaces"}
+"""The CoreV1Api method that lists and watches each plural, across all namespaces."""
+READ_BUFFER: Final = 2**21
+"""Bytes aiohttp buffers of an answer, as kubernetes-asyncio sets it: room for a large object."""
 
 
-class NotFound(ApiserverError):
-    """404: the object is not there (a pod already deleted)."""
-
-
-class Gone(ApiserverError):
-    """410: the resourceVersion asked for is older than the apiserver's history; list again."""
-
-
-def describe(error: BaseException) -> str:
-    """The words for a call that went unanswered (a timeout's str() is empty)."""
-    return str(error) or type(error).__name__
+@contextlib.asynccontextmanager
+async def connect(base_url: str) -> AsyncIterator[Apiserver]:
+    """An `Apiserver` at `base_url`, without credentials; its connections closed at the end."""
+    async with client.ApiClient(client.Configuration(host=base_url.rstrip("/"))) as api_client:
+        # kubernetes-asyncio's own session trusts the environment, so before every request
+        # aiohttp looks for a ~/.netrc in a worker thread: that doubles the cost of a call, and
+        # the emulator sends hundreds of pods one after another to a URL that needs neither
+        # credentials nor a proxy. Go's HTTP client has no per-host connection cap, and
+        # kube-scheduler's binding goroutines all run at once: no cap here either.
+        rest = api_client.rest_client
+        await rest.pool_manager.close()
+        connector = aiohttp.TCPConnector(limit=0)
+        rest.pool_manager = aiohttp.ClientSession(connector=connector, read_bufsize=READ_BUFFER)
+        yield Apiserver(client.CoreV1Api(api_client))
 
 
 class Apiserver:
-    """Pods and Nodes at `base_url` through `session` (which the caller opens and closes)."""
+    """Pods and Nodes through `core`, a kubernetes-asyncio CoreV1Api."""
 
-    def __init__(self, base_url: str, session: aiohttp.ClientSession) -> None:
-        self.base_url = base_url.rstrip("/")
-        self._session = session
+    def __init__(self, core: Any) -> None:
+        self._core = core
 
     async def list(self, plural: str, field_selector: str = "") -> tuple[list[Json], str]:
         """Every object of `plural` (in all namespaces) and the list's resourceVersion."""
-        params = {"fieldSelector": field_selector} if field_selector else {}
-        body = await self._call("GET", self._url(plural), params=params)
+        body = await call(
+            f"list {plural}",
+            self._lister(plural),
+            request_timeout=TIMEOUT,
+            **_selecting(field_selector),
+        )
         version = (body.get("metadata") or {}).get("resourceVersion")
         return list(body.get("items") or []), str(version)
 
@@ -62,78 +68,75 @@ class Apiserver:
         self, plural: str, version: str, field_selector: str = ""
     ) -> AsyncGenerator[Json, None]:
         """The events after `version`, bookmarks included, until the server ends the stream.
-        Raises Gone when the version is too old, as a status or as an ERROR event."""
-        params = {"watch": "true", "resourceVersion": version, "allowWatchBookmarks": "true"}
-        if field_selector:
-            params["fieldSelector"] = field_selector
-        unbounded = aiohttp.ClientTimeout(total=None, sock_read=None)
-        try:
-            async with self._session.get(
-                self._url(plural), params=params, timeout=unbounded
-            ) as response:
-                if response.status != 200:
-                    raise _refused(response.status, await response.read())
-                async for event in _lines(response):
-                    if _expired(event):
-                        raise _refused(410, orjson.dumps(event["object"]))
-                    yield event
-        except (aiohttp.ClientError, TimeoutError, OSError) as e:
-            raise ApiserverError(describe(e)) from None
+        An ERROR event raises its typed error, as an error status does: Gone (410) when the
+        version is older than the apiserver's history."""
+        operation = f"watch {plural}"
+        async with stream(
+            operation,
+            self._lister(plural),
+            watch=True,
+            resource_version=version,
+            allow_watch_bookmarks=True,
+            **_selecting(field_selector),
+        ) as response:
+            async for event in _lines(response):
+                if event.get("type") == "ERROR":
+                    status = event.get("object") or {}
+                    raise error_for(operation, int(status.get("code") or 0), status)
+                yield event
 
-    async def create(self, plural: str, obj: Json) -> Json:
-        namespace = (obj.get("metadata") or {}).get("namespace") or "default"
-        return await self._call("POST", self._url(plural, namespace), json=obj)
+    async def create_pod(self, pod: Json) -> Json:
+        """The pod as the apiserver stored it."""
+        meta = pod.get("metadata") or {}
+        namespace = meta.get("namespace") or "default"
+        name = meta.get("name") or meta.get("generateName")
+        return await call(
+            f"create pod {namespace}/{name}",
+            self._core.create_namespaced_pod,
+            namespace,
+            pod,
+            request_timeout=TIMEOUT,
+        )
 
-    async def delete(self, plural: str, name: str, namespace: str | None = None) -> None:
-        await self._call("DELETE", self._url(plural, namespace or "default", name))
+    async def delete_pod(self, namespace: str, name: str) -> None:
+        await call(
+            f"delete pod {namespace}/{name}",
+            self._core.delete_namespaced_pod,
+            name,
+            namespace,
+            request_timeout=TIMEOUT,
+        )
 
     async def bind(self, namespace: str, name: str, uid: str | None, node: str) -> None:
         """Bind the pod to `node` (its UID a precondition when given), as the default binder."""
+        metadata = {"name": name, "namespace": namespace} | ({"uid": uid} if uid else {})
         binding = {
             "apiVersion": "v1",
             "kind": "Binding",
-            "metadata": {"name": name, "namespace": namespace, "uid": uid},
+            "metadata": metadata,
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         }
-        await self._call("POST", self._url("pods", namespace, name) + "/binding", json=binding)
+        await call(
+            f"binding {namespace}/{name} to {node}",
+            self._core.create_namespaced_pod_binding,
+            name,
+            namespace,
+            binding,
+            request_timeout=TIMEOUT,
+        )
 
-    def _url(self, plural: str, namespace: str | None = None, name: str | None = None) -> str:
-        scope = f"/namespaces/{namespace}" if namespace and plural in NAMESPACED else ""
-        return f"{self.base_url}/api/v1{scope}/{plural}" + (f"/{name}" if name else "")
-
-    async def _call(self, method: str, url: str, **kwargs: Any) -> Json:
-        timeout = aiohttp.ClientTimeout(total=TIMEOUT)
-        try:
-            async with self._session.request(method, url, timeout=timeout, **kwargs) as response:
-                body = await response.read()
-        except (aiohttp.ClientError, TimeoutError, OSError) as e:
-            raise ApiserverError(describe(e)) from None
-        if not 200 <= response.status < 300:
-            raise _refused(response.status, body)
-        answer = orjson.loads(body) if body else {}
-        return answer if isinstance(answer, dict) else {}
+    def _lister(self, plural: str) -> Method:
+        method: Method = getattr(self._core, LISTS[plural])
+        return method
 
 
-def _refused(code: int, body: bytes) -> ApiserverError:
-    kind = {404: NotFound, 410: Gone}.get(code, ApiserverError)
-    return kind(f"{_status_message(body)} ({code})", code)
-
-
-def _expired(event: Json) -> bool:
-    """An ERROR event carrying 410: the watch started from a version already compacted."""
-    return event.get("type") == "ERROR" and (event.get("object") or {}).get("code") == 410
-
-
-def _status_message(body: bytes) -> str:
-    try:
-        status = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return body[:200].decode(errors="replace")
-    return str(status.get("message", "")) if isinstance(status, dict) else ""
+def _selecting(field_selector: str) -> dict[str, Any]:
+    return {"field_selector": field_selector} if field_selector else {}
 
 
 async def _lines(response: aiohttp.ClientResponse) -> AsyncIterator[Json]:
-    """The JSON lines of a watch stream (read in chunks: a Node line can be long)."""
+    """The JSON lines of a watch stream, read in chunks: a chunk often holds several events, and
+    a Node's line can be longer than one read."""
     buffer = b""
     async for chunk in response.content.iter_any():
         *lines, buffer = (buffer + chunk).split(b"\n")

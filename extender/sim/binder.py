@@ -10,11 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from extender.sim.apiserver import Apiserver, ApiserverError
+from extender.sim.apiserver import Apiserver
 from extender.sim.clock import Clock
 from extender.sim.extender_client import ExtenderClient, ExtenderError
 from extender.sim.pods import PodKey, pod_key
 from kube_rdma.core.objects import Json
+from kube_rdma.kube.errors import ApiError
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ class Binder:
             error = ""
         except ExtenderError as e:
             error = str(e)
-        except ApiserverError as e:
-            error = f"binding {key[0]}/{key[1]} to {node}: {e}"
+        except ApiError as e:  # its text begins "binding <namespace>/<name> to <node>: "
+            error = str(e)
         via: Literal["extender", "apiserver"] = "apiserver" if extender is None else "extender"
         return BindOutcome(key, node, via, error, started, self._clock.now())

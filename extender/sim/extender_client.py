@@ -17,7 +17,6 @@ import aiohttp
 import orjson
 
 from extender.protocol import field as wire_field
-from extender.sim.apiserver import describe
 from extender.sim.config import SchedulerConfig
 from kube_rdma.core.objects import Json
 
@@ -122,10 +121,15 @@ class ExtenderClient:
             ) as response:
                 data = await response.read()
         except (aiohttp.ClientError, TimeoutError, OSError) as e:
-            raise ExtenderError(f"{verb} with extender at URL {url}: {describe(e)}") from None
+            raise ExtenderError(f"{verb} with extender at URL {url}: {_describe(e)}") from None
         if response.status != 200:
             raise ExtenderError(f"failed {verb} with extender at URL {url}, code {response.status}")
         try:
             return orjson.loads(data)
         except orjson.JSONDecodeError:
             raise ExtenderError(f"{verb} with extender at URL {url}: answer is not JSON") from None
+
+
+def _describe(error: BaseException) -> str:
+    """The words for a call that went unanswered (a timeout's str() is empty)."""
+    return str(error) or type(error).__name__

@@ -2,9 +2,11 @@
 
 As a client-go reflector does: a list gives the objects and a resourceVersion, a watch from that
 version delivers every later write, in order, once; a watch that ends is started again from the
-last version seen, and one answered 410 Gone lists again. Re-listing at every scheduling cycle
-would be simpler but costs 20 ms for 512 Nodes and 340 ms for 5,000 even read in-process from the
-test apiserver (more over HTTP), and the Recorder would miss the intermediate states.
+last version seen, one that failed (any other typed error of kube_rdma/kube/errors.py, from a
+status or an ERROR event) after a short pause, and one answered 410 Gone lists again.
+Re-listing at every scheduling cycle would be simpler but costs 20 ms for 512 Nodes and 340 ms
+for 5,000 even read in-process from the test apiserver (more over HTTP), and the Recorder would
+miss the intermediate states.
 
 The pod informer leaves finished pods out with a field selector, as kube-scheduler's does.
 """
@@ -14,9 +16,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from extender.sim.apiserver import Apiserver, ApiserverError, Gone
+from extender.sim.apiserver import Apiserver
 from extender.sim.pods import PodKey, pod_key
 from kube_rdma.core.objects import Json
+from kube_rdma.kube.errors import ApiError, Gone
 
 Listener = Callable[[Json | None, Json | None], None]
 """Called with (old, new) for every change; old None when added, new None when deleted."""
@@ -100,7 +103,7 @@ class Informer:
                     version = self._event(plural, event, version)
             except Gone:
                 version = await self._relist_when_reachable(plural)
-            except ApiserverError:
+            except ApiError:
                 pass
             await asyncio.sleep(WATCH_RETRY_SECONDS)
 
@@ -108,13 +111,11 @@ class Informer:
         while True:
             try:
                 return await self._relist(plural)
-            except ApiserverError:
+            except ApiError:
                 await asyncio.sleep(WATCH_RETRY_SECONDS)
 
     def _event(self, plural: str, event: Json, version: str) -> str:
         kind, obj = event.get("type"), event.get("object") or {}
-        if kind == "ERROR":
-            return version  # other than 410 Gone (raised by the watch): the stream goes on
         if kind in ("ADDED", "MODIFIED", "DELETED"):
             self._apply(plural, str(kind), obj)
         return str((obj.get("metadata") or {}).get("resourceVersion") or version)

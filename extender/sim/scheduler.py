@@ -26,7 +26,7 @@ from typing import Literal
 
 import aiohttp
 
-from extender.sim.apiserver import Apiserver, NotFound
+from extender.sim.apiserver import Apiserver, connect
 from extender.sim.binder import Binder, BindOutcome
 from extender.sim.clock import Clock, RealClock
 from extender.sim.config import SchedulerConfig
@@ -40,6 +40,7 @@ from extender.sim.queue import QueuedPod, SchedulingQueue
 from extender.sim.recorder import Recorder
 from extender.sim.workload import JobRunner, Workload
 from kube_rdma.core.objects import Json
+from kube_rdma.kube.errors import NotFound
 
 
 @dataclass(frozen=True)
@@ -57,9 +58,9 @@ class Attempt:
 
 @dataclass(frozen=True)
 class Connections:
-    """What an open scheduler talks through."""
+    """What an open scheduler talks through; `exits` closes them."""
 
-    session: aiohttp.ClientSession
+    exits: contextlib.AsyncExitStack
     apiserver: Apiserver
     informer: Informer
     extender: ExtenderClient | None
@@ -116,17 +117,19 @@ class EmulatedScheduler:
         await self.close()
 
     async def start(self) -> None:
+        exits = contextlib.AsyncExitStack()
         # Go's HTTP client has no per-host connection cap; aiohttp's default of 100 would queue
         # the binds a gang barrier holds open.
-        session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
-        apiserver = Apiserver(self.apiserver_url, session)
+        connector = aiohttp.TCPConnector(limit=0)
+        session = await exits.enter_async_context(aiohttp.ClientSession(connector=connector))
+        apiserver = await exits.enter_async_context(connect(self.apiserver_url))
         informer = Informer(apiserver, self._node_changed, self._pod_changed)
         extender = None
         if self.extender_url is not None:
             extender = ExtenderClient(self.extender_url, self.config, session, informer.node)
         binds_by_extender = extender if self.config.bind_via_extender else None
         binder = Binder(apiserver, binds_by_extender, self.clock)
-        self._connections = Connections(session, apiserver, informer, extender, binder)
+        self._connections = Connections(exits, apiserver, informer, extender, binder)
         await informer.start()
         if self.jobs is not None:
             self.jobs.begin(self.clock.now())
@@ -137,7 +140,7 @@ class EmulatedScheduler:
         await asyncio.gather(*self._bindings, return_exceptions=True)
         if self._connections is not None:
             await self._connections.informer.stop()
-            await self._connections.session.close()
+            await self._connections.exits.aclose()
 
     @property
     def connections(self) -> Connections:
@@ -199,11 +202,11 @@ class EmulatedScheduler:
         apiserver = self.connections.apiserver
         for job in self.jobs.due(now):
             for pod in job.pods(self.config.scheduler_name):
-                await apiserver.create("pods", pod)
+                await apiserver.create_pod(pod)
         for job in self.jobs.ended(now):
             for name in job.pod_names():
                 with contextlib.suppress(NotFound):
-                    await apiserver.delete("pods", name, job.namespace)
+                    await apiserver.delete_pod(job.namespace, name)
 
     # The informer's events
 

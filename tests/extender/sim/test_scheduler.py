@@ -72,15 +72,35 @@ async def test_plain_kube_scheduler_binds_through_the_apiserver(fake_api: FakeAp
             lambda: len(scheduler.binds) == 2 and len(scheduler.attempts) == 3, timeout=2.0
         )
     assert done
-    assert [(b.pod[1], b.node, b.via, b.ok) for b in scheduler.binds] == [
+    # The two binding cycles run at once: they may finish in either order.
+    assert sorted((b.pod[1], b.node, b.via, b.ok) for b in scheduler.binds) == [
         ("w0", "n1", "apiserver", True),
         ("w1", "n2", "apiserver", True),
     ]
     assert [(a.pod[1], a.outcome, a.message) for a in scheduler.attempts[2:]] == [
         ("w2", "unschedulable", "0/2 nodes are available: 2 Insufficient nvidia.com/gpu.")
     ]
-    bindings = [r.path for r in fake_api.requests if r.path.endswith("/binding")]
+    bindings = sorted(r.path for r in fake_api.requests if r.path.endswith("/binding"))
     assert bindings == [f"/api/v1/namespaces/team-a/pods/{p}/binding" for p in ("w0", "w1")]
+
+
+async def test_a_bind_the_apiserver_refuses_is_retried(fake_api: FakeApiServer) -> None:
+    fake_api.create("nodes", node("n1"))
+    fake_api.fail("POST", "/api/v1/namespaces/team-a/pods/w/binding", 500)
+    config = SchedulerConfig(use_extender=False, backoff_initial=0.05, backoff_max=0.2)
+    async with EmulatedScheduler(fake_api.host, None, config) as scheduler:
+        fake_api.create("pods", pod("w", gpus=8))
+        assert await scheduler.run_until(lambda: len(scheduler.binds) == 2, timeout=2.0)
+    assert [(b.pod, b.node, b.via, b.error) for b in scheduler.binds] == [
+        (
+            ("team-a", "w"),
+            "n1",
+            "apiserver",
+            "binding team-a/w to n1: InternalError: fake apiserver: injected failure",
+        ),
+        (("team-a", "w"), "n1", "apiserver", ""),
+    ]
+    assert fake_api.get("pods", "w", "team-a")["spec"]["nodeName"] == "n1"
 
 
 async def test_a_crashed_watch_surfaces_from_step(
