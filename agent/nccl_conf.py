@@ -73,7 +73,7 @@ class Resolution:
 
 
 def resolve(nics: Sequence[Nic], pod: PodNetwork, wanted: Wanted) -> Resolution:
-    addresses = pod_addresses(pod.addresses, wanted.family)
+    addresses = pod_addresses(pod.addresses, wanted)
     rails, problems = _choose(nics, addresses, wanted)
     indexes = sorted({r.gid_index for r in rails if r.gid_index is not None})
     lines = []
@@ -90,13 +90,12 @@ def resolve(nics: Sequence[Nic], pod: PodNetwork, wanted: Wanted) -> Resolution:
     return Resolution(tuple(lines), tuple(problems))
 
 
-def pod_addresses(addresses: Sequence[PodAddress], family: Family) -> list[PodAddress]:
-    """The addresses of `family` that can name a rail: no loopback, no IPv6 link-local."""
-    version = 4 if family == "ipv4" else 6
+def pod_addresses(addresses: Sequence[PodAddress], wanted: Wanted) -> list[PodAddress]:
+    """The addresses of the wanted family that can name a rail: no loopback, no link-local."""
     return [
         a
         for a in addresses
-        if a.ip.version == version and not a.ip.is_loopback and not a.ip.is_link_local
+        if a.ip.version == wanted.ip_version and not (a.ip.is_loopback or a.ip.is_link_local)
     ]
 
 

@@ -87,8 +87,8 @@ def _port_spec(entries: list[GidEntry], infiniband: bool, down: bool) -> PortSpe
 
 def rail_host(devices: int = 8, pods_per_device: int = 0) -> str:
     """`show_gids` of a RoCE host with one rail per device: link-local at 0/1, the host's rail
-    address at 2/3, then `pods_per_device` macvlan pods' addresses in v1/v2 pairs (126 pods fill
-    a 255-entry table)."""
+    address at 2/3, then `pods_per_device` macvlan pods' addresses in v1/v2 pairs (125 pods fill
+    a 255-entry table up to index 253)."""
     rows = HEADER.splitlines()
     for rail in range(devices):
         device, netdev = f"mlx5_{rail}", f"ens{rail + 1}f0np0"

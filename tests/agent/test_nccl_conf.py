@@ -10,6 +10,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 import pytest
 
@@ -46,6 +47,12 @@ UNEVEN_PROBLEM = (
 )
 
 
+class ViewOptions(TypedDict, total=False):
+    infiniband: set[str]
+    down: set[str]
+    netdevs: dict[str, str]
+
+
 @dataclass(frozen=True)
 class Outcome:
     code: int
@@ -68,8 +75,8 @@ class Runner:
     def sysfs(self) -> Path:
         return self.tmp / "sys"
 
-    def view(self, show_gids: str, **kwargs: object) -> Runner:
-        build_view(self.sysfs, show_gids, **kwargs)  # type: ignore[arg-type]
+    def view(self, show_gids: str, options: ViewOptions | None = None) -> Runner:
+        build_view(self.sysfs, show_gids, **(options or {}))
         return self
 
     def __call__(self, namespace: Namespace | None, *args: str) -> Outcome:
@@ -254,12 +261,12 @@ CASES = {
 def test_resolves(
     nccl_conf: Runner,
     show_gids: str,
-    view: dict[str, object],
+    view: ViewOptions,
     namespace: Namespace,
     args: list[str],
     expected: Outcome,
 ) -> None:
-    assert nccl_conf.view(show_gids, **view)(namespace, *args) == expected
+    assert nccl_conf.view(show_gids, view)(namespace, *args) == expected
 
 
 def test_warn_mode_writes_what_it_can(nccl_conf: Runner) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.pod_network import PodAddress, PodNetwork, ProcError, read_pod_network
+from agent.pod_network import Family, PodAddress, PodNetwork, ProcError, read_pod_network
 from testbed.builders.proc_net import Interface, Namespace, write_proc
 
 # Captured in a container with one veth (eth0: 192.0.2.2/24, fd00::2/64, default routes on eth0).
@@ -101,8 +101,8 @@ def ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
         ("ipv6", PodNetwork((PodAddress(ip("fd00::2"), "eth0"),), "eth0")),
     ],
 )
-def test_reads_a_real_capture(tmp_path: Path, family: str, expected: PodNetwork) -> None:
-    assert read_pod_network(captured(tmp_path), family) == expected  # type: ignore[arg-type]
+def test_reads_a_real_capture(tmp_path: Path, family: Family, expected: PodNetwork) -> None:
+    assert read_pod_network(captured(tmp_path), family) == expected
 
 
 def test_each_address_gets_its_most_specific_routes_interface(tmp_path: Path) -> None:
