@@ -1,9 +1,10 @@
-"""`kube-rdma agent inspect|run`: the node agent's commands."""
+"""`kube-rdma agent inspect|run` and `kube-rdma nccl-conf`: the node agent's commands."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import ipaddress
 import logging
 import os
 import signal
@@ -44,6 +45,34 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     where.add_argument("--kubeconfig", type=Path)
     where.add_argument("--in-cluster", action="store_true")
     run.set_defaults(run=run_agent)
+    register_nccl_conf(subcommands)
+
+
+def register_nccl_conf(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `nccl-conf`, run inside a pod (an init container) rather than on the node."""
+    parser = subcommands.add_parser(
+        "nccl-conf", help="write the NCCL settings for this pod's own RDMA ports (run in the pod)"
+    )
+    parser.add_argument("--sysfs-root", type=Path, default=Path("/sys"))
+    parser.add_argument("--proc-root", type=Path, default=Path("/proc"))
+    parser.add_argument(
+        "--addresses",
+        type=address_list,
+        help="the pod's addresses, comma-separated, instead of reading them from the kernel",
+    )
+    parser.add_argument("--roce-version", type=int, choices=[1, 2], default=2)
+    parser.add_argument("--family", choices=["ipv4", "ipv6"], default="ipv4")
+    parser.add_argument("--on-missing", choices=["fail", "warn"], default="fail")
+    parser.add_argument("--out", type=Path, help="the file to write (default: standard output)")
+    parser.add_argument("--termination-log", type=Path, default=Path("/dev/termination-log"))
+    parser.set_defaults(run=run_nccl_conf)
+
+
+def address_list(text: str) -> tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, ...]:
+    try:
+        return tuple(ipaddress.ip_address(part.strip()) for part in text.split(",") if part)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def run_inspect(args: argparse.Namespace) -> int:
@@ -58,6 +87,22 @@ def run_inspect(args: argparse.Namespace) -> int:
         return 2
     print(document)
     return 0
+
+
+def run_nccl_conf(args: argparse.Namespace) -> int:
+    from agent.nccl_conf import Wanted
+    from agent.nccl_conf_command import Request, run
+
+    request = Request(
+        sysfs_root=args.sysfs_root,
+        proc_root=args.proc_root,
+        addresses=args.addresses,
+        wanted=Wanted(args.roce_version, args.family),
+        on_missing=args.on_missing,
+        out=args.out,
+        termination_log=args.termination_log,
+    )
+    return run(request)
 
 
 def run_agent(args: argparse.Namespace) -> int:
