@@ -33,6 +33,7 @@ bench: $(STAMP)
 	$(PY) -m bench.agent
 	$(PY) -m bench.extender
 	$(PY) -m bench.gang
+	$(PY) -m bench.nccl_conf
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
