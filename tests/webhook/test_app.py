@@ -168,9 +168,8 @@ def _hostnet(pod: Json) -> None:
 
 def _node(pod: Json) -> None:
     pod["metadata"]["annotations"]["kube-rdma.io/applied"] = applied("node")
-    pod["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"] = "sriov-rdma"
     c = pod["spec"]["containers"][0]
-    add_resources(c, {"nvidia.com/sriov_rdma_vf": "1"})
+    add_resources(c, {"rdma/rdma_shared_device_a": "1"})
     c["volumeMounts"] = [SHM_MOUNT]
     c["securityContext"] = IPC_LOCK
     c["env"] = [
