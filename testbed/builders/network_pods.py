@@ -6,6 +6,7 @@ pod as the apiserver hands it to a mutating webhook (defaults applied)."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from kube_rdma.core.objects import Json
 from testbed.builders.pods import gpu_resources, make_container, make_pod
@@ -60,7 +61,7 @@ def trainjob_spiderpool(namespace: str, annotations: Json) -> Json:
     return pod
 
 
-def _pytorch_worker(name: str, namespace: str, annotations: Json, **spec: Json) -> Json:
+def _pytorch_worker(name: str, namespace: str, annotations: Json, **spec: Any) -> Json:
     trainer = make_container(
         "pytorch",
         "nvcr.io/nvidia/pytorch:24.05-py3",

@@ -117,3 +117,10 @@ def test_non_utf8_file_is_explained(tmp_path: Path) -> None:
     path.write_bytes(b"profiles: {default: {}}\n# \xff")
     with pytest.raises(ConfigError, match=r"profiles.yaml: not UTF-8 text \(byte 26\)"):
         load_profiles(path)
+
+
+def test_example_profiles_load_without_warnings() -> None:
+    example = Path(__file__).resolve().parents[2] / "examples" / "profiles.yaml"
+    profiles = load_profiles(example)
+    assert sorted(profiles.profiles) == ["default", "hostnet", "rails8", "rails8-pod", "sriov"]
+    assert profiles.load_warnings() == {}
