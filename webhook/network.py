@@ -106,9 +106,11 @@ def _add_rails(pod: Json, profile: Profile, gpus: int, namespace: str, warnings:
         merged = multus.merge(current, wanted, namespace)
     except multus.NetworksError as e:
         raise Denied(f"{e}; fix the annotation so kube-rdma can add the rail networks") from e
-    ours = {multus.parse_ref(n, namespace).key for n in network.networks}
-    foreign = [r for r in listed if r.key not in ours]
-    if foreign and network.existing is ExistingNetworks.KEEP:
+    if (
+        listed
+        and network.existing is ExistingNetworks.KEEP
+        and _foreign(listed, profile, namespace)
+    ):
         warnings.append(
             f"kube-rdma: the pod already lists Multus networks "
             f"({', '.join(f'{r.namespace}/{r.name}' for r in listed)}); kept them and added "
@@ -117,3 +119,9 @@ def _add_rails(pod: Json, profile: Profile, gpus: int, namespace: str, warnings:
         return
     if merged is not None:
         annotations[multus.NETWORKS_ANNOTATION] = merged
+
+
+def _foreign(listed: list[multus.Ref], profile: Profile, namespace: str) -> bool:
+    """The pod lists a network that is not one of the profile's rails."""
+    ours = {multus.parse_ref(n, namespace).key for n in profile.network.networks}
+    return any(r.key not in ours for r in listed)

@@ -43,5 +43,6 @@ def pattern_error(pattern: str) -> str | None:
 
 
 def is_rdma(resource: str, patterns: Iterable[str] = DEFAULT_RDMA_PATTERNS) -> bool:
-    """True when `resource` matches one of `patterns`."""
-    return any(fnmatch.fnmatchcase(resource, p) for p in patterns)
+    """True when `resource`, an extended resource (domain/name), matches one of `patterns`;
+    cpu, memory and the other resources without a domain never count."""
+    return "/" in resource and any(fnmatch.fnmatchcase(resource, p) for p in patterns)
