@@ -35,6 +35,7 @@ from extender.gangs.planner import GangSettings, Planner
 from extender.scheduling import Scheduler
 from extender.weights import DEFAULT, Weights, parse_weights
 from kube_rdma.core.config_file import WatchedFile
+from kube_rdma.core.resources import DEFAULT_RDMA_PATTERNS
 
 log = logging.getLogger("kube_rdma.extender")
 
@@ -46,7 +47,7 @@ class Settings:
     weights_file: Path | None = None
     reload_interval: float = 2.0
     gpu_resources: tuple[str, ...] = ("nvidia.com/gpu",)
-    rdma_resources: tuple[str, ...] = ("rdma/*",)
+    rdma_resources: tuple[str, ...] = DEFAULT_RDMA_PATTERNS
     max_body_bytes: int = 16 << 20
     gangs: GangSettings = field(default_factory=GangSettings)
     sweep_interval: float = 1.0

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kube_rdma.core.resources import DEFAULT_RDMA_PATTERNS
+
 log = logging.getLogger("kube_rdma.extender")
 
 
@@ -30,7 +32,9 @@ def _register_extender(subcommands: argparse._SubParsersAction[argparse.Argument
     extender.add_argument(
         "--rdma-resource",
         action="append",
-        help="pattern of RDMA resource names (repeatable; default rdma/*)",
+        help="pattern of RDMA resource names, * as wildcard (repeatable; replaces the default: "
+        + ", ".join(DEFAULT_RDMA_PATTERNS)
+        + ")",
     )
     extender.add_argument(
         "--domain-label",
@@ -121,7 +125,7 @@ async def _extender_app(args: argparse.Namespace, tls: Any = None) -> Any:
     settings = Settings(
         weights_file=args.weights,
         gpu_resources=tuple(args.gpu_resource or ("nvidia.com/gpu",)),
-        rdma_resources=tuple(args.rdma_resource or ("rdma/*",)),
+        rdma_resources=tuple(args.rdma_resource or DEFAULT_RDMA_PATTERNS),
         gangs=gangs,
     )
     if args.cluster_snapshot:

@@ -7,7 +7,6 @@ every node with the problem as the reason, which is where an admin looks ("why p
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -18,6 +17,7 @@ import orjson
 from extender.cluster.model import pod_requests
 from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
+from kube_rdma.core.resources import DEFAULT_RDMA_PATTERNS, is_rdma
 from kube_rdma.core.topology import Level, LinkLayer
 
 # The webhook records the profile's network mode; InfiniBand needs IB ports, the others RoCE.
@@ -77,7 +77,7 @@ class PodView:
 def pod_view(
     pod: Json,
     gpu_resources: Iterable[str] = ("nvidia.com/gpu",),
-    rdma_patterns: Iterable[str] = ("rdma/*",),
+    rdma_patterns: Iterable[str] = DEFAULT_RDMA_PATTERNS,
 ) -> PodView:
     meta = pod.get("metadata") or {}
     annotations: Mapping[str, str] = meta.get("annotations") or {}
@@ -85,7 +85,7 @@ def pod_view(
     gpu_names = tuple(gpu_resources)
     gpus = sum(requests.get(n, 0) for n in gpu_names)
     patterns = tuple(rdma_patterns)
-    rdma = {r: n for r, n in requests.items() if any(fnmatch.fnmatchcase(r, p) for p in patterns)}
+    rdma = {r: n for r, n in requests.items() if is_rdma(r, patterns)}
     problems: list[str] = []
     link_layer = _link_layer(annotations, problems)
     rails = _rails(annotations, rdma, gpus, problems)

@@ -66,7 +66,9 @@ def create_app(
     app = web.Application(client_max_size=settings.max_body_bytes)
     metrics = Metrics()
     profiles = ProfileStore(
-        settings.profiles_file, lambda result: metrics.profile_reloads.labels(result).inc()
+        settings.profiles_file,
+        lambda result: metrics.profile_reloads.labels(result).inc(),
+        metrics.set_profile_warnings,
     )
     app[SETTINGS] = settings
     app[METRICS] = metrics

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 # Finer than the apiserver's own webhook buckets (5 ms first), since a review takes ~1 ms.
 LATENCY_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
@@ -40,3 +41,14 @@ class Metrics:
             ["result"],
             registry=self.registry,
         )
+        self.profile_warnings = Gauge(
+            "kube_rdma_profile_warnings",
+            "Load-time warnings of the profiles in force, by profile (the log says what they are).",
+            ["profile"],
+            registry=self.registry,
+        )
+
+    def set_profile_warnings(self, warnings: Mapping[str, tuple[str, ...]]) -> None:
+        self.profile_warnings.clear()
+        for name, messages in warnings.items():
+            self.profile_warnings.labels(name).set(len(messages))

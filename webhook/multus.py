@@ -56,6 +56,11 @@ def _parse(value: str, namespace: str) -> tuple[list[Ref], bool]:
     return [parse_ref(part, namespace) for part in value.split(",") if part.strip()], False
 
 
+def listed(value: str, namespace: str) -> list[Ref]:
+    """The networks the annotation value names; raises NetworksError when it is unreadable."""
+    return _parse(value, namespace)[0]
+
+
 def merge(current: str | None, wanted: list[str], namespace: str) -> str | None:
     """The annotation value with `wanted` added, or None when nothing needs adding."""
     existing, as_json = _parse(current or "", namespace)

@@ -2,46 +2,34 @@
 
 `mutate` works on a copy and does no I/O; the JSON patch is computed afterwards from the
 request object and the result. Every step is idempotent: it adds only what is missing (volumes
-by name, mounts by mountPath, env vars and capabilities by name, networks by namespace/name),
-and writes each value in the form the apiserver stores after defaulting, so the webhook applied
-to its own stored output, or re-invoked after other webhooks, changes nothing. A value the user
-set is never overridden; every item left out or defaulted is explained in a warning.
+and init containers by name, mounts by mountPath, env vars and capabilities by name, networks by
+namespace/name), and writes each value in the form the apiserver stores after defaulting, so
+the webhook applied to its own stored output, or re-invoked after other webhooks, changes
+nothing. A value the user set is never overridden; every item left out or defaulted, and every
+setting of the user's that would make NCCL fall back to TCP, is explained in a warning.
 """
 
 from __future__ import annotations
 
-import fnmatch
 from dataclasses import dataclass, field
 
 import orjson
 
 from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
-from kube_rdma.core.quantity import QuantityError, parse_bytes
-from webhook import multus
+from kube_rdma.core.quantity import QuantityError
+from webhook import lints, ncclconf
+from webhook.denied import Denied
+from webhook.devices import add_ipc_lock, add_resources, mount_infiniband
 from webhook.env import add_env, nccl_env
+from webhook.network import Plan, host_network_warnings, plan, set_network
 from webhook.podsecurity import Item, Level, forbidden
-from webhook.podspec import (
-    add_mount,
-    containers,
-    gpu_count,
-    mapping,
-    mount_at,
-    requested,
-    sequence,
-    volume,
-)
+from webhook.podspec import gpu_count, mapping
 from webhook.profiles import ConflictAction, DeviceMode, Profile
-from webhook.shm import SHM_VOLUME, mount_shm, shm_size, shm_source
+from webhook.shm import mount_shm, shm_size
+from webhook.volumes import ensure_volumes
 
-INFINIBAND_VOLUME = "kube-rdma-infiniband"
-INFINIBAND_PATH = "/dev/infiniband"
-# `type: ""` is what the apiserver's defaulting stores for an unset hostPath type.
-INFINIBAND_SOURCE: Json = {"hostPath": {"path": INFINIBAND_PATH, "type": ""}}
-
-
-class Denied(Exception):
-    """The pod cannot be made RDMA-ready as asked; the message says what to change."""
+__all__ = ["Denied", "Mutation", "Target", "applied_record", "mutate", "select_containers"]
 
 
 @dataclass
@@ -80,21 +68,46 @@ def _apply(out: Mutation, name: str, profile: Profile, target: Target) -> None:
         )
         return
     skipped = _pod_security(name, profile, target, out.warnings)
+    pod_plan = plan(spec, profile, skipped)
+    out.warnings += host_network_warnings(pod_plan, profile, selected)
     size = shm_size(selected, profile.shm, out.warnings) if profile.shm.enabled else None
     for container in selected:
-        _add_resources(container, profile, out.warnings)
-        if profile.devices is DeviceMode.HOST_PATH and Item.HOST_PATH not in skipped:
-            _mount_infiniband(container, out.warnings)
-        if profile.ipc_lock and Item.IPC_LOCK not in skipped:
-            _add_ipc_lock(container, out.warnings)
-        if size is not None:
-            mount_shm(container, spec, out.warnings)
-        add_env(container, nccl_env(profile), out.warnings)
-    _ensure_volumes(spec, size)
+        _prepare(container, spec, profile, pod_plan, skipped, size is not None, out.warnings)
+    ensure_volumes(spec, size)
+    if pod_plan.resolves:
+        ncclconf.add_resolver(spec, profile.gid, selected)
+        out.warnings += filter(None, [ncclconf.mpi_warning(metadata, profile.gid)])
     gpus = max(gpu_count(c, profile.gpu_resources) for c in selected)
-    _set_network(out.pod, profile, gpus, target.namespace, skipped)
+    set_network(out.pod, profile, pod_plan, gpus, target.namespace, out.warnings)
     _set_scheduler(spec, profile, out.warnings)
     mapping(metadata, "annotations")[keys.APPLIED] = applied_record(name, profile)
+
+
+def _prepare(
+    container: Json,
+    spec: Json,
+    profile: Profile,
+    pod_plan: Plan,
+    skipped: set[Item],
+    shm: bool,
+    warnings: list[str],
+) -> None:
+    """Make one selected container RDMA-ready."""
+    add_resources(container, profile, warnings)
+    if profile.devices is DeviceMode.HOST_PATH and Item.HOST_PATH not in skipped:
+        mount_infiniband(container, warnings)
+    if profile.ipc_lock and Item.IPC_LOCK not in skipped:
+        add_ipc_lock(container, warnings)
+    if shm:
+        mount_shm(container, spec, warnings)
+    if pod_plan.resolves:
+        ncclconf.mount_conf(container, profile.gid, warnings)
+    found = lints.env_lints(container, profile, pod_plan)
+    warnings.extend(dict.fromkeys(found.values()))
+    add_env(container, nccl_env(profile, pod_plan), warnings, explained=found)
+    warnings.extend(
+        filter(None, [lints.ipc_lock_lint(container, spec.get("securityContext") or {})])
+    )
 
 
 def applied_record(name: str, profile: Profile) -> str:
@@ -156,136 +169,6 @@ _SKIP_CONSEQUENCE = {
     Item.HOST_PATH: "/dev/infiniband must come from the RDMA device plugin",
     Item.HOST_NETWORK: "RoCE must reach the pod through a Multus network instead",
 }
-
-
-def _is_rdma(resource: str, profile: Profile) -> bool:
-    if resource in profile.resources.names():
-        return True
-    return any(fnmatch.fnmatchcase(resource, p) for p in profile.resources.rdma_resources)
-
-
-def _add_resources(container: Json, profile: Profile, warnings: list[str]) -> None:
-    """Add the profile's RDMA resources to requests and limits, unless the container already
-    asks for an RDMA resource (any the profile adds or the admin lists as RDMA)."""
-    present = [r for r in requested(container) if _is_rdma(r, profile)]
-    if present:
-        foreign = [r for r in present if r not in profile.resources.names()]
-        if foreign:
-            warnings.append(
-                f"kube-rdma: container {container.get('name')} already requests "
-                f"{', '.join(foreign)}, so no RDMA resource was added"
-            )
-        return
-    wanted = _wanted_resources(container, profile, warnings)
-    if not wanted:
-        return
-    resources = mapping(container, "resources")
-    for kind in ("requests", "limits"):
-        mapping(resources, kind).update({name: str(count) for name, count in wanted.items()})
-
-
-def _wanted_resources(container: Json, profile: Profile, warnings: list[str]) -> dict[str, int]:
-    rails = profile.resources.per_rail
-    if rails is None:
-        return dict(profile.resources.fixed or {})
-    gpus = gpu_count(container, profile.gpu_resources)
-    if gpus > len(rails):
-        warnings.append(
-            f"kube-rdma: container {container.get('name')} requests {gpus} GPUs but the profile "
-            f"has {len(rails)} rails; it gets all {len(rails)}"
-        )
-    if gpus == 0:
-        warnings.append(
-            f"kube-rdma: container {container.get('name')} requests no GPU, so it gets no "
-            "per-rail RDMA resource"
-        )
-    return {name: 1 for name in rails[:gpus]}
-
-
-def _mount_infiniband(container: Json, warnings: list[str]) -> None:
-    if add_mount(container, INFINIBAND_VOLUME, INFINIBAND_PATH):
-        return
-    own = mount_at(container, INFINIBAND_PATH) or {}
-    if own.get("name") != INFINIBAND_VOLUME:
-        warnings.append(
-            f"kube-rdma: container {container.get('name')} mounts its own /dev/infiniband "
-            f"({own.get('name')}); kept as it is"
-        )
-
-
-def _add_ipc_lock(container: Json, warnings: list[str]) -> None:
-    """Add IPC_LOCK (RDMA pins memory) without touching other capabilities. Kubernetes takes
-    names with or without the CAP_ prefix; a privileged container has every capability."""
-    security = container.get("securityContext") or {}
-    if security.get("privileged"):
-        return
-    caps = security.get("capabilities") or {}
-    if {"IPC_LOCK", "CAP_IPC_LOCK"} & set(caps.get("add") or []):
-        return
-    if {"IPC_LOCK", "CAP_IPC_LOCK"} & set(caps.get("drop") or []):
-        warnings.append(
-            f"kube-rdma: container {container.get('name')} drops IPC_LOCK, so it was not added; "
-            "RDMA memory registration fails unless memlock is unlimited"
-        )
-        return
-    sequence(mapping(mapping(container, "securityContext"), "capabilities"), "add").append(
-        "IPC_LOCK"
-    )
-
-
-def _ensure_volumes(spec: Json, size: int | None) -> None:
-    """Add kube-rdma's volumes that some container mounts; keep our /dev/shm's size current.
-    A volume of the user's that merely has one of our names is a conflict, not ours to edit."""
-    mounted = {m.get("name") for c in containers(spec) for m in c.get("volumeMounts") or []}
-    wanted: dict[str, Json] = {INFINIBAND_VOLUME: INFINIBAND_SOURCE}
-    if size is not None:
-        wanted[SHM_VOLUME] = shm_source(size)
-    for name, source in wanted.items():
-        if name not in mounted:
-            continue
-        current = volume(spec, name)
-        if current is None:
-            sequence(spec, "volumes").append({"name": name, **source})
-        elif name == SHM_VOLUME:
-            _refresh_shm(current, source)
-        elif (current.get("hostPath") or {}).get("path") != INFINIBAND_PATH:
-            raise _reserved(name)
-
-
-def _refresh_shm(current: Json, source: Json) -> None:
-    empty_dir = current.get("emptyDir")
-    if not isinstance(empty_dir, dict) or empty_dir.get("medium") != "Memory":
-        raise _reserved(SHM_VOLUME)
-    wanted = source["emptyDir"]["sizeLimit"]
-    size = empty_dir.get("sizeLimit")
-    if size is None or parse_bytes(size) != parse_bytes(wanted):
-        empty_dir["sizeLimit"] = wanted
-
-
-def _reserved(name: str) -> Denied:
-    return Denied(f"the pod has its own volume named {name}, a name kube-rdma reserves; rename it")
-
-
-def _set_network(
-    pod: Json, profile: Profile, gpus: int, namespace: str, skipped: set[Item]
-) -> None:
-    network, spec = profile.network, pod["spec"]
-    if network.host_network and Item.HOST_NETWORK not in skipped and not spec.get("hostNetwork"):
-        spec["hostNetwork"] = True
-        # Without this a hostNetwork pod resolves names with the node's resolver and cannot
-        # reach cluster Services (its job's headless Service included).
-        if spec.get("dnsPolicy", "ClusterFirst") == "ClusterFirst":
-            spec["dnsPolicy"] = "ClusterFirstWithHostNet"
-    if not network.networks:
-        return
-    wanted = list(network.networks[: max(gpus, 1)] if network.per_gpu else network.networks)
-    annotations = mapping(mapping(pod, "metadata"), "annotations")
-    try:
-        merged = multus.merge(annotations.get(multus.NETWORKS_ANNOTATION), wanted, namespace)
-    except multus.NetworksError as e:
-        raise Denied(f"{e}; fix the annotation so kube-rdma can add the rail networks") from e
-    if merged is not None:
-        annotations[multus.NETWORKS_ANNOTATION] = merged
 
 
 def _set_scheduler(spec: Json, profile: Profile, warnings: list[str]) -> None:

@@ -29,26 +29,59 @@ profiles:
     gid: {strategy: auto, addrRange: 192.168.0.0/16}
     schedulerName: rdma-scheduler
   hostnet:
-    network: {mode: host, hostNetwork: true}
+    network: {mode: host, hostNetwork: true, hostSocketIfname: "=bond0"}
     gid: {strategy: fixed, index: 3}
     nccl:
-      socketIfname: "=bond0"
       ibHca: ["mlx5_0:1", "mlx5_1:1"]
       extraEnv: {NCCL_DEBUG: WARN}
   node:
-    network: {mode: sriov, networks: [sriov-rdma]}
+    network: {mode: host}
     resources:
-      fixed: {nvidia.com/sriov_rdma_vf: 1}
-      rdmaResources: ["rdma/*", "nvidia.com/sriov_rdma_vf"]
+      fixed: {rdma/rdma_shared_device_a: 1}
     devices: plugin
     ipcLock: true
     gid: {strategy: node}
   lenient:
     podSecurityConflict: skip
+  roce-pod:
+    network:
+      mode: macvlan
+      networks: [kube-rdma/rail1, kube-rdma/rail2, kube-rdma/rail3, kube-rdma/rail4,
+                 kube-rdma/rail5, kube-rdma/rail6, kube-rdma/rail7, kube-rdma/rail8]
+      perGpu: true
+    resources:
+      perRail: [rdma/hca1, rdma/hca2, rdma/hca3, rdma/hca4,
+                rdma/hca5, rdma/hca6, rdma/hca7, rdma/hca8]
+    devices: plugin
+    shm: {size: 64Gi}
+    nccl: {requireIb: true}
+    gid: {strategy: pod}
+    schedulerName: rdma-scheduler
+  roce-pod-env:
+    network:
+      mode: macvlan
+      networks: [kube-rdma/rail1, kube-rdma/rail2, kube-rdma/rail3, kube-rdma/rail4,
+                 kube-rdma/rail5, kube-rdma/rail6, kube-rdma/rail7, kube-rdma/rail8]
+      perGpu: true
+      existing: merge
+    resources:
+      perRail: [rdma/hca1, rdma/hca2, rdma/hca3, rdma/hca4,
+                rdma/hca5, rdma/hca6, rdma/hca7, rdma/hca8]
+    devices: plugin
+    shm: {size: 64Gi}
+    gid: {strategy: pod, confPath: env, onMissing: warn, image: "registry.local:5000/kube-rdma"}
+  sriov:
+    network: {mode: sriov, networks: [sriov-rdma]}
+    resources:
+      fixed: {nvidia.com/sriov_rdma_vf: 1}
+    devices: plugin
+    gid: {strategy: pod, roceVersion: 2, addrFamily: AF_INET6}
+  exclude:
+    nccl: {ibHcaExclude: [mlx5_bond_0], requireIb: true}
 """
 
 
-def _container(name: str, image: str, **fields: Any) -> Json:
+def make_container(name: str, image: str, **fields: Any) -> Json:
     return {
         "name": name,
         "image": image,
@@ -59,12 +92,12 @@ def _container(name: str, image: str, **fields: Any) -> Json:
     }
 
 
-def _resources(gpus: int, memory: str, cpu: str = "96") -> Json:
+def gpu_resources(gpus: int, memory: str, cpu: str = "96") -> Json:
     amounts = {"cpu": cpu, "memory": memory, "nvidia.com/gpu": str(gpus)}
     return {"limits": dict(amounts), "requests": dict(amounts)}
 
 
-def _pod(name: str, namespace: str, labels: Json, annotations: Json, spec: Json) -> Json:
+def make_pod(name: str, namespace: str, labels: Json, annotations: Json, spec: Json) -> Json:
     metadata: Json = {"name": name, "namespace": namespace, "labels": labels}
     if annotations:
         metadata["annotations"] = annotations
@@ -104,15 +137,15 @@ def pytorchjob(replica: str, index: int, namespace: str, annotations: Json) -> J
         {"name": "RANK", "value": str(index if replica == "master" else index + 1)},
         {"name": "PET_NPROC_PER_NODE", "value": "8"},
     ]
-    trainer = _container(
+    trainer = make_container(
         "pytorch",
         "nvcr.io/nvidia/pytorch:24.05-py3",
         command=["torchrun", "train.py"],
         env=env,
         ports=[{"containerPort": 23456, "name": "pytorchjob-port", "protocol": "TCP"}],
-        resources=_resources(8, "1600Gi" if replica == "master" else "200Gi"),
+        resources=gpu_resources(8, "1600Gi" if replica == "master" else "200Gi"),
     )
-    return _pod(
+    return make_pod(
         name,
         namespace,
         _kubeflow_labels("llama-70b", replica, index),
@@ -122,7 +155,7 @@ def pytorchjob(replica: str, index: int, namespace: str, annotations: Json) -> J
 
 
 def mpijob_launcher(namespace: str) -> Json:
-    launcher = _container(
+    launcher = make_container(
         "launcher",
         "mpioperator/openmpi:v0.5.0",
         command=["mpirun", "-np", "16", "/opt/all_reduce_perf", "-b", "8", "-e", "8G"],
@@ -134,15 +167,15 @@ def mpijob_launcher(namespace: str) -> Json:
         "training.kubeflow.org/operator-name": "mpi-operator",
         "training.kubeflow.org/replica-type": "launcher",
     }
-    return _pod("nccl-tests-launcher-x7k2p", namespace, labels, {}, {"containers": [launcher]})
+    return make_pod("nccl-tests-launcher-x7k2p", namespace, labels, {}, {"containers": [launcher]})
 
 
 def mpijob_worker(namespace: str, annotations: Json) -> Json:
-    worker = _container(
+    worker = make_container(
         "worker",
         "mpioperator/openmpi:v0.5.0",
         command=["/usr/sbin/sshd", "-De"],
-        resources=_resources(8, "1000Gi"),
+        resources=gpu_resources(8, "1000Gi"),
     )
     labels = {
         "training.kubeflow.org/job-name": "nccl-tests",
@@ -150,16 +183,16 @@ def mpijob_worker(namespace: str, annotations: Json) -> Json:
         "training.kubeflow.org/replica-type": "worker",
         "training.kubeflow.org/replica-index": "1",
     }
-    return _pod("nccl-tests-worker-1", namespace, labels, annotations, {"containers": [worker]})
+    return make_pod("nccl-tests-worker-1", namespace, labels, annotations, {"containers": [worker]})
 
 
 def jobset_pod(namespace: str, annotations: Json) -> Json:
     """A Kubeflow Trainer v2 TrainJob pod (a JobSet underneath), 4 GPUs."""
-    node = _container(
+    node = make_container(
         "node",
         "ghcr.io/kubeflow/trainer/torchtune:latest",
         env=[{"name": "PET_NNODES", "value": "2"}],
-        resources=_resources(4, "400Gi", cpu="48"),
+        resources=gpu_resources(4, "400Gi", cpu="48"),
     )
     labels = {
         "batch.kubernetes.io/job-completion-index": "1",
@@ -170,13 +203,17 @@ def jobset_pod(namespace: str, annotations: Json) -> Json:
         "jobset.sigs.k8s.io/global-replicas": "1",
         "trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
     }
-    pod = _pod("qwen-sft-node-0-1-zk4tw", namespace, labels, annotations, {"containers": [node]})
+    pod = make_pod(
+        "qwen-sft-node-0-1-zk4tw", namespace, labels, annotations, {"containers": [node]}
+    )
     pod["metadata"].setdefault("annotations", {})["jobset.sigs.k8s.io/jobset-name"] = "qwen-sft"
     return pod
 
 
 def volcano_pod(namespace: str, annotations: Json) -> Json:
-    worker = _container("worker", "registry.local/megatron:2409", resources=_resources(8, "1800Gi"))
+    worker = make_container(
+        "worker", "registry.local/megatron:2409", resources=gpu_resources(8, "1800Gi")
+    )
     labels = {"volcano.sh/job-name": "gpt-moe", "volcano.sh/task-spec": "worker"}
     annotations = {
         "scheduling.k8s.io/group-name": "gpt-moe-9c1e2f",
@@ -184,26 +221,26 @@ def volcano_pod(namespace: str, annotations: Json) -> Json:
         "volcano.sh/task-index": "3",
         **annotations,
     }
-    pod = _pod("gpt-moe-worker-3", namespace, labels, annotations, {"containers": [worker]})
+    pod = make_pod("gpt-moe-worker-3", namespace, labels, annotations, {"containers": [worker]})
     pod["spec"]["schedulerName"] = "volcano"
     return pod
 
 
 def sidecar_pod(namespace: str, annotations: Json) -> Json:
     """A trainer with an init container and a log-shipping sidecar; only the trainer has GPUs."""
-    init = _container(
+    init = make_container(
         "fetch-dataset",
         "amazon/aws-cli:2.17.0",
         command=["aws", "s3", "sync", "s3://datasets/c4", "/data"],
         volumeMounts=[{"name": "data", "mountPath": "/data"}],
     )
-    trainer = _container(
+    trainer = make_container(
         "trainer",
         "nvcr.io/nvidia/nemo:24.07",
-        resources=_resources(8, "512Gi"),
+        resources=gpu_resources(8, "512Gi"),
         volumeMounts=[{"name": "data", "mountPath": "/data"}],
     )
-    sidecar = _container(
+    sidecar = make_container(
         "fluent-bit",
         "fluent/fluent-bit:3.1",
         resources={"limits": {"memory": "256Mi"}, "requests": {"cpu": "50m", "memory": "64Mi"}},
@@ -214,12 +251,12 @@ def sidecar_pod(namespace: str, annotations: Json) -> Json:
         "volumes": [{"name": "data", "emptyDir": {}}],
     }
     labels = _kubeflow_labels("nemo-sft", "worker", 0)
-    return _pod("nemo-sft-worker-0", namespace, labels, annotations, spec)
+    return make_pod("nemo-sft-worker-0", namespace, labels, annotations, spec)
 
 
 def preset_pod(namespace: str, annotations: Json) -> Json:
     """A pod whose author already set part of the RDMA plumbing by hand."""
-    trainer = _container(
+    trainer = make_container(
         "trainer",
         "nvcr.io/nvidia/pytorch:24.05-py3",
         env=[
@@ -244,7 +281,7 @@ def preset_pod(namespace: str, annotations: Json) -> Json:
     networks = '[{"name":"rail1","namespace":"kube-rdma","interface":"net1"}]'
     annotations = {"k8s.v1.cni.cncf.io/networks": networks, **annotations}
     labels = _kubeflow_labels("hand-tuned", "worker", 0)
-    return _pod("hand-tuned-worker-0", namespace, labels, annotations, spec)
+    return make_pod("hand-tuned-worker-0", namespace, labels, annotations, spec)
 
 
 def request(pod: Json, uid: str = "0b5c3e2a-7f1d-4c88-9a51-3d2e1f0a9b77", **fields: Any) -> Json:

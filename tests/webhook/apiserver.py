@@ -1,5 +1,6 @@
-"""What the apiserver does to a pod between two mutating webhook passes: defaulting, and
-canonical quantities. A second pass must see the pod in this stored form and change nothing."""
+"""What the apiserver does to a pod between two mutating webhook passes: defaulting (of
+volumes, containers and env), and canonical quantities. A second pass must see the pod in this
+stored form and change nothing."""
 
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ def stored(pod: Json) -> Json:
         if isinstance(empty_dir, dict) and "sizeLimit" in empty_dir:
             empty_dir["sizeLimit"] = canonical(empty_dir["sizeLimit"])
     for container in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
+        _default_container(container)
         for entry in container.get("env") or []:
             field_ref = (entry.get("valueFrom") or {}).get("fieldRef")
             if field_ref is not None:
@@ -48,3 +50,14 @@ def stored(pod: Json) -> Json:
             for name, amount in bucket.items():
                 bucket[name] = canonical(str(amount))
     return pod
+
+
+def _default_container(container: Json) -> None:
+    """kubernetes pkg/apis/core/v1/defaults.go: SetDefaults_Container."""
+    container.setdefault("terminationMessagePath", "/dev/termination-log")
+    container.setdefault("terminationMessagePolicy", "File")
+    if "imagePullPolicy" not in container:
+        image = str(container.get("image", ""))
+        tag = image.rsplit("/", 1)[-1].partition(":")[2]
+        latest = "@" not in image and tag in ("", "latest")
+        container["imagePullPolicy"] = "Always" if latest else "IfNotPresent"

@@ -11,7 +11,6 @@ import base64
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import jsonpatch
 import kubernetes_validate
@@ -26,12 +25,6 @@ from webhook.profiles import parse_profiles
 
 K8S_VERSIONS = ("1.30.0", "1.37.0")
 PROFILES = parse_profiles(pods.PROFILES_YAML, "test")
-NAMESPACES = {
-    "team-a": {},
-    "ml-training": {"kube-rdma.io/injection": "enabled"},
-    "locked": {"pod-security.kubernetes.io/enforce": "baseline"},
-    "typo": {"pod-security.kubernetes.io/enforce": "baseln"},
-}
 AUTO_ENV = [
     {"name": "NCCL_IB_DISABLE", "value": "0"},
     {"name": "NCCL_IB_ROCE_VERSION_NUM", "value": "2"},
@@ -168,9 +161,8 @@ def _hostnet(pod: Json) -> None:
 
 def _node(pod: Json) -> None:
     pod["metadata"]["annotations"]["kube-rdma.io/applied"] = applied("node")
-    pod["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"] = "sriov-rdma"
     c = pod["spec"]["containers"][0]
-    add_resources(c, {"nvidia.com/sriov_rdma_vf": "1"})
+    add_resources(c, {"rdma/rdma_shared_device_a": "1"})
     c["volumeMounts"] = [SHM_MOUNT]
     c["securityContext"] = IPC_LOCK
     c["env"] = [
@@ -281,19 +273,6 @@ CASES = [
     Case("kube-system-never", pods.pytorchjob("worker", 0, "kube-system", INJECT), None),
     Case("own-namespace-never", pods.pytorchjob("worker", 0, "kube-rdma", INJECT), None),
 ]
-
-
-@pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    profiles = tmp_path / "profiles.yaml"
-    profiles.write_text(pods.PROFILES_YAML)
-    namespaces = tmp_path / "namespaces.yaml"
-    items = [
-        {"kind": "Namespace", "metadata": {"name": n, "labels": labels}}
-        for n, labels in NAMESPACES.items()
-    ]
-    namespaces.write_text(orjson.dumps({"kind": "List", "items": items}).decode())
-    return Settings(profiles_file=profiles, namespaces_file=namespaces, own_namespace="kube-rdma")
 
 
 def apply(request: Json, response: Json) -> Json:

@@ -128,7 +128,7 @@ DENIALS = [
         "unknown-profile",
         _annotated({"kube-rdma.io/profile": "rails16"}),
         "RDMA profile 'rails16' (annotation kube-rdma.io/profile) does not exist; valid "
-        "profiles: default, hostnet, lenient, node, rails8",
+        "profiles: default, exclude, hostnet, lenient, node, rails8, roce-pod, roce-pod-env, sriov",
     ),
     (
         "inject-not-boolean",

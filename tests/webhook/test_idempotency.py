@@ -20,7 +20,17 @@ from webhook.namespaces import StaticNamespaces
 from webhook.patch import diff
 from webhook.profile_store import ProfileStore
 
-PROFILE_NAMES = ["default", "rails8", "hostnet", "node", "lenient"]
+PROFILE_NAMES = [
+    "default",
+    "rails8",
+    "hostnet",
+    "node",
+    "lenient",
+    "roce-pod",
+    "roce-pod-env",
+    "sriov",
+    "exclude",
+]
 NAMESPACES = StaticNamespaces(
     {
         "team-a": {},
@@ -29,7 +39,23 @@ NAMESPACES = StaticNamespaces(
         "strict": {"pod-security.kubernetes.io/enforce": "restricted"},
     }
 )
-NCCL_NAMES = ["NCCL_IB_DISABLE", "NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_IB_GID_INDEX", "OTHER"]
+NCCL_NAMES = [
+    "NCCL_IB_DISABLE",
+    "NCCL_SOCKET_IFNAME",
+    "NCCL_IB_HCA",
+    "NCCL_IB_GID_INDEX",
+    "NCCL_NET",
+    "NCCL_CONF_FILE",
+    "OTHER",
+]
+RESOURCES = [
+    "rdma/hca",
+    "rdma/hca1",
+    "nvidia.com/sriov_rdma_vf",
+    "nvidia.com/hostdev",
+    "spidernet.io/hca_shared_devices",
+    "intel.com/sriov_netdevice",
+]
 
 
 def admitter(tmp_path: Path) -> Admitter:
@@ -58,12 +84,13 @@ def containers(draw: st.DrawFn, name: str) -> Json:
     if draw(st.booleans()):
         limits["memory"] = f"{draw(st.integers(1, 4096))}Mi"
     if draw(st.booleans()):
-        limits[draw(st.sampled_from(["rdma/hca", "rdma/hca1", "nvidia.com/sriov_rdma_vf"]))] = "1"
+        limits[draw(st.sampled_from(RESOURCES))] = "1"
     if limits:
         container["resources"] = {"limits": limits, "requests": dict(limits)}
     env_names = draw(st.lists(st.sampled_from(NCCL_NAMES), unique=True, max_size=3))
     if env_names:
-        container["env"] = [{"name": n, "value": "user"} for n in env_names]
+        values = st.sampled_from(["user", "1", "mlx5_1", "Socket", "=mlx5_0"])
+        container["env"] = [{"name": n, "value": draw(values)} for n in env_names]
     if draw(st.booleans()):
         field_ref = {"fieldPath": "metadata.annotations['kube-rdma.io/gid-index']"}
         container.setdefault("env", []).append(
@@ -102,17 +129,19 @@ def training_pods(draw: st.DrawFn) -> Json:
         annotations["kube-rdma.io/profile"] = draw(st.sampled_from(PROFILE_NAMES))
     if draw(st.booleans()):
         rails = draw(st.lists(st.integers(1, 8), unique=True, min_size=1, max_size=3))
+        owner = draw(st.sampled_from(["kube-rdma/rail", "spiderpool/hca"]))
+        space, prefix = owner.split("/")
         if draw(st.booleans()):
-            entries = [{"name": f"rail{r}", "namespace": "kube-rdma"} for r in rails]
+            entries = [{"name": f"{prefix}{r}", "namespace": space} for r in rails]
             annotations["k8s.v1.cni.cncf.io/networks"] = orjson.dumps(entries).decode()
         else:
-            annotations["k8s.v1.cni.cncf.io/networks"] = ",".join(
-                f"kube-rdma/rail{r}" for r in rails
-            )
+            annotations["k8s.v1.cni.cncf.io/networks"] = ",".join(f"{owner}{r}" for r in rails)
     if draw(st.booleans()):
         annotations["kube-rdma.io/containers"] = draw(st.sampled_from(["c0", "c0,init", "init"]))
     if draw(st.booleans()):
         spec["hostNetwork"] = draw(st.booleans())
+    if draw(st.booleans()):
+        spec["securityContext"] = {"runAsUser": draw(st.sampled_from([0, 1000]))}
     namespace = draw(st.sampled_from(["team-a", "ml-training", "locked", "strict"]))
     metadata: Json = {
         "generateName": "job-worker-",
@@ -222,3 +251,16 @@ async def test_memory_limit_set_later_resizes_shm_in_place(tmp_path: Path) -> No
     again = await review.review(pods.request(ours, uid="reinvoked"))
     ops = orjson.loads(base64.b64decode(again.response["response"]["patch"]))
     assert ops == [{"op": "replace", "path": "/spec/volumes/1/emptyDir/sizeLimit", "value": "32Gi"}]
+
+
+async def test_resolver_runs_before_the_init_container_that_reads_its_file(tmp_path: Path) -> None:
+    review = admitter(tmp_path)
+    annotations = {"kube-rdma.io/profile": "roce-pod", "kube-rdma.io/containers": "fetch-dataset"}
+    first_request = pods.request(pods.sidecar_pod("team-a", annotations))
+    ours = apiserver.stored(patched(first_request, (await review.review(first_request)).response))
+    assert [c["name"] for c in ours["spec"]["initContainers"]] == [
+        "kube-rdma-nccl-conf",
+        "fetch-dataset",
+    ]
+    again = await review.review(pods.request(ours, uid="second"))
+    assert again.outcome == "unchanged"

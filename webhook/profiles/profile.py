@@ -1,0 +1,155 @@
+"""One profile: its parts, and the combinations of them that cannot work.
+
+A combination known to fail is refused at load with a message saying what to use instead; one
+that works only on some hardware loads with a warning (`load_warnings`), which the profile store
+logs and counts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from enum import StrEnum
+from functools import cached_property
+from typing import Self
+
+import orjson
+from pydantic import model_validator
+
+from webhook.profiles.base import ProfileModel
+from webhook.profiles.gid import Gid, GidStrategy
+from webhook.profiles.nccl import Nccl
+from webhook.profiles.network import Network, NetworkMode
+from webhook.profiles.resources import Resources
+from webhook.profiles.shm import Shm
+
+# What a pod in its own network namespace sees instead of the host's devices and GIDs.
+_OWN_VIEW = {
+    NetworkMode.MACVLAN: "each macvlan pod sees its own GIDs at its own indexes",
+    NetworkMode.SRIOV: "an SR-IOV pod sees its VF's device, under the VF's name, with its own GIDs",
+}
+_OWN_NAMESPACE = tuple(_OWN_VIEW)
+
+
+class DeviceMode(StrEnum):
+    """Where the container's /dev/infiniband comes from."""
+
+    HOST_PATH = "hostPath"  # mount the host's /dev/infiniband
+    PLUGIN = "plugin"  # the RDMA device plugin injects the devices for the resource
+
+
+class ConflictAction(StrEnum):
+    """What to do when the namespace's Pod Security level forbids something the profile adds."""
+
+    DENY = "deny"
+    SKIP = "skip"
+
+
+class Profile(ProfileModel):
+    network: Network = Network()
+    resources: Resources = Resources()
+    devices: DeviceMode = DeviceMode.HOST_PATH
+    ipc_lock: bool = True
+    shm: Shm = Shm()
+    nccl: Nccl = Nccl()
+    gid: Gid = Gid()
+    gpu_resources: tuple[str, ...] = ("nvidia.com/gpu",)
+    """Resource names that mark a container as a GPU container (selected by default)."""
+    scheduler_name: str | None = None
+    """Send opted-in pods to this scheduler (the profile that calls the extender)."""
+    pod_security_conflict: ConflictAction = ConflictAction.DENY
+
+    @model_validator(mode="after")
+    def _check(self) -> Self:
+        for problem in (self._gid_problem(), self._nccl_problem(), self._device_problem()):
+            if problem:
+                raise ValueError(problem)
+        return self
+
+    def _gid_problem(self) -> str | None:
+        mode, strategy = self.network.mode, self.gid.strategy
+        if mode is NetworkMode.MACVLAN and strategy is GidStrategy.FIXED:
+            return (
+                "gid.strategy fixed with network.mode macvlan: under macvlan each pod gets its "
+                "own GID indexes, so one fixed index is wrong for most pods; use strategy pod, "
+                "or auto with addrRange set to the rail subnet"
+            )
+        if mode in _OWN_NAMESPACE and strategy is GidStrategy.NODE:
+            return (
+                f"gid.strategy node with network.mode {mode.value}: the node's GID index and HCA "
+                f"names are the host's, but {_OWN_VIEW[mode]}; use strategy pod, or auto with "
+                "NCCL 2.21.5 or newer"
+            )
+        if strategy is GidStrategy.POD and self.network.host_network:
+            return (
+                "gid.strategy pod with network.hostNetwork: true: a pod in the host's network "
+                "namespace sees the host's GID table, so there is nothing to resolve per pod; "
+                "use strategy auto or fixed"
+            )
+        return None
+
+    def _nccl_problem(self) -> str | None:
+        nccl, strategy = self.nccl, self.gid.strategy
+        hca = [
+            name
+            for name, on in (
+                ("nccl.ibHca", nccl.ib_hca),
+                ("nccl.ibHcaExclude", nccl.ib_hca_exclude),
+            )
+            if on
+        ]
+        if strategy is GidStrategy.NODE and hca:
+            return (
+                f"gid.strategy node also sets NCCL_IB_HCA from the node; remove {hca[0]} "
+                "or use strategy auto or fixed"
+            )
+        written = [*hca, *(["nccl.socketIfname"] if nccl.socket_ifname else [])]
+        if strategy is GidStrategy.POD and written:
+            return (
+                "gid.strategy pod writes NCCL_IB_HCA and NCCL_SOCKET_IFNAME from the pod's own "
+                "devices and default route, and a value in the environment would override the "
+                f"file; remove {' and '.join(written)}"
+            )
+        if self.network.host_network and nccl.socket_ifname:
+            return (
+                "nccl.socketIfname with network.hostNetwork: true: every pod of this profile "
+                "runs in the host's network namespace; set the host's interface in "
+                "network.hostSocketIfname instead"
+            )
+        return None
+
+    def _device_problem(self) -> str | None:
+        if self.devices is DeviceMode.PLUGIN and not self.resources.names():
+            return (
+                "devices: plugin relies on an RDMA resource to make the device plugin inject "
+                "/dev/infiniband; set resources.fixed or resources.perRail, or use hostPath"
+            )
+        if not self.gpu_resources:
+            return "gpuResources must name at least one GPU resource"
+        return None
+
+    @cached_property
+    def load_warnings(self) -> tuple[str, ...]:
+        """Combinations that load but work only on some hardware."""
+        mode, strategy = self.network.mode, self.gid.strategy
+        warnings = []
+        if mode is NetworkMode.SRIOV and strategy is GidStrategy.FIXED:
+            warnings.append(
+                "gid.strategy fixed with network.mode sriov: a VF in its own network namespace "
+                "usually has its IPv4 RoCE v2 GID at index 3, but not on every NIC and firmware; "
+                "strategy pod reads each pod's own GID table"
+            )
+        if mode is NetworkMode.SRIOV and self.nccl.ib_hca:
+            warnings.append(
+                "nccl.ibHca with network.mode sriov: the pod sees its VF's RDMA device under the "
+                "VF's own name, not the PF's; list the VFs' names, or use strategy pod, which "
+                "writes the devices the pod got"
+            )
+        return tuple(warnings)
+
+    @cached_property
+    def digest(self) -> str:
+        """A short stable hash of the profile's full effective content."""
+        body = orjson.dumps(
+            self.model_dump(mode="json", by_alias=True), option=orjson.OPT_SORT_KEYS
+        )
+        return hashlib.sha256(body).hexdigest()[:12]
