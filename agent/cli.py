@@ -7,11 +7,13 @@ import asyncio
 import ipaddress
 import logging
 import os
+import re
 import signal
 import sys
 from pathlib import Path
 
 log = logging.getLogger("kube_rdma.agent")
+NCCL_NAME = re.compile(r"^NCCL_[A-Z0-9_]+$")
 
 
 def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -65,6 +67,15 @@ def register_nccl_conf(subcommands: argparse._SubParsersAction[argparse.Argument
     parser.add_argument("--on-missing", choices=["fail", "warn"], default="fail")
     parser.add_argument("--out", type=Path, help="the file to write (default: standard output)")
     parser.add_argument("--termination-log", type=Path, default=Path("/dev/termination-log"))
+    parser.add_argument(
+        "--set",
+        type=setting,
+        action="append",
+        default=[],
+        metavar="NCCL_NAME=VALUE",
+        help="a further line for the file, after the resolved ones (repeatable): the profile's "
+        "own NCCL settings, so that ranks started over ssh read them too",
+    )
     parser.set_defaults(run=run_nccl_conf)
 
 
@@ -73,6 +84,20 @@ def address_list(text: str) -> tuple[ipaddress.IPv4Address | ipaddress.IPv6Addre
         return tuple(ipaddress.ip_address(part.strip()) for part in text.split(",") if part)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def setting(text: str) -> tuple[str, str]:
+    """A `--set` value: an NCCL variable the resolver does not write itself, and its value."""
+    from agent.nccl_conf import RESOLVED
+
+    name, equals, value = text.partition("=")
+    if not equals or not NCCL_NAME.match(name):
+        raise argparse.ArgumentTypeError(f"{text!r} is not NCCL_NAME=VALUE")
+    if name in RESOLVED:
+        raise argparse.ArgumentTypeError(f"{name} is what nccl-conf resolves; it cannot be set")
+    if "\n" in value:
+        raise argparse.ArgumentTypeError(f"the value of {name} spans lines")
+    return name, value
 
 
 def run_inspect(args: argparse.Namespace) -> int:
@@ -101,6 +126,7 @@ def run_nccl_conf(args: argparse.Namespace) -> int:
         on_missing=args.on_missing,
         out=args.out,
         termination_log=args.termination_log,
+        settings=tuple(args.set),
     )
     return run(request)
 

@@ -26,6 +26,8 @@ from agent.pod_network import Family, PodAddress, PodNetwork
 from kube_rdma.core.topology import Nic, Port
 
 RoceVersion = Literal[1, 2]
+RESOLVED = ("NCCL_IB_GID_INDEX", "NCCL_IB_HCA", "NCCL_SOCKET_IFNAME")
+"""The variables this module writes; nothing else may set them in the file."""
 LISTED_GIDS = 4
 """GID addresses named per port in the error line before the rest is counted."""
 

@@ -32,6 +32,8 @@ class Request:
     on_missing: OnMissing
     out: Path | None
     termination_log: Path
+    settings: tuple[tuple[str, str], ...] = ()
+    """Lines the file carries after the resolved ones (the profile's own NCCL settings)."""
 
 
 def run(request: Request) -> int:
@@ -40,11 +42,12 @@ def run(request: Request) -> int:
         return _fail(resolution.problem, request.termination_log)
     if resolution.problem:
         print(f"{PREFIX}: warning: {resolution.problem}", file=sys.stderr)
+    lines = [*resolution.lines, *(f"{name}={value}" for name, value in request.settings)]
     try:
-        _write(resolution.text, request.out)
+        _write("".join(f"{line}\n" for line in lines), request.out)
     except OSError as e:
         return _fail(f"cannot write {request.out}: {e.strerror}", request.termination_log)
-    for line in resolution.lines:
+    for line in lines:
         print(f"{PREFIX}: {line}", file=sys.stderr)
     return 0
 

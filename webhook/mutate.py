@@ -75,8 +75,9 @@ def _apply(out: Mutation, name: str, profile: Profile, target: Target) -> None:
         _prepare(container, spec, profile, pod_plan, skipped, size is not None, out.warnings)
     ensure_volumes(spec, size)
     if pod_plan.resolves:
-        ncclconf.add_resolver(spec, profile.gid, selected)
-        out.warnings += filter(None, [ncclconf.mpi_warning(metadata, profile.gid)])
+        settings = ncclconf.file_settings(nccl_env(profile, pod_plan))
+        ncclconf.add_resolver(spec, profile.gid, selected, settings)
+    out.warnings += filter(None, [ncclconf.mpi_warning(metadata, profile.gid, pod_plan.resolves)])
     gpus = max(gpu_count(c, profile.gpu_resources) for c in selected)
     set_network(out.pod, profile, pod_plan, gpus, target.namespace, out.warnings)
     _set_scheduler(spec, profile, out.warnings)

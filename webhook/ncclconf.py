@@ -15,7 +15,7 @@ the stored pod compares equal.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from kube_rdma.core.objects import Json
 from webhook.denied import Denied
@@ -55,10 +55,21 @@ def restricted() -> Json:
     }
 
 
-def resolver(gid: Gid) -> Json:
+def file_settings(env: Sequence[Json]) -> list[str]:
+    """The profile's own NCCL settings, as `--set` arguments: the resolver writes them into the
+    file after what it resolves, so ranks that mpirun starts over ssh (a fresh environment) get
+    them too. In env they also stay, for the processes the container starts itself."""
+    return [
+        f"--set={e['name']}={e['value']}"
+        for e in env
+        if e["name"].startswith("NCCL_") and e["name"] != "NCCL_CONF_FILE" and "value" in e
+    ]
+
+
+def resolver(gid: Gid, settings: Sequence[str] = ()) -> Json:
     """The init container, restricted-compatible, as the apiserver stores it."""
     args = ["nccl-conf", "--out", CONF_PATH, "--roce-version", str(gid.roce_version)]
-    args += ["--family", gid.family, "--on-missing", gid.on_missing.value]
+    args += ["--family", gid.family, "--on-missing", gid.on_missing.value, *settings]
     return {
         "name": RESOLVER,
         "image": gid.image,
@@ -76,7 +87,7 @@ def resolver(gid: Gid) -> Json:
     }
 
 
-def add_resolver(spec: Json, gid: Gid, readers: list[Json]) -> None:
+def add_resolver(spec: Json, gid: Gid, readers: list[Json], settings: Sequence[str] = ()) -> None:
     """Add the init container once, before the first init container that reads the file."""
     inits: list[Json] = sequence(spec, "initContainers")
     current = next((c for c in inits if c.get("name") == RESOLVER), None)
@@ -89,7 +100,7 @@ def add_resolver(spec: Json, gid: Gid, readers: list[Json]) -> None:
         return
     ids = {id(c) for c in readers}
     position = next((i for i, c in enumerate(inits) if id(c) in ids), len(inits))
-    inits.insert(position, resolver(gid))
+    inits.insert(position, resolver(gid, settings))
 
 
 def conf_mount(gid: Gid) -> Json:
@@ -132,8 +143,17 @@ def is_mpi_worker(metadata: Json) -> bool:
     ) or any(o.get("kind") == "MPIJob" for o in owners)
 
 
-def mpi_warning(metadata: Json, gid: Gid) -> str | None:
-    if gid.conf_path is not ConfPath.ENV or not is_mpi_worker(metadata):
+def mpi_warning(metadata: Json, gid: Gid, resolves: bool) -> str | None:
+    if not is_mpi_worker(metadata):
+        return None
+    if not resolves:
+        return (
+            "kube-rdma: this pod looks like an MPIJob worker: the NCCL variables kube-rdma adds "
+            "to env do not reach the ranks mpirun starts over ssh (a fresh environment); use a "
+            "profile with gid.strategy: pod, which writes them to /etc/nccl.conf, or have "
+            "mpirun pass them on (-x NAME)"
+        )
+    if gid.conf_path is not ConfPath.ENV:
         return None
     return (
         "kube-rdma: this pod looks like an MPIJob worker: NCCL_CONF_FILE does not reach the "

@@ -334,3 +334,38 @@ def test_prints_the_file_without_out(tmp_path: Path) -> None:
     lines = ["NCCL_IB_GID_INDEX=3", "NCCL_IB_HCA==mlx5_12:1", "NCCL_SOCKET_IFNAME==eth0"]
     assert (done.returncode, done.stdout) == (0, "".join(f"{line}\n" for line in lines))
     assert done.stderr == "".join(f"{PREFIX}{line}\n" for line in lines)
+
+
+def test_the_profiles_own_settings_follow_the_resolved_lines(nccl_conf: Runner) -> None:
+    outcome = nccl_conf.view(MACVLAN)(
+        pod(Interface("net1", ["192.168.4.20/24"])),
+        "--set=NCCL_IB_DISABLE=0",
+        "--set",
+        "NCCL_NET=IB",
+    )
+    assert outcome == written(
+        "NCCL_IB_GID_INDEX=7",
+        "NCCL_IB_HCA==mlx5_4:1",
+        "NCCL_SOCKET_IFNAME==eth0",
+        "NCCL_IB_DISABLE=0",
+        "NCCL_NET=IB",
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("NCCL_IB_HCA==mlx5_0", "NCCL_IB_HCA is what nccl-conf resolves; it cannot be set"),
+        ("UCX_TLS=rc", "'UCX_TLS=rc' is not NCCL_NAME=VALUE"),
+        ("NCCL_NET", "'NCCL_NET' is not NCCL_NAME=VALUE"),
+    ],
+)
+def test_a_setting_it_cannot_take_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], value: str, message: str
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["nccl-conf", "--set", value])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"kube-rdma nccl-conf: error: argument --set: {message}"
+    )

@@ -205,6 +205,12 @@ def profile(name: str) -> Json:
     return {"kube-rdma.io/profile": name}
 
 
+MPI_ENV_ONLY = (
+    "kube-rdma: this pod looks like an MPIJob worker: the NCCL variables kube-rdma adds to env do "
+    "not reach the ranks mpirun starts over ssh (a fresh environment); use a profile with "
+    "gid.strategy: pod, which writes them to /etc/nccl.conf, or have mpirun pass them on (-x NAME)"
+)
+
 CASES = [
     Case(
         "pytorchjob-master",
@@ -218,7 +224,12 @@ CASES = [
         _default_worker,
     ),
     Case("mpijob-launcher-no-gpu", pods.mpijob_launcher("ml-training"), None),
-    Case("mpijob-worker-8-rails", pods.mpijob_worker("team-a", profile("rails8")), _mpijob_worker),
+    Case(
+        "mpijob-worker-8-rails",
+        pods.mpijob_worker("team-a", profile("rails8")),
+        _mpijob_worker,
+        [MPI_ENV_ONLY],
+    ),
     Case("jobset-4-gpus-4-rails", pods.jobset_pod("team-a", profile("rails8")), _jobset),
     Case(
         "volcano-keeps-its-scheduler",
@@ -252,7 +263,11 @@ CASES = [
         "node-gid-from-extender",
         pods.mpijob_worker("team-a", profile("node")),
         _node,
-        ["kube-rdma: /dev/shm is 256Gi, set by shm.max instead of 0.5 of the 1000Gi memory limit"],
+        [
+            "kube-rdma: /dev/shm is 256Gi, set by shm.max instead of 0.5 of the 1000Gi memory "
+            "limit",
+            MPI_ENV_ONLY,
+        ],
     ),
     Case(
         "baseline-namespace-skips",

@@ -48,6 +48,10 @@ ETC_MOUNT = {
 RUN_MOUNT = {"name": "kube-rdma-nccl-conf", "mountPath": "/run/kube-rdma", "readOnly": True}
 CONF_FILE_ENV = {"name": "NCCL_CONF_FILE", "value": "/run/kube-rdma/nccl.conf"}
 IB_ONLY = [{"name": "NCCL_IB_DISABLE", "value": "0"}, {"name": "NCCL_NET", "value": "IB"}]
+# The profile's own NCCL settings, which the resolver also writes into the file for ranks that
+# mpirun starts over ssh.
+IB_SETTINGS = ("--set=NCCL_IB_DISABLE=0", "--set=NCCL_NET=IB")
+BASE_SETTINGS = ("--set=NCCL_IB_DISABLE=0",)
 
 
 def resolver(
@@ -55,6 +59,7 @@ def resolver(
     pull: str = "IfNotPresent",
     family: str = "ipv4",
     on_missing: str = "fail",
+    settings: tuple[str, ...] = IB_SETTINGS,
 ) -> Json:
     """The init container, exactly as the contract with `kube-rdma nccl-conf` describes it."""
     return {
@@ -71,6 +76,7 @@ def resolver(
             family,
             "--on-missing",
             on_missing,
+            *settings,
         ],
         "resources": {
             "limits": {"cpu": "500m", "memory": "64Mi"},
@@ -122,7 +128,9 @@ def _macvlan_env_merge(pod: Json) -> None:
     _resolved(pod, "roce-pod-env", RUN_MOUNT, env)
     pod["metadata"]["annotations"][NETWORKS] = "storage/nfs-rwx," + OUR_RAILS
     image = "registry.local:5000/kube-rdma"
-    pod["spec"]["initContainers"] = [resolver(image, "Always", on_missing="warn")]
+    pod["spec"]["initContainers"] = [
+        resolver(image, "Always", on_missing="warn", settings=BASE_SETTINGS)
+    ]
 
 
 def _sriov(pod: Json) -> None:
@@ -132,7 +140,7 @@ def _sriov(pod: Json) -> None:
     c["securityContext"] = IPC_LOCK
     c["env"] += [{"name": "NCCL_IB_DISABLE", "value": "0"}]
     pod["spec"]["volumes"] = [CONF_VOLUME, shm_volume("100Gi")]
-    pod["spec"]["initContainers"] = [resolver(family="ipv6")]
+    pod["spec"]["initContainers"] = [resolver(family="ipv6", settings=BASE_SETTINGS)]
 
 
 def _hostnetwork(pod: Json) -> None:
@@ -218,7 +226,9 @@ MPI_ENV_WARNING = (
     "gid.confPath: etc, which mounts them at /etc/nccl.conf"
 )
 ENV_MODE = [{"name": "NCCL_IB_DISABLE", "value": "0"}, CONF_FILE_ENV]
-ENV_RESOLVER = resolver("registry.local:5000/kube-rdma", "Always", on_missing="warn")
+ENV_RESOLVER = resolver(
+    "registry.local:5000/kube-rdma", "Always", on_missing="warn", settings=BASE_SETTINGS
+)
 HOST_NETWORK_WARNINGS = [
     "kube-rdma: the pod runs in the host's network namespace and sees the host's GID table, so "
     "gid.strategy pod falls back to auto (NCCL 2.21.5 or newer picks the RoCE GID itself)",
