@@ -29,6 +29,7 @@ CONF_FILE = "nccl.conf"
 CONF_PATH = f"{CONF_DIR}/{CONF_FILE}"
 ETC_PATH = "/etc/nccl.conf"
 CONF_SIZE = "1Mi"
+RESOLVER_RESOURCES = {"cpu": "250m", "memory": "128Mi"}
 RESOLVER_USER = 65532  # the kube-rdma image's non-root user
 # The settings the resolver writes: a value of the container's own in env would win over it.
 RESOLVED_ENV = ("NCCL_IB_GID_INDEX", "NCCL_IB_HCA", "NCCL_SOCKET_IFNAME")
@@ -75,10 +76,10 @@ def resolver(gid: Gid, settings: Sequence[str] = ()) -> Json:
         "image": gid.image,
         "imagePullPolicy": pull_policy(gid.image),
         "args": args,
-        "resources": {
-            "limits": {"cpu": "500m", "memory": "64Mi"},
-            "requests": {"cpu": "10m", "memory": "64Mi"},
-        },
+        # Requests equal to limits: a pod is Guaranteed only when every container, init
+        # containers included, is, and training pods often must be (the static CPU manager
+        # pins CPUs only for Guaranteed pods). A run peaks below 50 MB.
+        "resources": {"limits": RESOLVER_RESOURCES, "requests": RESOLVER_RESOURCES},
         "securityContext": restricted(),
         "terminationMessagePath": "/dev/termination-log",
         # The resolver writes its one-line reason there; a crash before that still shows.

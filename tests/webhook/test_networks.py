@@ -35,6 +35,8 @@ from tests.webhook.test_app import (
     validate,
 )
 from webhook.app import Settings
+from webhook.mutate import Target, mutate
+from webhook.profiles import parse_profiles
 
 NETWORKS = "k8s.v1.cni.cncf.io/networks"
 OUR_RAILS = ",".join(f"kube-rdma/rail{i}" for i in range(1, 9))
@@ -79,8 +81,8 @@ def resolver(
             *settings,
         ],
         "resources": {
-            "limits": {"cpu": "500m", "memory": "64Mi"},
-            "requests": {"cpu": "10m", "memory": "64Mi"},
+            "limits": {"cpu": "250m", "memory": "128Mi"},
+            "requests": {"cpu": "250m", "memory": "128Mi"},
         },
         "securityContext": {
             "allowPrivilegeEscalation": False,
@@ -358,3 +360,26 @@ async def test_pod_is_right_for_its_network(case: Case, serve: Serve, settings: 
         validate(result)
         again = await client.review(pods.request(apiserver.stored(result), uid="second-pass"))
         assert "patch" not in again, "a second pass must not change anything"
+
+
+def _qos(pod: Json) -> str:
+    """The pod's QoS class, by Kubernetes' rules (pkg/apis/core/v1/helper/qos): Guaranteed when
+    every container, init containers included, has cpu and memory limits equal to its requests
+    (requests default to limits)."""
+    spec = pod["spec"]
+    containers = [*spec.get("initContainers", []), *spec["containers"]]
+    for c in containers:
+        limits = c.get("resources", {}).get("limits", {})
+        requests = {**limits, **c.get("resources", {}).get("requests", {})}
+        if any(r not in limits or requests[r] != limits[r] for r in ("cpu", "memory")):
+            return "Burstable"
+    return "Guaranteed"
+
+
+def test_a_guaranteed_pod_stays_guaranteed_with_the_resolver() -> None:
+    profiles = parse_profiles(pods.PROFILES_YAML, "profiles.yaml")
+    pod = pods.pytorchjob("worker", 0, "team-a", profile("roce-pod"))
+    assert _qos(pod) == "Guaranteed"
+    out = mutate(pod, "roce-pod", profiles.profiles["roce-pod"], Target("team-a")).pod
+    assert [c["name"] for c in out["spec"]["initContainers"]] == ["kube-rdma-nccl-conf"]
+    assert _qos(out) == "Guaranteed"
