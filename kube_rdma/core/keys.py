@@ -35,6 +35,12 @@ RAILS = PREFIX + "rails"
 MIN_RATE = PREFIX + "min-rate-gbps"
 MIN_AFFINITY = PREFIX + "min-affinity"
 
+# Pod annotation: the pod needs GPUDirect RDMA (NICs reading GPU memory); nodes without it fail.
+REQUIRE_GDR = PREFIX + "require-gdr"
+
+# Node taint the agent sets (with --taint-unhealthy) while the node's rails are unhealthy.
+RDMA_UNHEALTHY = PREFIX + "rdma-unhealthy"
+
 # Pod annotations that make pods one gang, placed and bound together.
 GANG = PREFIX + "gang"
 GANG_SIZE = PREFIX + "gang-size"
@@ -56,6 +62,8 @@ ALL = (
     RDMA_READY,
     RAILS,
     MIN_RATE,
+    REQUIRE_GDR,
+    RDMA_UNHEALTHY,
     MIN_AFFINITY,
     GANG,
     GANG_SIZE,

@@ -1,9 +1,12 @@
 """The node topology document: what the agent publishes and the extender reads.
 
-A public contract (docs/topology.md), versioned by `version`. The agent writes it, compact JSON,
-into the Node annotation `kube-rdma.io/topology`; the extender parses it with these models and
-treats a document it cannot read as a node without RDMA. Fields a discovery source cannot know
-(PCI addresses from an `nvidia-smi topo -m` text, ports without sysfs) are null, never invented.
+A public contract (docs/topology.md), versioned by `version` (incompatible changes) and `minor`
+(added fields). The agent writes it, compact JSON, into the Node annotation
+`kube-rdma.io/topology`; the extender parses it with these models and treats a document it cannot
+read as a node without RDMA. Readers ignore fields they do not know and accept any minor version
+of the major version they know, so an agent newer than the extender never makes its nodes look
+RDMA-less. Fields a discovery source cannot know (PCI addresses from an `nvidia-smi topo -m`
+text, ports without sysfs) are null, never invented.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 VERSION: Literal[1] = 1
+MINOR = 1
+"""1: port MTU and error rates, PCIe links of NICs and GPUs, the GPUDirect RDMA paths."""
 
 # How a port carries RDMA: InfiniBand, or RoCE over Ethernet.
 LinkLayer = Literal["InfiniBand", "Ethernet"]
@@ -35,7 +40,39 @@ class Level(StrEnum):
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    # `ignore`: a newer agent's added fields are dropped, not refused (forward compatibility).
+    model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
+
+
+class PcieLink(_Model):
+    """A PCI function's link as trained, against what it and its slot can do (sysfs
+    current_link_speed/width vs max_link_speed/width). A link that trained below its maximum is
+    the classic silent halving of bandwidth."""
+
+    speed_gts: float = Field(alias="speedGTs")
+    """Current link speed in GT/s (16.0 for PCIe 4, 32.0 for PCIe 5)."""
+    width: int = Field(ge=0)
+    max_speed_gts: float = Field(alias="maxSpeedGTs")
+    max_width: int = Field(alias="maxWidth", ge=0)
+
+    @property
+    def degraded(self) -> bool:
+        return self.speed_gts < self.max_speed_gts or self.width < self.max_width
+
+
+class Gdr(_Model):
+    """GPUDirect RDMA: NICs read and write GPU memory directly."""
+
+    peermem: bool
+    """nvidia_peermem (or nv_peer_mem) loaded and registered: /sys/kernel/mm/memory_peers/nv_mem/
+    version exists, which is what NCCL checks."""
+    dmabuf: bool
+    """Best-effort signs of the dma-buf path: the NVIDIA open kernel module and a kernel new
+    enough for it."""
+
+    @property
+    def available(self) -> bool:
+        return self.peermem or self.dmabuf
 
 
 class Gpu(_Model):
@@ -43,6 +80,7 @@ class Gpu(_Model):
     """The GPU's index as nvidia-smi orders them (by PCI bus id)."""
     pci: str | None = None
     numa: int | None = None
+    pcie: PcieLink | None = None
 
 
 class Gid(_Model):
@@ -66,12 +104,18 @@ class Port(_Model):
     gids: tuple[Gid, ...] = ()
     counters: dict[str, int] = {}
     """Error counters (symbol_error, link_downed, ...), as last read."""
+    error_rates: dict[str, float] | None = Field(default=None, alias="errorRates")
+    """Each judged error counter's growth per minute over its window (absent before a window
+    has passed)."""
+    mtu: int | None = None
+    """The MTU of the port's netdev (RoCE); not in sysfs for InfiniBand."""
 
 
 class Nic(_Model):
     name: str
     pci: str | None = None
     numa: int | None = None
+    pcie: PcieLink | None = None
     ports: tuple[Port, ...] = ()
 
 
@@ -83,11 +127,14 @@ class Pair(_Model):
 
 class Topology(_Model):
     version: Literal[1] = VERSION
+    minor: int = Field(default=MINOR, ge=0)
     gpus: tuple[Gpu, ...] = ()
     nics: tuple[Nic, ...] = ()
     pairs: tuple[Pair, ...] = ()
     """Every GPU-NIC pair."""
     source: Literal["sysfs", "nvidia-smi"] | None = None
+    gdr: Gdr | None = None
+    """Absent when the source cannot tell (no sysfs)."""
 
 
 # All annotations of an object share 256 KiB; the document keeps well below half of that.

@@ -83,6 +83,7 @@ def test_inspect_with_topo_file(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert main([*args, str(TEXTS / "no_nics_2gpu.txt")]) == 0
     assert json.loads(capsys.readouterr().out) == {
         "version": 1,
+        "minor": 1,
         "gpus": [{"index": 0, "numa": 0}, {"index": 1, "numa": 0}],
         "nics": [],
         "pairs": [],

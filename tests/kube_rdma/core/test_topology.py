@@ -76,9 +76,22 @@ def test_large_gid_tables_are_trimmed_to_fit(tmp_path: Path) -> None:
         "{",
         '{"version": 2}',
         '{"version": 1, "gpus": [{"index": -1}]}',
-        '{"version": 1, "extra": 1}',
     ],
 )
 def test_decode_rejects_bad_documents(text: str) -> None:
     with pytest.raises(ValidationError):
         decode(text)
+
+
+def test_a_newer_minor_version_and_unknown_fields_are_read() -> None:
+    """An agent newer than the extender adds fields and bumps `minor`; its nodes must still read
+    as RDMA nodes, with the fields this reader knows."""
+    text = (
+        '{"version": 1, "minor": 7, "futureField": {"x": 1}, "gpus": [{"index": 0, "new": 2}],'
+        ' "nics": [{"name": "mlx5_0", "ports": [{"port": 1, "state": "ACTIVE", "linkLayer":'
+        ' "Ethernet", "healthy": true, "fec": "RS"}]}]}'
+    )
+    topology = decode(text)
+    assert topology.minor == 7
+    assert topology.gpus[0].index == 0
+    assert topology.nics[0].ports[0].healthy is True
