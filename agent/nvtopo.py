@@ -1,19 +1,23 @@
 """Read the text of `nvidia-smi topo -m` into GPU-NIC PCIe levels, for the node agent.
 
 `kube-rdma agent --topo-file FILE` takes this text where sysfs is not available. It is a matrix
-printed for people, and its layout has changed with driver releases, so the parser reads what the
-variants share and refuses, with a line number, anything it would otherwise have to guess:
+printed for people, and its layout has changed with driver releases, so the parser reads it by
+its header and refuses, with a line number, anything it would otherwise have to guess:
 
-- Old drivers head NIC columns with the device name (`mlx5_0`); newer ones print `NIC0 NIC1 ...`
-  and map them to names in a "NIC Legend:" block after the "Legend:" block.
-- Cells are tab-separated, but nvidia-smi also uses tabs to align: depending on the driver a GPU row
-  ends in `0-63<TAB>0<TAB><TAB>N/A` or `0-7<TAB><TAB>N/A<TAB><TAB>N/A`, and NIC rows end in a run of
-  empty cells. Copies from docs and terminals have spaces instead. So a row is read as
-  whitespace-separated tokens: link cells never contain spaces, and the affinity cells (`CPU
-  Affinity`, `NUMA Affinity`, `GPU NUMA ID`, each optional) are counted, not located by tab stop.
-  A row has either all of them or none (NIC rows); anything in between is ambiguous and an error.
-- Header cells contain spaces, so they are matched by their known names.
-- A terminal gets ANSI underline codes around the header; they are stripped everywhere.
+- The header names the link columns (`GPU0 ...`, then `NIC0 ...` or, from old drivers, device
+  names like `mlx5_0`) and then the affinity columns, any of `CPU Affinity`, `NUMA Affinity` and
+  `GPU NUMA ID` in the order it gives. Header cells contain spaces, so they are matched by their
+  known names. Newer drivers map `NIC#` to device names in a "NIC Legend:" block after "Legend:".
+- Rows printed by nvidia-smi are tab-separated, and the tabs carry the empty cells: GB200 trays
+  print GPU rows with an empty `CPU Affinity` cell. nvidia-smi also pads with extra tabs: driver
+  580 writes `0-15<TAB>0<TAB><TAB>N/A` (two tabs before `GPU NUMA ID`), older drivers
+  `0-7<TAB><TAB>N/A<TAB><TAB>N/A`. So after the link cells each affinity column takes the next
+  cell in header order, and the empty cells after it are padding while more cells remain than
+  columns still to fill. NIC rows end in a run of empty cells: no affinity at all.
+- Copies from docs and terminals have spaces instead of tabs, which lose empty cells; such a row
+  is read as whitespace-separated tokens and must have every affinity cell or none.
+- A terminal (and, with current drivers, a pipe) gets ANSI underline codes around the header; they
+  are stripped everywhere.
 - Very old drivers print `SOC` for what is now `SYS`.
 """
 
@@ -163,28 +167,74 @@ def _parse_rows(lines: list[str], start: int, end: int, header: _Header) -> list
 
 
 def _parse_row(text: str, line: int, header: _Header) -> _Row:
-    label, *cells = text.split()
+    tabbed = "\t" in text
+    label, *cells = [cell.strip() for cell in text.split("\t")] if tabbed else text.split()
     if label not in header.devices:
         raise TopoParseError(
             line, f"row {label!r} is not a column of the header on line {header.line}"
         )
+    links = (_tabbed_links if tabbed else _spaced_links)(label, cells, header, line)
+    for column, cell in zip(header.devices, links, strict=True):
+        _check_link(label, column, cell, line)
+    rest = cells[len(links) :]
+    values = (
+        _tabbed_affinity(label, rest, header, line)
+        if tabbed
+        else dict(zip(header.affinity, rest, strict=False))
+    )
+    _parse_numa(label, "GPU NUMA ID", values.get("GPU NUMA ID", ""), line)
+    return _Row(
+        line=line,
+        label=label,
+        links=links,
+        cpu_affinity=_parse_cpu_affinity(label, values.get("CPU Affinity", ""), line),
+        numa=_parse_numa(label, "NUMA Affinity", values.get("NUMA Affinity", ""), line),
+    )
+
+
+def _spaced_links(label: str, cells: list[str], header: _Header, line: int) -> tuple[str, ...]:
+    """Whitespace-separated: no cell is empty, so the affinity cells are all there or none."""
     links, affinity = len(header.devices), len(header.affinity)
     if len(cells) not in (links, links + affinity):
         expected = f"{links} link cells"
         if affinity:
             expected += f" then {affinity} affinity cells or none"
         raise TopoParseError(line, f"{label} has {len(cells)} cells, expected {expected}")
-    for column, cell in zip(header.devices, cells, strict=False):
-        _check_link(label, column, cell, line)
-    values = dict(zip(header.affinity, cells[links:], strict=False))  # all or none
-    _parse_numa(label, "GPU NUMA ID", values.get("GPU NUMA ID", ""), line)
-    return _Row(
-        line=line,
-        label=label,
-        links=tuple(cells[:links]),
-        cpu_affinity=_parse_cpu_affinity(label, values.get("CPU Affinity", ""), line),
-        numa=_parse_numa(label, "NUMA Affinity", values.get("NUMA Affinity", ""), line),
-    )
+    return tuple(cells[:links])
+
+
+def _tabbed_links(label: str, cells: list[str], header: _Header, line: int) -> tuple[str, ...]:
+    links = len(header.devices)
+    present = next((i for i, cell in enumerate(cells[:links]) if not cell), min(len(cells), links))
+    if present < links:
+        raise TopoParseError(line, f"{label} has {present} link cells, expected {links}")
+    return tuple(cells[:links])
+
+
+def _tabbed_affinity(label: str, cells: list[str], header: _Header, line: int) -> dict[str, str]:
+    """The cells after the links by affinity column, in header order: each column takes the
+    next cell, and the empty cells after it are padding while more cells remain than columns
+    still to fill. All empty (a NIC row) is no affinity at all."""
+    if not any(cells):
+        return {}
+    values: dict[str, str] = {}
+    at = 0
+    for filled, column in enumerate(header.affinity):
+        if at == len(cells):
+            counted = f"{filled} of the {len(header.affinity)} affinity cells"
+            names = ", ".join(header.affinity)
+            raise TopoParseError(line, f"{label} has {counted} ({names}), expected all or none")
+        values[column] = cells[at]
+        at += 1
+        to_fill = len(header.affinity) - filled - 1
+        while at < len(cells) and not cells[at] and len(cells) - at > to_fill:
+            at += 1
+    extra = next((cell for cell in cells[at:] if cell), None)
+    if extra is not None:
+        raise TopoParseError(
+            line, f"{label}: cell {extra!r} has no column in the header on line {header.line}"
+        )
+    return values
 
 
 def _check_link(row: str, column: str, cell: str, line: int) -> None:

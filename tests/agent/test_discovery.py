@@ -98,3 +98,42 @@ def test_inspect_with_unreadable_topo_file(
     bad.write_text("\tGPU0\tNIC0\nGPU0\t X \tFAST\n")
     assert main(["agent", "inspect", "--sysfs-root", str(tmp_path), "--topo-file", str(bad)]) == 2
     assert capsys.readouterr().err.startswith("kube-rdma agent inspect: line 2: ")
+
+
+GB200_LEVELS = {  # GPU -> levels to mlx5_0 .. mlx5_5
+    0: "NODE NODE SYS SYS NODE SYS",
+    1: "NODE NODE SYS SYS NODE SYS",
+    2: "SYS SYS NODE NODE SYS NODE",
+    3: "SYS SYS NODE NODE SYS NODE",
+}
+
+
+def test_inspect_reads_a_gb200_tray(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Tabs, an underlined header, GPU rows with an empty CPU Affinity cell and the extra tab
+    before GPU NUMA ID: the exact document, byte for byte."""
+    args = ["agent", "inspect", "--sysfs-root", str(tmp_path), "--topo-file"]
+    assert main([*args, str(TEXTS / "gb200_tray_empty_cpu_affinity.txt")]) == 0
+    document = {
+        "version": 1,
+        "minor": 1,
+        "gpus": [{"index": i, "numa": i // 2} for i in range(4)],
+        "nics": [{"name": f"mlx5_{n}", "ports": []} for n in range(6)],
+        "pairs": [
+            {"gpu": gpu, "nic": f"mlx5_{n}", "level": level}
+            for gpu, levels in GB200_LEVELS.items()
+            for n, level in enumerate(levels.split())
+        ],
+        "source": "nvidia-smi",
+    }
+    assert capsys.readouterr().out == json.dumps(document, separators=(",", ":")) + "\n"
+
+
+def test_inspect_refuses_a_damaged_gb200_tray(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["agent", "inspect", "--sysfs-root", str(tmp_path), "--topo-file"]
+    assert main([*args, str(TEXTS / "gb200_tray_damaged.txt")]) == 2
+    assert capsys.readouterr() == (
+        "",
+        "kube-rdma agent inspect: line 4: GPU2 has 9 link cells, expected 10\n",
+    )

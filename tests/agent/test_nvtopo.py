@@ -31,6 +31,12 @@ A100_NICS = tuple(f"mlx5_{i}" for i in range(10))
 H100_CPUS = ["0-55,112-167"] * 4 + ["56-111,168-223"] * 4
 A100_CPUS = ["48-63,176-191", "16-31,144-159", "112-127,240-255", "80-95,208-223"]
 GRACE_NICS = tuple(f"mlx5_{i}" for i in range(6))
+GRACE_PAIRS = {
+    0: "NODE NODE SYS SYS NODE SYS",
+    1: "NODE NODE SYS SYS NODE SYS",
+    2: "SYS SYS NODE NODE SYS NODE",
+    3: "SYS SYS NODE NODE SYS NODE",
+}
 
 EXPECTED = {
     # 8 GPUs, 8 rail NICs (GPU i is PIX with NIC i) and 2 storage NICs, through the NIC Legend.
@@ -107,26 +113,41 @@ EXPECTED = {
     "grace_4gpu_gpu_numa_id": TopoMatrix(
         gpus=_gpus([0, 0, 1, 1], ["0-71", "0-71", "72-143", "72-143"]),
         nics=GRACE_NICS,
-        pairs=_pairs(
-            GRACE_NICS,
-            {
-                0: "NODE NODE SYS SYS NODE SYS",
-                1: "NODE NODE SYS SYS NODE SYS",
-                2: "SYS SYS NODE NODE SYS NODE",
-                3: "SYS SYS NODE NODE SYS NODE",
-            },
-        ),
+        pairs=_pairs(GRACE_NICS, GRACE_PAIRS),
     ),
+    # A GB200 tray seen from a cpuset of the first Grace only: GPU2 and GPU3 have an empty CPU
+    # Affinity cell (and, as every GPU row, an extra tab before GPU NUMA ID, here N/A).
+    "gb200_tray_empty_cpu_affinity": TopoMatrix(
+        gpus=_gpus([0, 0, 1, 1], ["0-71", "0-71", None, None]),
+        nics=GRACE_NICS,
+        pairs=_pairs(GRACE_NICS, GRACE_PAIRS),
+    ),
+    # Captured from an H200 host (driver 580): one GPU, no RDMA NICs, the header underlined even
+    # when piped.
+    "h200_1gpu_no_nics": TopoMatrix(gpus=(TopoGpu(0, 0, "0-15"),), nics=(), pairs=()),
+}
+
+DAMAGED = {
+    # The GB200 text with GPU2's last link cell cut out: its empty CPU Affinity cell must not
+    # be taken for the missing link.
+    "gb200_tray_damaged": "line 4: GPU2 has 9 link cells, expected 10",
 }
 
 
 def test_every_sample_has_an_expectation() -> None:
-    assert sorted(path.stem for path in TEXTS.glob("*.txt")) == sorted(EXPECTED)
+    assert sorted(path.stem for path in TEXTS.glob("*.txt")) == sorted(EXPECTED | DAMAGED)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_sample_outputs(name: str) -> None:
     assert parse_topo((TEXTS / f"{name}.txt").read_text()) == EXPECTED[name]
+
+
+@pytest.mark.parametrize("name", sorted(DAMAGED))
+def test_damaged_samples_are_refused(name: str) -> None:
+    with pytest.raises(TopoParseError) as caught:
+        parse_topo((TEXTS / f"{name}.txt").read_text())
+    assert str(caught.value) == DAMAGED[name]
 
 
 def test_samples_are_written_the_way_nvidia_smi_writes_them() -> None:
@@ -136,6 +157,13 @@ def test_samples_are_written_the_way_nvidia_smi_writes_them() -> None:
     assert "\t" not in (TEXTS / "pcie_4gpu_spaces.txt").read_text()
     assert "\x1b[4m" in (TEXTS / "ansi_underline_2gpu.txt").read_text()
     assert "\t0-7\t\tN/A\t\tN/A\n" in (TEXTS / "single_gpu_vm.txt").read_text()
+    gb200 = (TEXTS / "gb200_tray_empty_cpu_affinity.txt").read_text()
+    assert gb200.startswith("\t\x1b[4mGPU0\tGPU1\t")
+    assert "\tGPU NUMA ID\x1b[0m\n" in gb200
+    assert "\tSYS\tNODE\t\t1\t\tN/A\nGPU3\t" in gb200
+    assert "\t0-71\t0\t\tN/A\n" in gb200
+    assert " X \t\t\t\t\n" in gb200
+    assert "GPU0\t X \t0-15\t0\t\tN/A\n" in (TEXTS / "h200_1gpu_no_nics.txt").read_text()
 
 
 HEADER = "GPU0 GPU1 NIC0 CPU Affinity NUMA Affinity"
@@ -218,6 +246,44 @@ def test_affinity_cells(cells: str, numa: int | None, cpu: str | None) -> None:
     assert parse_topo(text).gpus == (TopoGpu(0, numa, cpu),)
 
 
+TABBED_HEADER = "\tGPU0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID"
+
+
+@pytest.mark.parametrize(
+    ("cells", "numa", "cpu"),
+    [
+        pytest.param("0-15\t0\t\tN/A", 0, "0-15", id="extra-tab-before-gpu-numa-id"),
+        pytest.param("0-7\t\tN/A\t\tN/A", None, "0-7", id="padding-after-every-value"),
+        pytest.param("\t1\t\tN/A", 1, None, id="empty-cpu-affinity"),
+        pytest.param("\t\t\t2", None, None, id="empty-cpu-and-numa-affinity"),
+        pytest.param("0-71\t\t\t2", None, "0-71", id="empty-numa-affinity"),
+        pytest.param("0-71\t0\t2", 0, "0-71", id="no-padding"),
+        pytest.param("0-71\t0\t\t2\t\t", 0, "0-71", id="trailing-tabs"),
+        pytest.param("\t\t\t", None, None, id="all-empty"),
+        pytest.param("", None, None, id="none"),
+    ],
+)
+def test_tabbed_affinity_cells(cells: str, numa: int | None, cpu: str | None) -> None:
+    text = f"{TABBED_HEADER}\nGPU0\t X \t{cells}\n"
+    assert parse_topo(text).gpus == (TopoGpu(0, numa, cpu),)
+
+
+@pytest.mark.parametrize(
+    ("header", "cells", "numa", "cpu"),
+    [
+        ("NUMA Affinity\tCPU Affinity", "1\t0-7", 1, "0-7"),
+        ("GPU NUMA ID\tNUMA Affinity", "2\t\t1", 1, None),
+        ("NUMA Affinity", "3", 3, None),
+        ("CPU Affinity", "0-7", None, "0-7"),
+    ],
+)
+def test_affinity_columns_in_the_order_the_header_gives(
+    header: str, cells: str, numa: int | None, cpu: str | None
+) -> None:
+    text = f"\tGPU0\t{header}\nGPU0\t X \t{cells}\n"
+    assert parse_topo(text).gpus == (TopoGpu(0, numa, cpu),)
+
+
 def test_error_carries_line_and_message() -> None:
     with pytest.raises(TopoParseError) as caught:
         parse_topo(_text(HEADER, GPU0, GPU1, "NIC0 PIX SYS Y"))
@@ -284,6 +350,43 @@ LEGEND_ERROR = "expected a NIC Legend entry like 'NIC0: mlx5_0'"
             "GPU0 GPU1\nGPU0 X NV4\nGPU1 NV4 X 0-7\n",
             "line 3: GPU1 has 3 cells, expected 2 link cells",
             id="extra-cell-without-affinity-columns",
+        ),
+        pytest.param(
+            "\tGPU0\tGPU1\tNIC0\tCPU Affinity\nGPU0\t X \tNV4\t\t0-7\n",
+            "line 2: GPU0 has 2 link cells, expected 3",
+            id="tabbed-empty-link-cell",
+        ),
+        pytest.param(
+            "\tGPU0\tGPU1\tNIC0\nGPU0\t X \tNV4\n",
+            "line 2: GPU0 has 2 link cells, expected 3",
+            id="tabbed-short-row",
+        ),
+        pytest.param(
+            "\tGPU0\tGPU1\tNIC0\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tNV4\t0-7\t0\n",
+            "line 2: GPU0 column NIC0: unknown link '0-7', "
+            "expected X, NV#, PIX, PXB, PHB, NODE, SYS or SOC",
+            id="tabbed-missing-link-cell",
+        ),
+        pytest.param(
+            "\tGPU0\tCPU Affinity\tNUMA Affinity\nGPU0\t X \t0-7\n",
+            "line 2: GPU0 has 1 of the 2 affinity cells (CPU Affinity, NUMA Affinity), "
+            "expected all or none",
+            id="tabbed-one-affinity-cell-of-two",
+        ),
+        pytest.param(
+            "\tGPU0\tCPU Affinity\tNUMA Affinity\nGPU0\t X \t0-7\t0\t5\n",
+            "line 2: GPU0: cell '5' has no column in the header on line 1",
+            id="tabbed-extra-cell",
+        ),
+        pytest.param(
+            "\tGPU0\tGPU1\nGPU0\t X \tNV4\t\t0-7\n",
+            "line 2: GPU0: cell '0-7' has no column in the header on line 1",
+            id="tabbed-cell-without-affinity-columns",
+        ),
+        pytest.param(
+            "\tGPU0\tCPU Affinity\tNUMA Affinity\nGPU0\t X \t\tnode1\n",
+            "line 2: GPU0: NUMA Affinity 'node1' is not a NUMA node id",
+            id="tabbed-numa-name",
         ),
         pytest.param(
             _text(HEADER, GPU0, "GPU1 NV4 X FOO 16-31 1", NIC0),
