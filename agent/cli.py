@@ -11,6 +11,10 @@ import re
 import signal
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agent.error_rules import ErrorRule
 
 log = logging.getLogger("kube_rdma.agent")
 NCCL_NAME = re.compile(r"^NCCL_[A-Z0-9_]+$")
@@ -42,6 +46,16 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         type=int,
         default=3,
         help="clean scans before an unhealthy port counts as healthy again",
+    )
+    run.add_argument(
+        "--error-threshold",
+        type=error_threshold,
+        action="append",
+        default=[],
+        metavar="COUNTER=RATE/WINDOW",
+        help="how fast an error counter may grow before its port is unhealthy, in errors per "
+        "minute over a window (symbol_error=10/5m; 0 for any increase), or COUNTER=off; "
+        "repeatable, over the defaults in docs/agent.md",
     )
     where = run.add_mutually_exclusive_group()
     where.add_argument("--kubeconfig", type=Path)
@@ -83,6 +97,16 @@ def address_list(text: str) -> tuple[ipaddress.IPv4Address | ipaddress.IPv6Addre
     try:
         return tuple(ipaddress.ip_address(part.strip()) for part in text.split(",") if part)
     except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def error_threshold(text: str) -> tuple[str, ErrorRule | None]:
+    """An `--error-threshold` value: a judged counter and its rule, or None for off."""
+    from agent.error_rules import ErrorRuleError, parse_error_threshold
+
+    try:
+        return parse_error_threshold(text)
+    except ErrorRuleError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
@@ -160,6 +184,7 @@ async def _until_signalled(args: argparse.Namespace) -> int:
 async def _serve(args: argparse.Namespace) -> int:
     from kubernetes_asyncio import client
 
+    from agent.error_rules import error_rules
     from agent.publisher import Agent, AgentSettings
     from kube_rdma.kube.kubeconfig import load_config
 
@@ -171,7 +196,8 @@ async def _serve(args: argparse.Namespace) -> int:
         interval=args.interval,
         recover_after=args.recover_after,
     )
+    rules = error_rules(args.error_threshold)
     async with client.ApiClient() as api:
         log.info("agent started", extra={"node": args.node_name})
-        await Agent(client.CoreV1Api(api), settings).run()
+        await Agent(client.CoreV1Api(api), settings, error_rules=rules).run()
     return 0

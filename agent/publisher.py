@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.discovery import DiscoveryError, discover
+from agent.error_rules import DEFAULT_ERROR_RULES, ErrorRules
 from agent.health import HealthTracker, rdma_ready
 from agent.nvtopo import TopoParseError
 from agent.sysfs import SysfsError
@@ -56,12 +57,13 @@ class Agent:
         settings: AgentSettings,
         scan: Callable[[], Topology] | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        error_rules: ErrorRules = DEFAULT_ERROR_RULES,
     ) -> None:
         self._api = core_api
         self._settings = settings
         self._scan = scan or (lambda: discover(settings.sysfs_root, settings.topo_file))
         self._sleep = sleep
-        self._health = HealthTracker(settings.recover_after)
+        self._health = HealthTracker(settings.recover_after, error_rules)
         self._backoff = settings.initial_backoff
         self.published: Published | None = None
 
