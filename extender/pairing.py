@@ -72,7 +72,7 @@ def rails(topology: Topology, link_layer: str | None, min_rate: float | None) ->
             down.append(nic.name)
     edges = _edges(topology, usable_nics)
     matched = tuple(len(_matching(edges, level.rank)) for level in LEVELS)
-    degraded = {g.index for g in topology.gpus if g.pcie is not None and g.pcie.degraded}
+    degraded = frozenset(g.index for g in topology.gpus if g.pcie is not None and g.pcie.degraded)
     scored = None
     if degraded:
         worse = _edges(topology, usable_nics, degraded)
@@ -104,7 +104,7 @@ def usable_rate(port: Port, link: PcieLink | None) -> float:
 
 
 def _edges(
-    topology: Topology, nics: set[str], degraded: frozenset[int] | set[int] = frozenset()
+    topology: Topology, nics: set[str], degraded: frozenset[int] = frozenset()
 ) -> dict[int, list[tuple[str, int]]]:
     """GPU -> its (NIC, level rank) options among `nics`, best first; a GPU in `degraded`
     reaches every NIC one level worse (SYS stays SYS)."""
