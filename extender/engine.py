@@ -21,6 +21,7 @@ from extender.cluster.model import Cluster, NodeInfo
 from extender.filters import Filter, Verdict, fail
 from extender.filters import registry as filter_registry
 from extender.gangs.reservations import NO_PLANS, GangKey, GangPlans
+from extender.notes import node_notes
 from extender.pairing import Rails, rails
 from extender.podview import PodView
 from extender.scores import Criterion
@@ -40,12 +41,14 @@ class FilterOutcome:
 
 @dataclass(frozen=True)
 class Assessment:
-    """One node as explain shows it: the verdict, and the scores when it passed."""
+    """One node as explain shows it: the verdict, the scores when it passed, and notes on the
+    node that change neither (extender/notes.py)."""
 
     node: str
     verdict: Verdict
     scores: dict[str, float]
     total: float | None
+    notes: tuple[str, ...] = ()
 
 
 class Engine:
@@ -234,7 +237,8 @@ class Engine:
             verdict = self.verdict(pod, node.name, gang)
             scores = self.scores(pod, node.name, gang) if verdict.ok else {}
             total = self.total(scores, weights) if verdict.ok else None
-            result.append(Assessment(node.name, verdict, scores, total))
+            notes = node_notes(node.topology)
+            result.append(Assessment(node.name, verdict, scores, total, notes))
         result.sort(key=lambda a: (not a.verdict.ok, -(a.total or 0.0), a.node))
         return result
 

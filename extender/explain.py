@@ -28,6 +28,7 @@ def explanation(pod: PodView, assessments: list[Assessment], weights: Weights) -
                 **({"reason": a.verdict.reason} if a.verdict.reason else {}),
                 **({"scores": {k: round(v, 2) for k, v in a.scores.items()}} if a.scores else {}),
                 **({"total": round(a.total, 2)} if a.total is not None else {}),
+                **({"notes": list(a.notes)} if a.notes else {}),
             }
             for a in assessments
         ],
@@ -48,6 +49,8 @@ def _asks(pod: PodView) -> Json:
         asks["minRateGbps"] = pod.min_rate
     if pod.min_affinity is not None:
         asks["minAffinity"] = pod.min_affinity.value
+    if pod.require_gdr:
+        asks["requireGdr"] = True
     if pod.problems:
         asks["problems"] = list(pod.problems)
     return asks
@@ -60,7 +63,8 @@ def table(body: Json) -> str:
         f"pod {body['pod']}: {asks['gpus']} GPUs, RDMA {rdma}, {asks['rails']} rails"
         + (f", {asks['linkLayer']}" if "linkLayer" in asks else "")
         + (f", min affinity {asks['minAffinity']}" if "minAffinity" in asks else "")
-        + (f", min rate {asks['minRateGbps']:g} Gb/s" if "minRateGbps" in asks else ""),
+        + (f", min rate {asks['minRateGbps']:g} Gb/s" if "minRateGbps" in asks else "")
+        + (", GPUDirect RDMA" if asks.get("requireGdr") else ""),
         *_gang_line(body.get("gang")),
         "nodes: " + ", ".join(f"{v} {k}" for k, v in body["summary"].items()),
         "",
@@ -89,7 +93,13 @@ def table(body: Json) -> str:
     for row in rows:
         cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
         lines.append("  ".join([*cells, row[-1]]).rstrip())
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _notes(body["nodes"])) + "\n"
+
+
+def _notes(nodes: list[Json]) -> list[str]:
+    """The nodes' notes under the table, one line each."""
+    found = [f"  {n['node']}: {note}" for n in nodes for note in n.get("notes", ())]
+    return ["", "notes:", *found] if found else []
 
 
 def _gang_line(gang: Json | None) -> list[str]:

@@ -9,6 +9,13 @@ GPUs and NICs, so simple augmenting paths (Kuhn's algorithm) are enough.
 
 The extender cannot see which GPUs the device plugin will hand out, so this is the best case
 over the node's GPUs; with the node otherwise empty it is exact.
+
+A PCIe link that trained below its maximum (a card in a x8 slot, a link that came up at Gen3)
+silently caps what the device can move. The scores take it in without a criterion of their own:
+a port's usable rate is the smaller of its link rate and its NIC's PCIe bandwidth (the `rate`
+score), and a GPU whose link trained down reaches every NIC one level worse (the `affinity`
+score). The filters keep the levels and rates the document states, so a requirement such as
+`min-affinity: PIX` is judged on the wiring, and a degraded link costs score, not eligibility.
 """
 
 from __future__ import annotations
@@ -16,10 +23,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from kube_rdma.core.topology import Level, Topology
+from kube_rdma.core.topology import Level, PcieLink, Port, Topology
 
 LEVELS = tuple(Level)
 LEVEL_SCORE = {Level.PIX: 10.0, Level.PXB: 8.0, Level.PHB: 5.0, Level.NODE: 3.0, Level.SYS: 1.0}
+_WORST = LEVELS[-1].rank
 
 
 @dataclass(frozen=True)
@@ -31,16 +39,23 @@ class Rails:
     usable: int
     """ACTIVE, healthy ports at or above the minimum rate."""
     rates: tuple[float, ...]
-    """Rates of the usable ports, fastest first."""
+    """Usable rates of the usable ports, fastest first: each port's rate, capped by its NIC's
+    PCIe bandwidth."""
     usable_nics: frozenset[str]
     down: tuple[str, ...]
     """NICs with ports of the link layer none of which is ACTIVE and healthy."""
     gpus: int
     matched: tuple[int, ...]
     """matched[i]: the most GPUs that can each get a distinct usable NIC at LEVELS[i] or better."""
+    scored: tuple[int, ...] | None = None
+    """As `matched`, with a GPU whose PCIe link trained down one level worse; None when no GPU's
+    link trained down (then it is `matched`)."""
 
     def at(self, level: Level) -> int:
         return self.matched[level.rank]
+
+    def scored_at(self, level: Level) -> int:
+        return (self.scored or self.matched)[level.rank]
 
 
 def rails(topology: Topology, link_layer: str | None, min_rate: float | None) -> Rails:
@@ -50,13 +65,18 @@ def rails(topology: Topology, link_layer: str | None, min_rate: float | None) ->
         ports += len(mine)
         up = [p for p in mine if p.state == "ACTIVE" and p.healthy]
         good = [p for p in up if min_rate is None or (p.rate_gbps or 0) >= min_rate]
-        rates += [p.rate_gbps or 0.0 for p in good]
+        rates += [usable_rate(p, nic.pcie) for p in good]
         if good:
             usable_nics.add(nic.name)
         if mine and not up:
             down.append(nic.name)
     edges = _edges(topology, usable_nics)
     matched = tuple(len(_matching(edges, level.rank)) for level in LEVELS)
+    degraded = frozenset(g.index for g in topology.gpus if g.pcie is not None and g.pcie.degraded)
+    scored = None
+    if degraded:
+        worse = _edges(topology, usable_nics, degraded)
+        scored = tuple(len(_matching(worse, level.rank)) for level in LEVELS)
     return Rails(
         ports=ports,
         usable=len(rates),
@@ -65,14 +85,36 @@ def rails(topology: Topology, link_layer: str | None, min_rate: float | None) ->
         down=tuple(down),
         gpus=len(topology.gpus),
         matched=matched,
+        scored=scored,
     )
 
 
-def _edges(topology: Topology, nics: set[str]) -> dict[int, list[tuple[str, int]]]:
+def pcie_gbps(link: PcieLink) -> float:
+    """What a PCIe link moves per direction, in Gb/s: GT/s x lanes x the encoding's efficiency,
+    8b/10b below 8 GT/s (PCIe 1 and 2) and 128b/130b from 8 GT/s up (PCIe 3 to 5; PCIe 6's
+    FLIT mode is within a few percent of it). Packet headers are not counted."""
+    efficiency = 128 / 130 if link.speed_gts >= 8.0 else 8 / 10
+    return link.speed_gts * link.width * efficiency
+
+
+def usable_rate(port: Port, link: PcieLink | None) -> float:
+    """The port's link rate, capped by its NIC's PCIe bandwidth when the document has it."""
+    rate = port.rate_gbps or 0.0
+    return rate if link is None else min(rate, pcie_gbps(link))
+
+
+def _edges(
+    topology: Topology, nics: set[str], degraded: frozenset[int] = frozenset()
+) -> dict[int, list[tuple[str, int]]]:
+    """GPU -> its (NIC, level rank) options among `nics`, best first; a GPU in `degraded`
+    reaches every NIC one level worse (SYS stays SYS)."""
     edges: dict[int, list[tuple[str, int]]] = {g.index: [] for g in topology.gpus}
     for pair in topology.pairs:
         if pair.nic in nics and pair.gpu in edges:
-            edges[pair.gpu].append((pair.nic, pair.level.rank))
+            rank = pair.level.rank
+            if pair.gpu in degraded:
+                rank = min(rank + 1, _WORST)
+            edges[pair.gpu].append((pair.nic, rank))
     for options in edges.values():
         options.sort(key=lambda option: option[1])
     return edges
@@ -99,12 +141,12 @@ def _matching(edges: Mapping[int, list[tuple[str, int]]], max_rank: int) -> dict
 
 def quality(found: Rails, gpus: int) -> float:
     """0-10: the mean over the pod's GPUs of their best achievable NIC level (PIX 10 ... SYS 1,
-    no NIC 0)."""
+    no NIC 0), a GPU whose PCIe link trained down counted one level worse."""
     if gpus <= 0:
         return 10.0
     total, placed = 0.0, 0
     for level in LEVELS:
-        reach = min(gpus, found.at(level))
+        reach = min(gpus, found.scored_at(level))
         total += (reach - placed) * LEVEL_SCORE[level]
         placed = reach
     return total / gpus

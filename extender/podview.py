@@ -43,6 +43,8 @@ class PodView:
     rails: int
     min_rate: float | None = None
     min_affinity: Level | None = None
+    require_gdr: bool = False
+    """Only nodes with a GPUDirect RDMA path (`kube-rdma.io/require-gdr: "true"`)."""
     node_settings: bool = False
     """The pod reads NCCL_IB_GID_INDEX / NCCL_IB_HCA from annotations the bind must write."""
     problems: tuple[str, ...] = field(default=())
@@ -58,7 +60,7 @@ class PodView:
     @property
     def relevant(self) -> bool:
         """The extender has an opinion about this pod."""
-        return self.gpus > 0 or self.needs_rdma
+        return self.gpus > 0 or self.needs_rdma or self.require_gdr
 
     @cached_property
     def shape(self) -> tuple[Any, ...]:
@@ -70,6 +72,7 @@ class PodView:
             self.rails,
             self.min_rate,
             self.min_affinity,
+            self.require_gdr,
             self.problems,
         )
 
@@ -100,6 +103,7 @@ def pod_view(
         rails=rails,
         min_rate=_number(annotations, keys.MIN_RATE, problems),
         min_affinity=_level(annotations, problems),
+        require_gdr=_flag(annotations, keys.REQUIRE_GDR, problems),
         node_settings=_reads_node_settings(pod),
         problems=tuple(problems),
     )
@@ -154,6 +158,16 @@ def _level(annotations: Mapping[str, str], problems: list[str]) -> Level | None:
     except ValueError:
         problems.append(f"{keys.MIN_AFFINITY}={value!r} is not one of PIX, PXB, PHB, NODE, SYS")
         return None
+
+
+def _flag(annotations: Mapping[str, str], key: str, problems: list[str]) -> bool:
+    value = annotations.get(key)
+    if value is None or value.lower() == "false":
+        return False
+    if value.lower() == "true":
+        return True
+    problems.append(f'{key}={value!r} is not "true" or "false"')
+    return False
 
 
 def _reads_node_settings(pod: Json) -> bool:

@@ -23,6 +23,7 @@ from webhook.denied import Denied
 from webhook.devices import add_ipc_lock, add_resources, mount_infiniband
 from webhook.env import add_env, nccl_env
 from webhook.network import Plan, host_network_warnings, plan, set_network
+from webhook.placement import set_placement
 from webhook.podsecurity import Item, Level, forbidden
 from webhook.podspec import gpu_count, mapping
 from webhook.profiles import ConflictAction, DeviceMode, Profile
@@ -81,6 +82,7 @@ def _apply(out: Mutation, name: str, profile: Profile, target: Target) -> None:
     gpus = max(gpu_count(c, profile.gpu_resources) for c in selected)
     set_network(out.pod, profile, pod_plan, gpus, target.namespace, out.warnings)
     _set_scheduler(spec, profile, out.warnings)
+    set_placement(out.pod, profile.scheduling, out.warnings)
     mapping(metadata, "annotations")[keys.APPLIED] = applied_record(name, profile)
 
 

@@ -93,8 +93,9 @@ class NodeInfo:
     """Why the node has no usable topology (no annotation, or a malformed one)."""
     pods: frozenset[PodKey] = field(default_factory=frozenset)
     rails_key: int = field(default=0, compare=False)
-    """Equal for nodes whose documents describe the same ports, states, rates and PCIe pairs:
-    their rail summaries (extender/pairing.py) are the same."""
+    """Equal for nodes whose documents are alike to every filter and score (`rails_signature`):
+    the same ports, states, rates, PCIe links and pairs, and GPUDirect RDMA paths; their rail
+    summaries (extender/pairing.py) are the same."""
     state: int = field(default=0, compare=False)
     """Equal for nodes that any pod must judge and score alike: the same rails_key, topology
     error and allocatable and requested resources."""
@@ -300,11 +301,18 @@ def _sorted(amounts: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
 
 
 def rails_signature(topology: Topology) -> tuple[Any, ...]:
-    """What a rail summary depends on: every port's link layer, state, health and rate, and the
-    GPU-NIC levels; not addresses, GIDs or counters."""
+    """What the filters and scores read of a document: every port's link layer, state, health
+    and rate, each NIC's PCIe link, which GPUs' links trained down, the GPU-NIC levels and the
+    GPUDirect RDMA paths; not addresses, GIDs, counters or MTUs."""
     nics = tuple(
-        (nic.name, tuple((p.link_layer, p.state, p.healthy, p.rate_gbps) for p in nic.ports))
+        (
+            nic.name,
+            tuple((p.link_layer, p.state, p.healthy, p.rate_gbps) for p in nic.ports),
+            (nic.pcie.speed_gts, nic.pcie.width) if nic.pcie else None,
+        )
         for nic in topology.nics
     )
+    degraded = tuple(g.index for g in topology.gpus if g.pcie is not None and g.pcie.degraded)
     pairs = tuple((p.gpu, p.nic, p.level) for p in topology.pairs)
-    return nics, len(topology.gpus), pairs
+    gdr = topology.gdr.available if topology.gdr else None
+    return nics, len(topology.gpus), degraded, pairs, gdr

@@ -2,11 +2,33 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import orjson
 
 from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
-from kube_rdma.core.topology import Gid, Gpu, Level, Nic, Pair, Port, Topology, encode
+from kube_rdma.core.topology import (
+    Gdr,
+    Gid,
+    Gpu,
+    Level,
+    Nic,
+    Pair,
+    PcieLink,
+    Port,
+    Topology,
+    encode,
+)
+
+GEN5_X16 = PcieLink(speed_gts=32.0, width=16, max_speed_gts=32.0, max_width=16)
+PEERMEM = Gdr(peermem=True, dmabuf=False)
+NO_GDR = Gdr(peermem=False, dmabuf=False)
+
+
+def trained(speed_gts: float = 32.0, width: int = 16) -> PcieLink:
+    """A Gen5 x16 device whose link came up at `speed_gts` and `width`."""
+    return PcieLink(speed_gts=speed_gts, width=width, max_speed_gts=32.0, max_width=16)
 
 
 def hgx(
@@ -17,9 +39,19 @@ def hgx(
     gpus: int = 8,
     nics: int | None = None,
     shared: bool = False,
+    mtu: int | None = None,
+    mtus: Mapping[int, int] | None = None,
+    pcie: PcieLink | None = None,
+    nic_links: Mapping[int, PcieLink] | None = None,
+    gpu_links: Mapping[int, PcieLink] | None = None,
+    gdr: Gdr | None = None,
 ) -> Topology:
     """An HGX-like board: GPU i shares a PCIe switch with NIC i (PIX), the other NICs of its
-    socket are NODE, the other socket's SYS. `shared`: two GPUs per NIC (GPU i with NIC i//2)."""
+    socket are NODE, the other socket's SYS. `shared`: two GPUs per NIC (GPU i with NIC i//2).
+
+    Document 1.1 facts, absent unless given: `mtu` on every RoCE port (`mtus`: NIC index -> MTU
+    for some), `pcie` the link of every NIC and GPU (`nic_links`, `gpu_links`: index -> link
+    for some), `gdr` the GPUDirect RDMA paths."""
     nic_count = (gpus // 2 if shared else gpus) if nics is None else nics
     half = max(gpus // 2, 1)
     nic_list = []
@@ -45,12 +77,14 @@ def hgx(
             netdev=f"eth{n}",
             healthy=state == "ACTIVE" and n not in flaky,
             gids=gids if state == "ACTIVE" else (),
+            mtu=(mtus or {}).get(n, mtu) if link_layer == "Ethernet" else None,
         )
         nic_list.append(
             Nic(
                 name=f"mlx5_{n}",
                 pci=f"0000:{0x18 + 0x20 * n:02x}:00.0",
                 numa=0 if n < max(nic_count // 2, 1) else 1,
+                pcie=(nic_links or {}).get(n, pcie),
                 ports=(port,),
             )
         )
@@ -67,12 +101,18 @@ def hgx(
             pairs.append(Pair(gpu=g, nic=f"mlx5_{n}", level=level))
     return Topology(
         gpus=tuple(
-            Gpu(index=g, pci=f"0000:{0x19 + 0x20 * g:02x}:00.0", numa=0 if g < half else 1)
+            Gpu(
+                index=g,
+                pci=f"0000:{0x19 + 0x20 * g:02x}:00.0",
+                numa=0 if g < half else 1,
+                pcie=(gpu_links or {}).get(g, pcie),
+            )
             for g in range(gpus)
         ),
         nics=tuple(nic_list),
         pairs=tuple(pairs),
         source="sysfs",
+        gdr=gdr,
     )
 
 

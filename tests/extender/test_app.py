@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -46,9 +47,10 @@ class Client:
             return response.status, await response.text()
 
 
-@pytest.fixture
-async def client() -> AsyncIterator[Client]:
-    source = SnapshotSource([*NODES, *PODS])
+@contextlib.asynccontextmanager
+async def serving(objects: list[Json]) -> AsyncIterator[Client]:
+    """The app in snapshot mode over `objects`, and a client for it."""
+    source = SnapshotSource(objects)
     runner = web.AppRunner(create_app(Settings(), source), access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -59,6 +61,12 @@ async def client() -> AsyncIterator[Client]:
             yield Client(session, f"http://127.0.0.1:{port}", source)
     finally:
         await runner.cleanup()
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[Client]:
+    async with serving([*NODES, *PODS]) as serving_client:
+        yield serving_client
 
 
 NAMES = ["gpu-1", "gpu-2", "gpu-3", "gpu-4", "gpu-9"]
@@ -244,6 +252,56 @@ async def test_explain(client: Client) -> None:
         404,
         '{"error": "pod team-a/ghost is not in the extender\'s cache"}',
     )
+
+
+async def test_explain_shows_a_gdr_ask_and_the_notes_on_nodes() -> None:
+    gdr_pod = nodes.pod("gdr-0", annotations={"kube-rdma.io/require-gdr": "true"})
+    objects = [
+        nodes.node("gpu-5", nodes.hgx(mtu=9000, mtus={7: 1500}, gdr=nodes.PEERMEM)),
+        nodes.node("gpu-6", nodes.hgx(mtu=9000, mtus={0: 4200}, gdr=nodes.NO_GDR)),
+        gdr_pod,
+    ]
+    note5 = "MTU differs between rails: 9000 on 7 rails, 1500 on mlx5_7 (eth7)"
+    note6 = "MTU differs between rails: 9000 on 7 rails, 4200 on mlx5_0 (eth0)"
+    no_path = (
+        "no GPUDirect RDMA: nvidia_peermem is not loaded and there is no dma-buf path; load "
+        "nvidia_peermem (modprobe nvidia_peermem, or the GPU Operator's driver.rdma.enabled=true)"
+        ", or run the NVIDIA open kernel module on Linux 5.12 or newer for dma-buf"
+    )
+    async with serving(objects) as client:
+        status, text = await client.get("/explain?namespace=team-a&name=gdr-0")
+        _, table = await client.get("/explain?namespace=team-a&name=gdr-0&format=table")
+    assert status == 200
+    body = orjson.loads(text)
+    assert body["asks"] == {
+        "gpus": 8,
+        "rdma": {"rdma/hca": 1},
+        "rails": 8,
+        "linkLayer": "Ethernet",
+        "requireGdr": True,
+    }
+    assert body["nodes"] == [
+        {
+            "node": "gpu-5",
+            "verdict": "pass",
+            "scores": {"affinity": 10.0, "rate": 10.0, "binpack": 10.0, "locality": 10.0},
+            "total": 10.0,
+            "notes": [note5],
+        },
+        {"node": "gpu-6", "verdict": "unresolvable", "reason": no_path, "notes": [note6]},
+    ]
+    assert table.splitlines() == [
+        "pod team-a/gdr-0: 8 GPUs, RDMA rdma/hca: 1, 8 rails, Ethernet, GPUDirect RDMA",
+        "nodes: 1 pass, 0 fail, 1 unresolvable",
+        "",
+        "NODE   VERDICT       TOTAL  affinity(w3)  rate(w1)  binpack(w2)  locality(w1)  REASON",
+        "gpu-5  pass          10.00  10.00         10.00     10.00        10.00",
+        "gpu-6  unresolvable  -      -             -         -            -             " + no_path,
+        "",
+        "notes:",
+        "  gpu-5: " + note5,
+        "  gpu-6: " + note6,
+    ]
 
 
 async def test_prioritize_with_full_nodes(client: Client) -> None:

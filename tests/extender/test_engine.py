@@ -130,3 +130,19 @@ def test_locality_steers_a_member_to_its_planned_nodes(book: Reservations) -> No
     }
     assert engine.scores(MEMBER, "a1", GANG)["locality"] == 0.0
     assert engine.scores(MEMBER, "b0", GANG)["locality"] == 0.0
+
+
+def test_explain_notes_rails_that_differ_in_mtu_and_nothing_else_changes() -> None:
+    found = Cluster()
+    found.replace_nodes(
+        [
+            nodes.node("mixed", nodes.hgx(mtu=9000, mtus={7: 1500})),
+            nodes.node("even", nodes.hgx(mtu=9000)),
+        ]
+    )
+    empty = {"affinity": 10.0, "rate": 10.0, "binpack": 2.5, "locality": 10.0}
+    note = "MTU differs between rails: 9000 on 7 rails, 1500 on mlx5_7 (eth7)"
+    assert Engine(found, lambda: DEFAULT).explain(TWO) == [
+        Assessment("even", Verdict(True), empty, TWO_ON_EMPTY),
+        Assessment("mixed", Verdict(True), empty, TWO_ON_EMPTY, (note,)),
+    ]

@@ -9,6 +9,7 @@ from extender.engine import Engine
 from extender.filters import Verdict
 from extender.podview import pod_view
 from extender.weights import DEFAULT
+from kube_rdma.core.topology import Gdr
 from testbed.builders import nodes
 
 Json = dict[str, object]
@@ -25,8 +26,17 @@ NODES = [
     nodes.node("bad-doc", '{"version": 7}'),
     nodes.node("per-rail", nodes.hgx(), rdma={f"rdma/hca{i}": 1 for i in range(1, 9)}),
     nodes.node("busy", nodes.hgx()),
+    nodes.node("peermem", nodes.hgx(gdr=nodes.PEERMEM)),
+    nodes.node("dmabuf", nodes.hgx(gdr=Gdr(peermem=False, dmabuf=True))),
+    nodes.node("no-gdr", nodes.hgx(gdr=nodes.NO_GDR)),
+    nodes.node("busy-no-gdr", nodes.hgx(gdr=nodes.NO_GDR)),
+    nodes.node("busy-peermem", nodes.hgx(gdr=nodes.PEERMEM)),
+    nodes.node("gpu2-gen4", nodes.hgx(gpu_links={2: nodes.trained(speed_gts=16.0)})),
 ]
-BUSY = [nodes.pod("running", gpus=6, rdma={"rdma/hca": 6}, node_name="busy", phase="Running")]
+BUSY = [
+    nodes.pod(f"on-{name}", gpus=6, rdma={"rdma/hca": 6}, node_name=name, phase="Running")
+    for name in ("busy", "busy-no-gdr", "busy-peermem")
+]
 
 ETH8 = nodes.pod("eth8")
 IB8 = nodes.pod("ib8", network="ib")
@@ -36,6 +46,17 @@ RAILS2 = nodes.pod("rails2", gpus=2, annotations={"kube-rdma.io/rails": "2"})
 PER_RAIL = nodes.pod("per-rail", rdma={f"rdma/hca{i}": 1 for i in range(1, 9)})
 PLAIN = nodes.pod("cpu-only", gpus=0, rdma={}, network=None)
 BAD = nodes.pod("bad", annotations={"kube-rdma.io/min-affinity": "CLOSE"})
+GDR8 = nodes.pod("gdr8", annotations={"kube-rdma.io/require-gdr": "true"})
+NO_GDR8 = nodes.pod("no-gdr8", annotations={"kube-rdma.io/require-gdr": "False"})
+BAD_GDR = nodes.pod("bad-gdr", annotations={"kube-rdma.io/require-gdr": "yes"})
+GDR_ONLY = nodes.pod(
+    "gdr-only", gpus=0, rdma={}, network=None, annotations={"kube-rdma.io/require-gdr": "TRUE"}
+)
+NO_PATH = (
+    "no GPUDirect RDMA: nvidia_peermem is not loaded and there is no dma-buf path; load "
+    "nvidia_peermem (modprobe nvidia_peermem, or the GPU Operator's driver.rdma.enabled=true), "
+    "or run the NVIDIA open kernel module on Linux 5.12 or newer for dma-buf"
+)
 
 PASS = Verdict(True)
 
@@ -108,6 +129,42 @@ CASES = [
         "eth-ok",
         never("kube-rdma.io/min-affinity='CLOSE' is not one of PIX, PXB, PHB, NODE, SYS"),
     ),
+    ("gdr8", GDR8, "peermem", PASS),
+    ("gdr8", GDR8, "dmabuf", PASS),
+    ("gdr8", GDR8, "no-gdr", never(NO_PATH)),
+    # unresolvable while busy too: preempting the running pod could never make room
+    ("gdr8", GDR8, "busy-no-gdr", never(NO_PATH)),
+    ("gdr8", GDR8, "busy-peermem", later("nvidia.com/gpu: 2 of 8 free, pod needs 8")),
+    (
+        "gdr8",
+        GDR8,
+        "eth-ok",
+        never(
+            "GPUDirect RDMA unknown: the node's kube-rdma.io/topology document does not report "
+            "it (an older kube-rdma agent, or one that cannot read sysfs); upgrade the agent or "
+            "mount the host's /sys"
+        ),
+    ),
+    (
+        "gdr8",
+        GDR8,
+        "no-agent",
+        never(
+            "GPUDirect RDMA unknown: no kube-rdma.io/topology annotation "
+            "(is the kube-rdma agent running there?)"
+        ),
+    ),
+    ("gdr-only", GDR_ONLY, "no-gdr", never(NO_PATH)),
+    ("gdr-only", GDR_ONLY, "dmabuf", PASS),
+    ("no-gdr8", NO_GDR8, "no-gdr", PASS),
+    (
+        "bad-gdr",
+        BAD_GDR,
+        "no-gdr",
+        never('kube-rdma.io/require-gdr=\'yes\' is not "true" or "false"'),
+    ),
+    # the filter judges the wiring: a GPU whose link trained down keeps its PIX NIC
+    ("pix8", PIX8, "gpu2-gen4", PASS),
 ]
 
 

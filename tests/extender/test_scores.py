@@ -7,7 +7,7 @@ import pytest
 from extender.cluster.model import Cluster
 from extender.engine import Engine
 from extender.gangs.reservations import NO_PLANS
-from extender.pairing import chosen_nics, profile, quality, rails
+from extender.pairing import chosen_nics, pcie_gbps, profile, quality, rails
 from extender.podview import pod_view
 from extender.scores import registry
 from extender.weights import CRITERIA, DEFAULT, Weights
@@ -20,6 +20,11 @@ NODES = [
     nodes.node("shared-nics", nodes.hgx(shared=True)),
     nodes.node("half-busy", nodes.hgx()),
     nodes.node("no-agent", None),
+    nodes.node("gen5", nodes.hgx(pcie=nodes.GEN5_X16)),
+    # NIC 3's Gen5 x16 link came up at 5 GT/s (Gen2): 5 x 16 x 8/10 = 64 Gb/s of its 400
+    nodes.node("nic3-gen2", nodes.hgx(pcie=nodes.GEN5_X16, nic_links={3: nodes.trained(5.0)})),
+    # GPU 2's link came up at 16 GT/s (Gen4): it reaches NIC 2 as PXB, the others one worse
+    nodes.node("gpu2-gen4", nodes.hgx(pcie=nodes.GEN5_X16, gpu_links={2: nodes.trained(16.0)})),
 ]
 RUNNING = [
     nodes.pod("running", gpus=4, rdma={"rdma/hca": 4}, node_name="half-busy", phase="Running")
@@ -46,6 +51,16 @@ CASES = [
     (2, "eth-ok", {"affinity": 10.0, "rate": 10.0, "binpack": 2.5, "locality": 10.0}),
     (2, "half-busy", {"affinity": 10.0, "rate": 10.0, "binpack": 7.5, "locality": 10.0}),
     (2, "no-agent", {"affinity": 0.0, "rate": 0.0, "binpack": 2.5, "locality": 10.0}),
+    # a Gen5 x16 link (504 Gb/s) does not cap a 400 Gb/s port
+    (8, "gen5", {"affinity": 10.0, "rate": 10.0, "binpack": 10.0, "locality": 10.0}),
+    # 8 rails: 7 at 400 and one at 64 Gb/s, mean 358: 10 * 358 / 400
+    (8, "nic3-gen2", {"affinity": 10.0, "rate": 8.95, "binpack": 10.0, "locality": 10.0}),
+    # 2 rails: the fastest two, at 400
+    (2, "nic3-gen2", {"affinity": 10.0, "rate": 10.0, "binpack": 2.5, "locality": 10.0}),
+    # 7 GPUs at PIX and GPU 2 at PXB (8): (7 * 10 + 8) / 8
+    (8, "gpu2-gen4", {"affinity": 9.75, "rate": 10.0, "binpack": 10.0, "locality": 10.0}),
+    # 2 GPUs: two GPUs with full links have their PIX NICs
+    (2, "gpu2-gen4", {"affinity": 10.0, "rate": 10.0, "binpack": 2.5, "locality": 10.0}),
 ]
 
 
@@ -86,6 +101,26 @@ def test_pairing_profile_and_chosen_nics() -> None:
         "mlx5_0",
         "mlx5_1",
     ]
+
+
+def test_pcie_bandwidth_and_usable_rate() -> None:
+    assert pcie_gbps(nodes.GEN5_X16) == 32.0 * 16 * (128 / 130)  # 504.12
+    assert round(pcie_gbps(nodes.trained(width=8)), 2) == 252.06
+    assert pcie_gbps(nodes.trained(8.0, 4)) == 8.0 * 4 * (128 / 130)  # 31.51
+    assert pcie_gbps(nodes.trained(2.5, 16)) == 32.0  # 8b/10b below 8 GT/s
+    capped = rails(nodes.hgx(nic_links={0: nodes.trained(width=8)}), "Ethernet", None)
+    assert capped.rates == (400.0,) * 7 + (32.0 * 8 * (128 / 130),)
+    # the min-rate filter reads the port's link rate, not the capped one
+    assert rails(nodes.hgx(nic_links={0: nodes.trained(width=8)}), None, 400.0).usable == 8
+
+
+def test_a_gpu_whose_link_trained_down_pairs_one_level_worse() -> None:
+    board = nodes.hgx(gpu_links={2: nodes.trained(16.0), 7: nodes.trained(width=4)})
+    found = rails(board, "Ethernet", None)
+    assert found.matched == (8, 8, 8, 8, 8)  # the wiring, which the filters judge
+    assert found.scored == (6, 8, 8, 8, 8)  # GPUs 2 and 7 at PXB, what affinity scores
+    assert quality(found, 8) == (6 * 10 + 2 * 8) / 8
+    assert rails(nodes.hgx(pcie=nodes.GEN5_X16), "Ethernet", None).scored is None
 
 
 def test_every_weighted_criterion_has_its_scorer_in_the_weights_order() -> None:

@@ -32,6 +32,17 @@ LOAD_WARNINGS = [
             "the devices the pod got",
         ),
     ),
+    ("gdr-through-the-extender", "schedulerName: rdma, scheduling: {requireGdr: true}", ()),
+    ("ready-default-scheduler", "scheduling: {requireRdmaReady: true}", ()),
+    (
+        "gdr-default-scheduler",
+        "scheduling: {requireGdr: true}",
+        (
+            "scheduling.requireGdr without schedulerName: only the kube-rdma scheduler extender "
+            "reads the annotation it writes, so a pod that keeps the default scheduler may land "
+            "on a node without GPUDirect RDMA; set schedulerName",
+        ),
+    ),
 ]
 
 
@@ -59,6 +70,11 @@ INVALID = [
         "unknown-field",
         "profiles: {default: {ipclock: true}}",
         "f.yaml: profiles.default.ipclock: Extra inputs are not permitted",
+    ),
+    (
+        "scheduling-unknown-field",
+        "profiles: {default: {scheduling: {requireGDR: true}}}",
+        "f.yaml: profiles.default.scheduling.requireGDR: Extra inputs are not permitted",
     ),
     (
         "macvlan-fixed-gid",

@@ -21,6 +21,7 @@ from webhook.profiles.nccl import GENERATED_ENV, Nccl
 from webhook.profiles.network import ExistingNetworks, Network, NetworkMode
 from webhook.profiles.profile import ConflictAction, DeviceMode, Profile
 from webhook.profiles.resources import DEFAULT_RDMA_RESOURCE, Resources
+from webhook.profiles.scheduling import Scheduling
 from webhook.profiles.shm import Shm
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "ProfileError",
     "ProfileSet",
     "Resources",
+    "Scheduling",
     "Shm",
     "load_profiles",
     "parse_profiles",

@@ -20,6 +20,7 @@ from webhook.profiles.gid import Gid, GidStrategy
 from webhook.profiles.nccl import Nccl
 from webhook.profiles.network import Network, NetworkMode
 from webhook.profiles.resources import Resources
+from webhook.profiles.scheduling import Scheduling
 from webhook.profiles.shm import Shm
 
 # What a pod in its own network namespace sees instead of the host's devices and GIDs.
@@ -56,6 +57,7 @@ class Profile(ProfileModel):
     """Resource names that mark a container as a GPU container (selected by default)."""
     scheduler_name: str | None = None
     """Send opted-in pods to this scheduler (the profile that calls the extender)."""
+    scheduling: Scheduling = Scheduling()
     pod_security_conflict: ConflictAction = ConflictAction.DENY
 
     @model_validator(mode="after")
@@ -144,12 +146,22 @@ class Profile(ProfileModel):
                 "VF's own name, not the PF's; list the VFs' names, or use strategy pod, which "
                 "writes the devices the pod got"
             )
+        if self.scheduling.require_gdr and self.scheduler_name is None:
+            warnings.append(
+                "scheduling.requireGdr without schedulerName: only the kube-rdma scheduler "
+                "extender reads the annotation it writes, so a pod that keeps the default "
+                "scheduler may land on a node without GPUDirect RDMA; set schedulerName"
+            )
         return tuple(warnings)
 
     @cached_property
     def digest(self) -> str:
-        """A short stable hash of the profile's full effective content."""
+        """A short stable hash of the profile's full effective content. A `scheduling` section
+        at its defaults is left out, so the hash of a profile that does not use it is what it
+        was before the section existed."""
+        unused = {"scheduling"} if self.scheduling == Scheduling() else None
         body = orjson.dumps(
-            self.model_dump(mode="json", by_alias=True), option=orjson.OPT_SORT_KEYS
+            self.model_dump(mode="json", by_alias=True, exclude=unused),
+            option=orjson.OPT_SORT_KEYS,
         )
         return hashlib.sha256(body).hexdigest()[:12]
