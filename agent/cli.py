@@ -28,6 +28,12 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     def sources(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--sysfs-root", type=Path, default=Path("/sys"))
         parser.add_argument(
+            "--proc-root",
+            type=Path,
+            default=Path("/proc"),
+            help="where the NVIDIA driver's version and the kernel release are read",
+        )
+        parser.add_argument(
             "--topo-file",
             type=Path,
             help="`nvidia-smi topo -m` output to take GPUs and GPU-NIC levels from",
@@ -56,6 +62,12 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="how fast an error counter may grow before its port is unhealthy, in errors per "
         "minute over a window (symbol_error=10/5m; 0 for any increase), or COUNTER=off; "
         "repeatable, over the defaults in docs/agent.md",
+    )
+    run.add_argument(
+        "--taint-unhealthy",
+        action="store_true",
+        help="taint the Node kube-rdma.io/rdma-unhealthy:NoSchedule while its rails are "
+        "unhealthy, for pods of other schedulers",
     )
     where = run.add_mutually_exclusive_group()
     where.add_argument("--kubeconfig", type=Path)
@@ -130,7 +142,7 @@ def run_inspect(args: argparse.Namespace) -> int:
     from kube_rdma.core.topology import encode
 
     try:
-        document = encode(discover(args.sysfs_root, args.topo_file))
+        document = encode(discover(args.sysfs_root, args.topo_file, args.proc_root))
     except (*ScanError, OSError) as e:
         print(f"kube-rdma agent inspect: {e}", file=sys.stderr)
         return 2
@@ -192,9 +204,11 @@ async def _serve(args: argparse.Namespace) -> int:
     settings = AgentSettings(
         node_name=args.node_name,
         sysfs_root=args.sysfs_root,
+        proc_root=args.proc_root,
         topo_file=args.topo_file,
         interval=args.interval,
         recover_after=args.recover_after,
+        taint_unhealthy=args.taint_unhealthy,
     )
     rules = error_rules(args.error_threshold)
     async with client.ApiClient() as api:

@@ -4,7 +4,8 @@ sysfs knows everything about the RDMA devices and, on a node, the GPUs and the P
 between them. Inside some containers /sys/bus/pci is hidden or flattened; there the matrix that
 `nvidia-smi topo -m` prints (from a file, or run when present) supplies the GPUs and the
 GPU-NIC levels, and sysfs still supplies the ports. Whatever the matrix cannot know (a GPU's PCI
-address, a NIC's ports when sysfs lacks it) stays null or empty.
+address, a NIC's ports when sysfs lacks it) stays null or empty. The GPUDirect RDMA paths come
+from sysfs and /proc whichever source gives the GPUs.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 from agent.nvtopo import TopoMatrix, parse_topo
-from agent.sysfs import scan
+from agent.sysfs import PROC, scan
 from kube_rdma.core.topology import Gpu, Nic, Pair, Topology
 
 NVIDIA_SMI_TIMEOUT_SECONDS = 30
@@ -24,8 +25,8 @@ class DiscoveryError(Exception):
     """The node's topology cannot be read; the message says from where and why."""
 
 
-def discover(sysfs_root: Path, topo_file: Path | None = None) -> Topology:
-    topology = scan(sysfs_root)
+def discover(sysfs_root: Path, topo_file: Path | None = None, proc_root: Path = PROC) -> Topology:
+    topology = scan(sysfs_root, proc_root)
     text = _topo_text(topo_file) if topo_file else None
     if text is None and not topology.gpus and shutil.which("nvidia-smi"):
         text = _run_nvidia_smi()
@@ -44,6 +45,7 @@ def merge(topology: Topology, matrix: TopoMatrix) -> Topology:
         nics=tuple(nics),
         pairs=tuple(Pair(gpu=g, nic=n, level=level) for g, n, level in matrix.pairs),
         source="nvidia-smi",
+        gdr=topology.gdr,
     )
 
 

@@ -4,6 +4,10 @@ It patches the Node's `kube-rdma.io/topology` annotation and `kube-rdma.io/rdma-
 only when either changed (it starts from what the Node already carries, so a restart does not
 patch), and retries API errors with exponential backoff. A scan that fails keeps the last
 published state: a transient sysfs read error should not make a node look RDMA-less.
+
+With `taint_unhealthy`, the Node also carries the rdma-unhealthy taint while the label is
+"false" (agent/taint.py). Without it, the agent removes that taint where an earlier agent left
+it, so turning the option off never leaves a node tainted for good.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +23,8 @@ from agent.discovery import DiscoveryError, discover
 from agent.error_rules import DEFAULT_ERROR_RULES, ErrorRules
 from agent.health import HealthTracker, rdma_ready
 from agent.nvtopo import TopoParseError
-from agent.sysfs import SysfsError
+from agent.sysfs import PROC, SysfsError
+from agent.taint import EFFECT, MERGE_PATCH, is_ours, set_taint, taints_of
 from kube_rdma.core import keys
 from kube_rdma.core.topology import DocumentTooLarge, Topology, encode
 from kube_rdma.kube.client import call
@@ -27,27 +32,29 @@ from kube_rdma.kube.errors import ApiError
 
 log = logging.getLogger("kube_rdma.agent")
 
-MERGE_PATCH = "application/merge-patch+json"
 ScanError = (DiscoveryError, SysfsError, TopoParseError, DocumentTooLarge)
 
 
 @dataclass(frozen=True)
 class Published:
-    """What the Node carries: the topology annotation and the readiness label."""
+    """What the Node carries: the topology annotation, the readiness label, our taint."""
 
     document: str | None
     ready: str | None
+    tainted: bool = False
 
 
 @dataclass(frozen=True)
 class AgentSettings:
     node_name: str
     sysfs_root: Path = Path("/sys")
+    proc_root: Path = PROC
     topo_file: Path | None = None
     interval: float = 30.0
     recover_after: int = 3
     initial_backoff: float = 1.0
     max_backoff: float = 300.0
+    taint_unhealthy: bool = False
 
 
 class Agent:
@@ -61,7 +68,9 @@ class Agent:
     ) -> None:
         self._api = core_api
         self._settings = settings
-        self._scan = scan or (lambda: discover(settings.sysfs_root, settings.topo_file))
+        self._scan = scan or (
+            lambda: discover(settings.sysfs_root, settings.topo_file, settings.proc_root)
+        )
         self._sleep = sleep
         self._health = HealthTracker(settings.recover_after, error_rules)
         self._backoff = settings.initial_backoff
@@ -76,20 +85,14 @@ class Agent:
         """One scan and, when something changed, one patch; the seconds to wait before the next."""
         try:
             topology = self._health.update(self._scan())
-            wanted = Published(encode(topology), "true" if rdma_ready(topology) else "false")
+            ready = rdma_ready(topology)
+            tainted = self._settings.taint_unhealthy and not ready
+            wanted = Published(encode(topology), "true" if ready else "false", tainted)
         except (*ScanError, OSError) as e:
             log.error("scan failed, keeping what the node carries: %s", e)
             return self._settings.interval
         try:
-            if self.published is None:
-                self.published = await self._read_node()
-            if wanted != self.published:
-                await self._patch(wanted)
-                self.published = wanted
-                log.info(
-                    "published topology",
-                    extra={"node": self._settings.node_name, "ready": wanted.ready},
-                )
+            await self._publish(wanted)
         except ApiError as e:
             delay = self._backoff
             self._backoff = min(self._backoff * 2, self._settings.max_backoff)
@@ -98,6 +101,20 @@ class Agent:
         self._backoff = self._settings.initial_backoff
         return self._settings.interval
 
+    async def _publish(self, wanted: Published) -> None:
+        node = self._settings.node_name
+        if self.published is None:
+            self.published = await self._read_node()
+        if (wanted.document, wanted.ready) != (self.published.document, self.published.ready):
+            await self._patch(wanted)
+            self.published = replace(wanted, tainted=self.published.tainted)
+            log.info("published topology", extra={"node": node, "ready": wanted.ready})
+        if wanted.tainted != self.published.tainted:
+            await set_taint(self._api, node, wanted.tainted)
+            self.published = wanted
+            done = "tainted" if wanted.tainted else "removed the taint"
+            log.info("%s %s:%s", done, keys.RDMA_UNHEALTHY, EFFECT, extra={"node": node})
+
     async def _read_node(self) -> Published:
         name = self._settings.node_name
         body = await call(f"read Node {name}", self._api.read_node, name)
@@ -105,6 +122,7 @@ class Agent:
         return Published(
             (metadata.get("annotations") or {}).get(keys.TOPOLOGY),
             (metadata.get("labels") or {}).get(keys.RDMA_READY),
+            any(is_ours(t) for t in taints_of(body)),
         )
 
     async def _patch(self, wanted: Published) -> None:

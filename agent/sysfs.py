@@ -8,7 +8,10 @@ device tree:
   (reading the type of an unused entry fails with EINVAL, which marks it empty);
   `ports/<p>/counters/*`.
 - `bus/pci/devices/<BDF>/{vendor, class, numa_node}`; its real path under `devices/` is the
-  bridge chain used for the PCIe level.
+  bridge chain used for the PCIe level; its link (agent/pcie_link.py).
+- `class/net/<netdev>/mtu` for a RoCE port's MTU (an InfiniBand port's MTU is not in sysfs: its
+  netdev's is IPoIB's).
+- the GPUDirect RDMA paths (agent/gdr.py), which also read /proc.
 """
 
 from __future__ import annotations
@@ -19,9 +22,14 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent.attributes import SysfsError as SysfsError
+from agent.attributes import read_attribute
+from agent.gdr import gdr_paths
 from agent.pcie import pcie_level
-from kube_rdma.core.topology import Gid, Gpu, Nic, Pair, Port, Topology
+from agent.pcie_link import pcie_link
+from kube_rdma.core.topology import Gid, Gpu, Nic, Pair, PcieLink, Port, Topology
 
+PROC = Path("/proc")
 NVIDIA_VENDOR = "0x10de"
 GPU_CLASSES = ("0x0302", "0x0300")  # 3D controller, VGA controller
 ERROR_COUNTERS = (
@@ -38,35 +46,17 @@ _BDF = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 _EMPTY_GID = "0000:0000:0000:0000:0000:0000:0000:0000"
 
 
-class SysfsError(Exception):
-    """sysfs holds something the agent cannot interpret; the message names the file."""
-
-
 @dataclass(frozen=True)
 class PciFunction:
     address: str
     path: tuple[str, ...]
     """Components of the real path below <root>/devices, host bridge first."""
     numa: int | None
-
-
-def _read(path: Path | str) -> str | None:
-    """A sysfs attribute, stripped; None when it cannot be read (absent, or EINVAL for an
-    unused entry). Unbuffered os-level reads: a scan reads thousands of tiny files."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        return os.read(fd, 4096).decode(errors="replace").strip()
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+    link: PcieLink | None
 
 
 def _numa(path: Path) -> int | None:
-    value = _read(path)
+    value = read_attribute(path)
     if value is None or value.lstrip("-").isdigit() is False:
         return None
     number = int(value)
@@ -81,7 +71,8 @@ def _pci_function(root: Path, device_link: Path) -> PciFunction | None:
         return None
     if not parts or not _BDF.match(parts[-1]):
         return None
-    return PciFunction(parts[-1], parts, _numa(real / "numa_node"))
+    slot = real.parent if _BDF.match(real.parent.name) else None
+    return PciFunction(parts[-1], parts, _numa(real / "numa_node"), pcie_link(real, slot))
 
 
 def find_gpus(root: Path) -> list[PciFunction]:
@@ -89,9 +80,9 @@ def find_gpus(root: Path) -> list[PciFunction]:
     devices = root / "bus" / "pci" / "devices"
     found = []
     for entry in sorted(os.listdir(devices)) if devices.is_dir() else []:
-        if _read(devices / entry / "vendor") != NVIDIA_VENDOR:
+        if read_attribute(devices / entry / "vendor") != NVIDIA_VENDOR:
             continue
-        if not (_read(devices / entry / "class") or "").startswith(GPU_CLASSES):
+        if not (read_attribute(devices / entry / "class") or "").startswith(GPU_CLASSES):
             continue
         function = _pci_function(root, devices / entry)
         if function is not None:
@@ -101,13 +92,13 @@ def find_gpus(root: Path) -> list[PciFunction]:
 
 def _state(path: Path) -> str | None:
     """`4: ACTIVE` -> `ACTIVE`."""
-    value = _read(path)
+    value = read_attribute(path)
     return value.split(":", 1)[-1].strip() if value else None
 
 
 def _rate(path: Path) -> float | None:
     """`400 Gb/sec (4X NDR)` -> 400.0."""
-    value = _read(path)
+    value = read_attribute(path)
     if not value:
         return None
     try:
@@ -133,13 +124,13 @@ def _gids(port_dir: Path, link_layer: str) -> list[Gid]:
         return []
     result = []
     for entry in sorted(os.listdir(gids_dir), key=int):
-        raw = _read(f"{gids_dir}/{entry}")
+        raw = read_attribute(f"{gids_dir}/{entry}")
         if not raw or raw == _EMPTY_GID:
             continue
-        kind = _read(f"{port_dir}/gid_attrs/types/{entry}")
+        kind = read_attribute(f"{port_dir}/gid_attrs/types/{entry}")
         if kind is None:
             continue  # EINVAL: the entry is not in use
-        netdev = _read(f"{port_dir}/gid_attrs/ndevs/{entry}") or None
+        netdev = read_attribute(f"{port_dir}/gid_attrs/ndevs/{entry}") or None
         if link_layer == "InfiniBand":
             result.append(Gid(index=int(entry), gid=_short(raw), type="IB", netdev=netdev))
             continue
@@ -166,7 +157,7 @@ def _port_netdev(device_dir: Path, port: int, gids: list[Gid]) -> str | None:
     if not net.is_dir():
         return None
     for name in sorted(os.listdir(net)):
-        dev_port = _read(net / name / "dev_port")
+        dev_port = read_attribute(net / name / "dev_port")
         if dev_port is not None and dev_port.isdigit() and int(dev_port) == port - 1:
             return name
     return None
@@ -175,15 +166,27 @@ def _port_netdev(device_dir: Path, port: int, gids: list[Gid]) -> str | None:
 def _counters(port_dir: Path) -> dict[str, int]:
     counters = {}
     for name in ERROR_COUNTERS:
-        value = _read(port_dir / "counters" / name)
+        value = read_attribute(port_dir / "counters" / name)
         if value is not None and value.isdigit():
             counters[name] = int(value)
     return counters
 
 
-def _port(device_dir: Path, number: int) -> Port:
+def _mtu(root: Path, netdev: str | None) -> int | None:
+    if netdev is None:
+        return None
+    path = root / "class" / "net" / netdev / "mtu"
+    value = read_attribute(path)
+    if value is None:
+        return None
+    if not value.isdigit():
+        raise SysfsError(f"{path}: expected an MTU like '9000', got {value!r}")
+    return int(value)
+
+
+def _port(root: Path, device_dir: Path, number: int) -> Port:
     port_dir = device_dir / "ports" / str(number)
-    link_layer = _read(port_dir / "link_layer")
+    link_layer = read_attribute(port_dir / "link_layer")
     if link_layer not in ("InfiniBand", "Ethernet"):
         raise SysfsError(
             f"{port_dir / 'link_layer'}: expected InfiniBand or Ethernet, got {link_layer!r}"
@@ -191,16 +194,18 @@ def _port(device_dir: Path, number: int) -> Port:
     state = _state(port_dir / "state") or "UNKNOWN"
     phys_state = _state(port_dir / "phys_state")
     gids = _gids(port_dir, link_layer)
+    netdev = _port_netdev(device_dir, number, gids)
     return Port(
         port=number,
         state=state,
         phys_state=phys_state,
         link_layer=link_layer,
         rate_gbps=_rate(port_dir / "rate"),
-        netdev=_port_netdev(device_dir, number, gids),
+        netdev=netdev,
         healthy=state == "ACTIVE" and phys_state in (None, "LinkUp"),
         gids=tuple(gids),
         counters=_counters(port_dir),
+        mtu=_mtu(root, netdev) if link_layer == "Ethernet" else None,
     )
 
 
@@ -222,14 +227,16 @@ def find_rdma_devices(root: Path) -> list[RdmaDevice]:
             name=name,
             pci=pci.address if pci else None,
             numa=pci.numa if pci else None,
-            ports=tuple(_port(device_dir, n) for n in numbers),
+            pcie=pci.link if pci else None,
+            ports=tuple(_port(root, device_dir, n) for n in numbers),
         )
         devices.append(RdmaDevice(nic, pci))
     return devices
 
 
-def scan(root: Path) -> Topology:
-    """The node topology as sysfs under `root` describes it."""
+def scan(root: Path, proc_root: Path = PROC) -> Topology:
+    """The node topology as sysfs under `root` describes it (and /proc, for the GPUDirect RDMA
+    paths)."""
     gpus = find_gpus(root)
     devices = find_rdma_devices(root)
     pairs = [
@@ -239,8 +246,11 @@ def scan(root: Path) -> Topology:
         if d.pci is not None
     ]
     return Topology(
-        gpus=tuple(Gpu(index=i, pci=g.address, numa=g.numa) for i, g in enumerate(gpus)),
+        gpus=tuple(
+            Gpu(index=i, pci=g.address, numa=g.numa, pcie=g.link) for i, g in enumerate(gpus)
+        ),
         nics=tuple(d.nic for d in devices),
         pairs=tuple(pairs),
         source="sysfs",
+        gdr=gdr_paths(root, proc_root),
     )

@@ -3,7 +3,13 @@
 The layout follows the kernel: PCI functions live under /sys/devices/pciDDDD:BB/<bridges>/<BDF>
 with vendor/class/numa_node files, /sys/bus/pci/devices/<BDF> links to them, and each RDMA device
 is /sys/class/infiniband/<name> linking into its PCI function's `infiniband/` directory, with
-`device` pointing back at the function.
+`device` pointing back at the function. A NIC's network interfaces live in its function's `net/`
+directory, linked from /sys/class/net. PCI Express functions carry their link attributes
+(`current_link_speed`, ... as the kernel writes them); the builders below give them only where a
+test is about links.
+
+`driver_proc` writes what the agent reads from /proc: the NVIDIA driver's version line and the
+kernel release.
 """
 
 from __future__ import annotations
@@ -20,6 +26,24 @@ BRIDGE_CLASS = "0x060400"
 
 LINK_LOCAL_V1 = "IB/RoCE v1"
 V2 = "RoCE v2"
+
+
+@dataclass(frozen=True)
+class Link:
+    """A PCIe link as sysfs writes it: speeds like `32.0 GT/s PCIe`, widths in lanes."""
+
+    speed: str
+    width: int
+    max_speed: str
+    max_width: int
+
+    def trained(self, speed: str | None = None, width: int | None = None) -> Link:
+        """The same link trained below its maximum."""
+        return Link(speed or self.speed, width or self.width, self.max_speed, self.max_width)
+
+
+GEN5_X16 = Link("32.0 GT/s PCIe", 16, "32.0 GT/s PCIe", 16)
+GEN4 = "16.0 GT/s PCIe"
 
 
 @dataclass
@@ -83,6 +107,23 @@ class SysfsTree:
         link.symlink_to(os.path.relpath(path, link.parent))
         return path
 
+    def link(self, bdf: str, link: Link) -> None:
+        """Give the function at `bdf` (a device or a bridge's port) its PCIe link attributes."""
+        path = self.root / "bus" / "pci" / "devices" / bdf
+        (path / "current_link_speed").write_text(link.speed + "\n")
+        (path / "current_link_width").write_text(f"{link.width}\n")
+        (path / "max_link_speed").write_text(link.max_speed + "\n")
+        (path / "max_link_width").write_text(f"{link.max_width}\n")
+
+    def mtu(self, netdev: str, mtu: int | str) -> None:
+        (self.root / "class" / "net" / netdev / "mtu").write_text(f"{mtu}\n")
+
+    def peermem(self) -> None:
+        """nvidia_peermem loaded: its registration with the RDMA stack's peer memory API."""
+        version = self.root / "kernel" / "mm" / "memory_peers" / "nv_mem" / "version"
+        version.parent.mkdir(parents=True)
+        version.write_text("1.3\n")
+
     def bridge(self, parent: Path, bdf: str, numa: int | None) -> Path:
         return self.function(parent, bdf, "0x1000", BRIDGE_CLASS, numa)
 
@@ -96,12 +137,18 @@ class SysfsTree:
     def gpu(self, parent: Path, bdf: str, numa: int | None) -> Path:
         return self.function(parent, bdf, NVIDIA, GPU_CLASS, numa)
 
-    def nic(self, parent: Path, bdf: str, numa: int | None, netdevs: dict[str, int]) -> Path:
+    def nic(
+        self, parent: Path, bdf: str, numa: int | None, netdevs: dict[str, int], mtu: int = 9000
+    ) -> Path:
         """A NIC PCI function; `netdevs` maps its network interfaces to their dev_port."""
         path = self.function(parent, bdf, MELLANOX, NIC_CLASS, numa)
         for name, dev_port in netdevs.items():
             (path / "net" / name).mkdir(parents=True)
             (path / "net" / name / "dev_port").write_text(f"{dev_port}\n")
+            (path / "net" / name / "mtu").write_text(f"{mtu}\n")
+            link = self.root / "class" / "net" / name
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(os.path.relpath(path / "net" / name, link.parent))
         return path
 
     def rdma(self, name: str, function: Path | None, ports: dict[int, PortSpec]) -> Path:
@@ -166,6 +213,25 @@ def hgx_8gpu_8nic(root: Path, down: set[int] | None = None) -> SysfsTree:
     return tree
 
 
+def trained_down_hgx_node(root: Path) -> SysfsTree:
+    """The HGX board with PCIe 5 x16 links everywhere but where they trained down: NIC 2 to x8,
+    NIC 5 to 16 GT/s, GPU 6 to x8. GPU 7 sits in a PCIe 4 slot: 16 GT/s is all it can do there.
+    Jumbo frames on every rail but NIC 4's, left at 1500; nvidia_peermem loaded."""
+    tree = hgx_8gpu_8nic(root)
+    gen4_x16 = Link(GEN4, 16, GEN4, 16)
+    for i, bus in enumerate(int(b, 16) for b in HGX_ROOTS):
+        tree.link(f"0000:{bus:02x}:01.0", GEN5_X16)
+        tree.link(f"0000:{bus + 2:02x}:00.0", GEN5_X16)
+        tree.link(f"0000:{bus + 2:02x}:01.0", gen4_x16 if i == 7 else GEN5_X16)
+        nic = {2: GEN5_X16.trained(width=8), 5: GEN5_X16.trained(speed=GEN4)}.get(i, GEN5_X16)
+        gpu = {6: GEN5_X16.trained(width=8), 7: GEN5_X16.trained(speed=GEN4)}.get(i, GEN5_X16)
+        tree.link(f"0000:{bus + 3:02x}:00.0", nic)
+        tree.link(f"0000:{bus + 4:02x}:00.0", gpu)
+    tree.mtu(f"enp{int(HGX_ROOTS[4], 16) + 3}s0np0", 1500)
+    tree.peermem()
+    return tree
+
+
 def shared_nic_node(root: Path) -> SysfsTree:
     """One socket, 4 GPUs, 2 NICs: GPU0 and GPU1 share NIC0's switch; GPU2 shares NIC1's
     switch; GPU3 sits one switch further down (PXB to NIC1)."""
@@ -196,7 +262,7 @@ def dual_port_ib_node(root: Path) -> SysfsTree:
     tree = SysfsTree(root)
     host = tree.host_bridge("0000:80")
     slot = tree.bridge(host, "0000:80:02.0", 1)
-    nic = tree.nic(slot, "0000:81:00.0", 1, {"ib0": 0, "ib1": 1})
+    nic = tree.nic(slot, "0000:81:00.0", 1, {"ib0": 0, "ib1": 1}, mtu=4092)  # IPoIB's
     ib_gid = "fe80:0000:0000:0000:0002:c903:00f1:2a41"
     up = PortSpec(
         rate="200 Gb/sec (4X HDR)",
@@ -237,3 +303,20 @@ def bonded_roce_node(root: Path) -> SysfsTree:
     gpu_slot = tree.bridge(gpu_host, "0000:17:00.0", 0)
     tree.gpu(gpu_slot, "0000:18:00.0", 0)
     return tree
+
+
+OPEN_MODULE = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.86.15  Release Build"
+PROPRIETARY_MODULE = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.183.01  Sun May 12 2024"
+
+
+def driver_proc(root: Path, driver: str | None, release: str) -> Path:
+    """A /proc with the NVIDIA driver's version line (None: no driver loaded) and the kernel
+    release, as the agent reads them."""
+    if driver is not None:
+        (root / "driver" / "nvidia").mkdir(parents=True)
+        (root / "driver" / "nvidia" / "version").write_text(
+            f"{driver}\nGCC version:  gcc version 12.3.0 (GCC)\n"
+        )
+    (root / "sys" / "kernel").mkdir(parents=True)
+    (root / "sys" / "kernel" / "osrelease").write_text(release + "\n")
+    return root

@@ -10,6 +10,7 @@ import pytest
 from agent.discovery import DiscoveryError, discover
 from agent.sysfs import scan
 from kube_rdma.cli import main
+from kube_rdma.core.topology import Gdr
 from testbed.builders import sysfs_tree
 
 TEXTS = Path(__file__).parent / "topo_texts"
@@ -79,8 +80,8 @@ def test_failing_nvidia_smi_is_an_error(tmp_path: Path, monkeypatch: pytest.Monk
 
 
 def test_inspect_with_topo_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    args = ["agent", "inspect", "--sysfs-root", str(tmp_path), "--topo-file"]
-    assert main([*args, str(TEXTS / "no_nics_2gpu.txt")]) == 0
+    args = ["agent", "inspect", "--sysfs-root", str(tmp_path), "--proc-root", str(tmp_path)]
+    assert main([*args, "--topo-file", str(TEXTS / "no_nics_2gpu.txt")]) == 0
     assert json.loads(capsys.readouterr().out) == {
         "version": 1,
         "minor": 1,
@@ -88,7 +89,16 @@ def test_inspect_with_topo_file(tmp_path: Path, capsys: pytest.CaptureFixture[st
         "nics": [],
         "pairs": [],
         "source": "nvidia-smi",
+        "gdr": {"peermem": False, "dmabuf": False},
     }
+
+
+def test_the_gdr_paths_stay_when_nvidia_smi_gives_the_gpus(tmp_path: Path) -> None:
+    sysfs_tree.trained_down_hgx_node(tmp_path / "sys")
+    proc = sysfs_tree.driver_proc(tmp_path / "proc", sysfs_tree.OPEN_MODULE, "6.8.0-45-generic")
+    topology = discover(tmp_path / "sys", TEXTS / "no_nics_2gpu.txt", proc)
+    assert topology.source == "nvidia-smi"
+    assert topology.gdr == Gdr(peermem=True, dmabuf=True)
 
 
 def test_inspect_with_unreadable_topo_file(

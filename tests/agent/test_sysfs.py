@@ -1,4 +1,6 @@
-"""Discovery from fixture sysfs trees shaped like real servers: the exact documents."""
+"""Discovery from fixture sysfs trees shaped like real servers: the exact documents.
+
+Every scan here reads a fixture /proc or none (`NO_PROC`), never the test machine's."""
 
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ from kube_rdma.core.objects import Json
 from testbed.builders import sysfs_tree
 
 ZERO = {"symbol_error": 0, "link_downed": 0}
+NO_PROC = Path("/nonexistent/proc")
+NO_GDR = {"peermem": False, "dmabuf": False}
 
 
 def roce(netdev: str, link_local: str, ip: str) -> list[Json]:
@@ -41,12 +45,13 @@ def port(netdev: str, gids: list[Json], rate: float = 400.0, **extra: Any) -> Js
         "healthy": True,
         "gids": gids,
         "counters": ZERO,
+        "mtu": 9000,
         **extra,
     }
 
 
-def document(root: Path) -> Json:
-    result: Json = scan(root).model_dump(mode="json", by_alias=True, exclude_none=True)
+def document(root: Path, proc: Path = NO_PROC) -> Json:
+    result: Json = scan(root, proc).model_dump(mode="json", by_alias=True, exclude_none=True)
     return result
 
 
@@ -100,6 +105,7 @@ def test_port_down_is_unhealthy(tmp_path: Path) -> None:
             "healthy": False,
             "gids": [],
             "counters": ZERO,
+            "mtu": 9000,
         }
     ]
 
@@ -164,6 +170,7 @@ def test_infiniband_dual_port_node(tmp_path: Path) -> None:
         ],
         "pairs": [],
         "source": "sysfs",
+        "gdr": NO_GDR,
     }
 
 
@@ -206,6 +213,7 @@ def test_bonded_roce_device_with_ipv6_and_unused_entries(tmp_path: Path) -> None
         ],
         "pairs": [{"gpu": 0, "nic": "mlx5_bond_0", "level": "NODE"}],
         "source": "sysfs",
+        "gdr": NO_GDR,
     }
 
 
@@ -217,6 +225,7 @@ def test_empty_root_is_an_empty_document(tmp_path: Path) -> None:
         "nics": [],
         "pairs": [],
         "source": "sysfs",
+        "gdr": NO_GDR,
     }
 
 
@@ -225,7 +234,7 @@ def test_unknown_link_layer_names_the_file(tmp_path: Path) -> None:
     link_layer = tree.root / "class/infiniband/mlx4_0/ports/1/link_layer"
     link_layer.write_text("Omni-Path\n")
     with pytest.raises(SysfsError) as error:
-        scan(tmp_path)
+        scan(tmp_path, NO_PROC)
     assert str(error.value) == f"{link_layer}: expected InfiniBand or Ethernet, got 'Omni-Path'"
 
 
@@ -234,7 +243,7 @@ def test_bad_rate_names_the_file(tmp_path: Path) -> None:
     rate = tmp_path / "class/infiniband/mlx4_0/ports/2/rate"
     rate.write_text("fast\n")
     with pytest.raises(SysfsError) as error:
-        scan(tmp_path)
+        scan(tmp_path, NO_PROC)
     assert str(error.value) == f"{rate}: expected a rate like '400 Gb/sec (4X NDR)', got 'fast'"
 
 
@@ -246,3 +255,58 @@ def test_software_rdma_device_without_pci_has_no_pairs(tmp_path: Path) -> None:
     assert doc["nics"][1]["name"] == "rxe0"
     assert "pci" not in doc["nics"][1]
     assert doc["pairs"] == [{"gpu": 0, "nic": "mlx5_bond_0", "level": "NODE"}]
+
+
+def link(speed: float, width: int, max_speed: float = 32.0, max_width: int = 16) -> Json:
+    return {"speedGTs": speed, "width": width, "maxSpeedGTs": max_speed, "maxWidth": max_width}
+
+
+def test_links_that_trained_down_mtus_and_peermem(tmp_path: Path) -> None:
+    sysfs_tree.trained_down_hgx_node(tmp_path)
+    doc = document(tmp_path)
+    gen5_x16 = link(32.0, 16)
+    assert [(g["index"], g["pcie"]) for g in doc["gpus"]] == [
+        *[(i, gen5_x16) for i in range(6)],
+        (6, link(32.0, 8)),
+        (7, link(16.0, 16, max_speed=16.0)),  # a PCIe 5 GPU in a PCIe 4 slot
+    ]
+    assert [(n["name"], n["pcie"], n["ports"][0]["mtu"]) for n in doc["nics"]] == [
+        ("mlx5_0", gen5_x16, 9000),
+        ("mlx5_1", gen5_x16, 9000),
+        ("mlx5_2", link(32.0, 8), 9000),
+        ("mlx5_3", gen5_x16, 9000),
+        ("mlx5_4", gen5_x16, 1500),
+        ("mlx5_5", link(16.0, 16), 9000),
+        ("mlx5_6", gen5_x16, 9000),
+        ("mlx5_7", gen5_x16, 9000),
+    ]
+    assert doc["nics"][2] == {
+        "name": "mlx5_2",
+        "pci": "0000:4b:00.0",
+        "numa": 0,
+        "pcie": link(32.0, 8),
+        "ports": [
+            port("enp75s0np0", roce("enp75s0np0", "fe80::ac0:ebff:fe10:1002", "192.168.3.11"))
+        ],
+    }
+    assert doc["gdr"] == {"peermem": True, "dmabuf": False}
+    topology = scan(tmp_path, NO_PROC)
+    assert [n.pcie.degraded for n in topology.nics if n.pcie] == [
+        False, False, True, False, False, True, False, False
+    ]  # fmt: skip
+    assert [g.pcie.degraded for g in topology.gpus if g.pcie] == [False] * 6 + [True, False]
+
+
+def test_the_open_driver_on_a_new_kernel_offers_dmabuf(tmp_path: Path) -> None:
+    sysfs_tree.bonded_roce_node(tmp_path / "sys")
+    proc = sysfs_tree.driver_proc(tmp_path / "proc", sysfs_tree.OPEN_MODULE, "6.8.0-45-generic")
+    assert document(tmp_path / "sys", proc)["gdr"] == {"peermem": False, "dmabuf": True}
+
+
+def test_a_bad_mtu_names_the_file(tmp_path: Path) -> None:
+    sysfs_tree.shared_nic_node(tmp_path).mtu("enp12s0np0", "jumbo")
+    with pytest.raises(SysfsError) as error:
+        scan(tmp_path, NO_PROC)
+    assert str(error.value) == (
+        f"{tmp_path}/class/net/enp12s0np0/mtu: expected an MTU like '9000', got 'jumbo'"
+    )

@@ -665,6 +665,7 @@ def test_agent_args_parse_with_the_cli() -> None:
     assert args.kubeconfig is None
     assert args.topo_file is None  # sysfs only: the image has no nvidia-smi
     assert args.interval == 30.0
+    assert args.taint_unhealthy is False  # opt-in, in an overlay
 
 
 def test_agent_reads_the_hosts_sys_read_only_where_it_is_mounted() -> None:
@@ -714,16 +715,25 @@ async def test_agent_rbac_is_exactly_what_the_agent_calls(
     up, down = tmp_path / "up", tmp_path / "down"
     sysfs_tree.hgx_8gpu_8nic(up)
     sysfs_tree.hgx_8gpu_8nic(down, down={0})
-    for root in (up, down):  # a first start, then a restart after a link went down
+    dead = tmp_path / "dead"
+    sysfs_tree.hgx_8gpu_8nic(dead, down=set(range(8)))
+    # A first start, a restart after a link went down, then one with --taint-unhealthy after
+    # every link went down.
+    for root, taint_unhealthy in ((up, False), (down, False), (dead, True)):
         settings = AgentSettings(
             node_name=node,
             sysfs_root=root,
             interval=args.interval,
             recover_after=args.recover_after,
+            taint_unhealthy=taint_unhealthy,
         )
         await Agent(core_v1, settings).step()
+    assert fake_api.get("nodes", node)["spec"]["taints"] == [
+        {"key": "kube-rdma.io/rdma-unhealthy", "effect": "NoSchedule"}
+    ]
+    methods = ("GET", "PATCH", "GET", "PATCH", "GET", "PATCH", "GET", "PATCH")
     assert [(r.method, r.path) for r in fake_api.requests] == [
-        (method, f"/api/v1/nodes/{node}") for method in ("GET", "PATCH", "GET", "PATCH")
+        (method, f"/api/v1/nodes/{node}") for method in methods
     ]
     called = sorted({authorized_as(r) for r in fake_api.requests})
     assert called == [("", "nodes", "get"), ("", "nodes", "patch")]
@@ -763,6 +773,7 @@ def agent_runs_on(labels: dict[str, str], taints: list[Json]) -> bool:
 GPU = {"nvidia.com/gpu.present": "true"}
 MELLANOX = {"feature.node.kubernetes.io/pci-15b3.present": "true"}
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+RDMA_UNHEALTHY = {"key": "kube-rdma.io/rdma-unhealthy", "effect": "NoSchedule"}
 # (case, node labels, node taints, whether the agent runs there)
 PLACEMENT_CASES: list[tuple[str, dict[str, str], list[Json], bool]] = [
     ("gpu", GPU, [], True),
@@ -771,6 +782,7 @@ PLACEMENT_CASES: list[tuple[str, dict[str, str], list[Json], bool]] = [
     ("gpu-tainted", GPU, [GPU_TAINT], True),
     ("gpu-tainted-no-value", GPU, [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}], True),
     ("gpu-prefer-no-schedule", GPU, [{"key": "dedicated", "effect": "PreferNoSchedule"}], True),
+    ("gpu-rdma-unhealthy", GPU, [GPU_TAINT, RDMA_UNHEALTHY], True),  # the agent's own taint
     ("cpu", {"kubernetes.io/os": "linux"}, [], False),
     ("gpu-label-false", {"nvidia.com/gpu.present": "false"}, [], False),
     ("gpu-taint-without-gpu-label", {}, [GPU_TAINT], False),
