@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--port", type=int, default=0, help="0 (default): any free port")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument(
-        "--load", type=Path, metavar="SNAPSHOT", help="Nodes, Pods, Namespaces and workloads (JSON/YAML)"
+        "--load", type=Path, metavar="SNAPSHOT", help="Nodes, Pods and workloads (JSON/YAML)"
     )
     parser.add_argument(
         "--kubeconfig-out", type=Path, metavar="FILE", help="write a kubeconfig for this server"
