@@ -17,6 +17,7 @@ from extender.engine import Engine, FilterOutcome
 from extender.explain import explanation
 from extender.gangs.barrier import Barrier
 from extender.gangs.identity import Gang, Singleton, gang_of
+from extender.gangs.ownership import owner_gang
 from extender.gangs.planner import GangSettings, Planner
 from extender.gangs.reservations import Reservations
 from extender.podview import PodView, pod_view
@@ -46,7 +47,14 @@ class Scheduler:
         return pod_view(pod, *self._resources)
 
     def gang(self, pod: Json) -> Gang | Singleton:
-        return gang_of(pod, self._source.cluster.podgroup_size)
+        return gang_of(pod, self._source.cluster.podgroup_size, self._owner_gang)
+
+    def _owner_gang(self, pod: Json) -> Gang | Singleton | None:
+        return owner_gang(pod, self._source.owners, self._needs)
+
+    def _needs(self, template: Json) -> bool:
+        """Whether a workload's pod template requests GPUs or RDMA."""
+        return self.view(template).relevant
 
     def filter(self, pod: Json, names: list[str]) -> FilterOutcome:
         view, gang = self.view(pod), self.gang(pod)

@@ -1,5 +1,6 @@
 """The live cluster source: Nodes and Pods listed and watched into the cluster model, and binds
-that create a real `v1.Binding`.
+that create a real `v1.Binding`. PodGroups and the workloads that own training pods (batch Jobs,
+PyTorchJobs, MPIJobs, JobSets, Volcano Jobs) are listed and watched too, where their CRDs exist.
 
 kube-scheduler only sends node names (`nodeCacheCapable`), so the model has to follow the whole
 cluster by itself. Pods are watched as kube-scheduler's own informer does, without the terminal
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from extender.cluster.model import Cluster, PodKey, as_bound, pod_key
+from extender.cluster.owners import WORKLOADS, Owners, WorkloadResource
 from extender.cluster.source import BindError
 from kube_rdma.core.objects import Json
 from kube_rdma.kube.client import call
@@ -59,6 +61,7 @@ class LiveSource:
     ) -> None:
         self._api = core_api
         self.cluster = Cluster()
+        self.owners = Owners()
         self._assumed: dict[PodKey, _Assumed] = {}
         self.node_reflector = Reflector(
             core_api.list_node,
@@ -96,6 +99,28 @@ class LiveSource:
             if custom_api is not None
             else []
         )
+        # The workloads that own training pods give their gangs, where their CRDs exist (batch
+        # Jobs always do); optional in the same way.
+        self.owner_reflectors = (
+            [
+                Reflector(
+                    functools.partial(
+                        custom_api.list_cluster_custom_object,
+                        resource.group,
+                        resource.version,
+                        resource.plural,
+                    ),
+                    functools.partial(self.owners.replace, resource),
+                    functools.partial(self._owner_event, resource),
+                    f"{resource} {resource.version}",
+                    initial_backoff=initial_backoff,
+                    sleep=sleep,
+                )
+                for resource in WORKLOADS
+            ]
+            if custom_api is not None
+            else []
+        )
 
     def ready(self) -> bool:
         return self.node_reflector.synced.is_set() and self.pod_reflector.synced.is_set()
@@ -104,7 +129,7 @@ class LiveSource:
         async with asyncio.TaskGroup() as tasks:
             tasks.create_task(self.node_reflector.run())
             tasks.create_task(self.pod_reflector.run())
-            for reflector in self.podgroup_reflectors:
+            for reflector in [*self.podgroup_reflectors, *self.owner_reflectors]:
                 tasks.create_task(reflector.run())
 
     def _replace_podgroups(self, group: str) -> Callable[[list[Json]], None]:
@@ -118,6 +143,12 @@ class LiveSource:
             self.cluster.delete_podgroup(obj)
         else:
             self.cluster.upsert_podgroup(obj)
+
+    def _owner_event(self, resource: WorkloadResource, kind: str, obj: Json) -> None:
+        if kind == "DELETED":
+            self.owners.delete(resource, obj)
+        else:
+            self.owners.upsert(resource, obj)
 
     # Feeding the model
 

@@ -1,4 +1,5 @@
-"""The static cluster source: Nodes and Pods read once from a snapshot file.
+"""The static cluster source: Nodes and Pods read once from a snapshot file, with the PodGroups
+and workload objects (batch Jobs, PyTorchJobs, MPIJobs, JobSets, Volcano Jobs) that size gangs.
 
 It lets the extender run without a cluster, for the demo, the simulator and tests: the same
 filters and scores see a model built from a file, and `/bind` changes that model in memory as
@@ -18,10 +19,11 @@ import orjson
 import yaml
 
 from extender.cluster.model import Cluster, as_bound, pod_key
+from extender.cluster.owners import WORKLOADS, Owners, WorkloadResource, resource_of
 from extender.cluster.source import BindError
 from kube_rdma.core.objects import Json
 
-KINDS = frozenset({"Node", "Pod", "PodGroup"})
+KINDS = frozenset({"Node", "Pod", "PodGroup", *(r.kind for r in WORKLOADS)})
 # Parts of an object the model reads as maps; anything else there is a broken snapshot.
 MAPS = ("metadata", "spec", "status", "metadata.labels", "metadata.annotations")
 
@@ -35,15 +37,20 @@ class SnapshotSource:
 
     def __init__(self, objects: list[Json] | None = None) -> None:
         self.cluster = Cluster()
+        self.owners = Owners()
         objects = objects or []
         self.cluster.replace_nodes(o for o in objects if o.get("kind") == "Node")
         self.cluster.replace_pods(o for o in objects if o.get("kind") == "Pod")
         for podgroup in (o for o in objects if o.get("kind") == "PodGroup"):
             self.cluster.upsert_podgroup(podgroup)
+        # A snapshot holds every workload there is: an owner it lacks does not exist.
+        for resource in WORKLOADS:
+            owned = [o for o in objects if _resource(o) == resource]
+            self.owners.replace(resource, owned)
 
     @classmethod
     def from_file(cls, path: Path) -> SnapshotSource:
-        """Read Node and Pod objects from `path`; objects of other kinds are skipped."""
+        """Read Nodes, Pods, PodGroups and workloads from `path`; other kinds are skipped."""
         try:
             return cls(_objects(_documents(path)))
         except SnapshotError as e:
@@ -72,6 +79,10 @@ class SnapshotSource:
         self.cluster.upsert_pod(as_bound(pod, node, annotations))
 
 
+def _resource(obj: Json) -> WorkloadResource | None:
+    return resource_of(str(obj.get("apiVersion")), str(obj.get("kind")))
+
+
 def _documents(path: Path) -> list[Any]:
     try:
         text = path.read_text(encoding="utf-8")
@@ -98,19 +109,21 @@ def _yaml_problem(error: yaml.YAMLError) -> str:
 
 
 def _objects(documents: list[Any]) -> list[Json]:
-    """The Node and Pod objects of the documents, checked, in file order."""
+    """The objects of the kinds the model keeps, checked, in file order."""
     found: list[Json] = []
-    seen: set[tuple[str, str, str]] = set()
+    seen: set[tuple[str, str, str, str]] = set()
     for number, obj in enumerate(_flatten(documents), 1):
         kind = _kind(obj, number)
         if kind not in KINDS:
             continue
         _check(obj, kind, number)
         namespace, name = pod_key(obj) if kind != "Node" else ("", obj["metadata"]["name"])
-        if (kind, namespace, name) in seen:
+        # batch and Volcano both have a kind Job: the API group tells them apart.
+        identity = (str(obj.get("apiVersion") or "").rpartition("/")[0], kind, namespace, name)
+        if identity in seen:
             shown = f"{namespace}/{name}" if namespace else name
             raise SnapshotError(f"object {number}: {kind} {shown} appears twice")
-        seen.add((kind, namespace, name))
+        seen.add(identity)
         found.append(obj)
     return found
 

@@ -2,7 +2,8 @@
 
 Two sources: the live cluster (list + watch through kubernetes-asyncio; binds create a real
 `v1.Binding`) and a static snapshot file (for the demo, the simulator and tests; binds update
-the in-memory model). Filters and scores only ever see `source.cluster`.
+the in-memory model). Filters and scores only ever see `source.cluster`; gang identity also
+reads `source.owners`.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from extender.cluster.model import Cluster
+from extender.cluster.owners import Owners
 
 
 class BindError(Exception):
@@ -18,6 +20,8 @@ class BindError(Exception):
 
 class ClusterSource(Protocol):
     cluster: Cluster
+    owners: Owners
+    """The workload objects that own pods (PyTorchJobs, JobSets, ...), for gangs."""
 
     def ready(self) -> bool:
         """The model holds a full initial list of Nodes and Pods."""

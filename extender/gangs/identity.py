@@ -4,8 +4,10 @@ kube-rdma's own keys come first; then the keys the ecosystem's controllers put o
 scheduler-plugins' coscheduling and Volcano PodGroups, Kueue pod groups, Koordinator gangs,
 Kubeflow training jobs and JobSets. The same concept is a label in one project and an
 annotation in another, so every key is looked up in both maps. Where the size lives in a
-PodGroup object, the cluster model supplies the PodGroups it holds. A pod that names a gang
-whose size cannot be found is scheduled alone, and `reason` says why (explain shows it).
+PodGroup object, the cluster model supplies the PodGroups it holds. After these explicit keys,
+the workload that owns the pod (a PyTorchJob, MPIJob, JobSet, ...) gives the gang: `owner_gang`
+(extender/gangs/ownership.py) reads it. A pod that names a gang whose size cannot be found is
+scheduled alone, and `reason` says why (explain shows it).
 """
 
 from __future__ import annotations
@@ -22,11 +24,14 @@ KUEUE_NAME, KUEUE_COUNT = "kueue.x-k8s.io/pod-group-name", "kueue.x-k8s.io/pod-g
 KOORD = "gang.scheduling.koordinator.sh/"
 KUBEFLOW_JOB = "training.kubeflow.org/job-name"
 JOBSET = "jobset.sigs.k8s.io/jobset-name"
+JOB_LABELS = ((KUBEFLOW_JOB, "Kubeflow job"), (JOBSET, "JobSet"))
 
 # PodGroup API groups whose objects carry spec.minMember.
 PODGROUP_GROUPS = {"coscheduling": "scheduling.x-k8s.io", "volcano": "scheduling.volcano.sh"}
 PodGroupSize = Callable[[str, str, str], int | None]
 """(API group, namespace, name) -> the PodGroup's minMember, None when unknown."""
+OwnerGang = Callable[[Json], "Gang | Singleton | None"]
+"""The pod's gang from the workload owning it; None when no workload owns it."""
 
 
 @dataclass(frozen=True)
@@ -52,15 +57,20 @@ class Singleton:
     reason: str = ""
 
 
-def gang_of(pod: Json, podgroup_size: PodGroupSize) -> Gang | Singleton:
+def gang_of(
+    pod: Json, podgroup_size: PodGroupSize, owner_gang: OwnerGang = lambda pod: None
+) -> Gang | Singleton:
     meta = pod.get("metadata") or {}
     namespace = str(meta.get("namespace") or "default")
     both: Mapping[str, str] = {**(meta.get("labels") or {}), **(meta.get("annotations") or {})}
-    for find in (_ours, _podgroup, _kueue, _koordinator, _kubeflow, _jobset):
+    for find in (_ours, _podgroup, _kueue, _koordinator, _sized_job):
         found = find(namespace, both, podgroup_size)
         if found is not None:
             return found
-    return Singleton()
+    owned = owner_gang(pod)
+    if owned is not None:
+        return owned
+    return _unsized_job(namespace, both) or Singleton()
 
 
 def _size(value: str | None) -> int | None:
@@ -132,24 +142,21 @@ def _koordinator(
     return _named(namespace, name, size, "Koordinator gang", f"{KOORD}min-available is missing")
 
 
-def _kubeflow(
+def _sized_job(
     namespace: str, both: Mapping[str, str], sizes: PodGroupSize
 ) -> Gang | Singleton | None:
-    return _sized_by_annotation(namespace, both.get(KUBEFLOW_JOB), both, "Kubeflow job")
+    """A Kubeflow job or a JobSet named by its pods' label, sized by kube-rdma.io/gang-size."""
+    for key, source in JOB_LABELS:
+        name, size = both.get(key), _size(both.get(keys.GANG_SIZE))
+        if name and size is not None:
+            return _named(namespace, name, size, source, "")
+    return None
 
 
-def _jobset(
-    namespace: str, both: Mapping[str, str], sizes: PodGroupSize
-) -> Gang | Singleton | None:
-    return _sized_by_annotation(namespace, both.get(JOBSET), both, "JobSet")
-
-
-def _sized_by_annotation(
-    namespace: str, name: str | None, both: Mapping[str, str], source: str
-) -> Gang | Singleton | None:
-    """Controllers whose pods name their job but not its size: a PodGroup (found above) or
-    kube-rdma.io/gang-size has to say it."""
-    if not name:
-        return None
-    missing = f"neither a PodGroup label nor {keys.GANG_SIZE} gives its size"
-    return _named(namespace, name, _size(both.get(keys.GANG_SIZE)), source, missing)
+def _unsized_job(namespace: str, both: Mapping[str, str]) -> Singleton | None:
+    """A job's pod that no PodGroup, size annotation or known owner gives a size."""
+    for key, source in JOB_LABELS:
+        if name := both.get(key):
+            missing = f"neither a PodGroup label, {keys.GANG_SIZE} nor a known owner gives its size"
+            return Singleton(f"gang {namespace}/{name} ({source}): {missing}; scheduled alone")
+    return None

@@ -4,7 +4,8 @@ To see what the extender does for gangs one needs kube-scheduler's side of the e
 as kube-scheduler really plays it: `EmulatedScheduler` runs that loop against a Kubernetes
 apiserver (the test apiserver, or a real one) and a real extender over HTTP; `Workload` is what a
 Job controller would create and delete; `Recorder` follows the apiserver's pods and measures
-partial gangs. Each module says where it follows kube-scheduler and where it simplifies.
+partial gangs; `controllers` creates training jobs as Kubeflow, the MPI operator and JobSet do.
+Each module says where it follows kube-scheduler and where it simplifies.
 """
 
 from extender.sim.apiserver import Apiserver, connect

@@ -18,6 +18,8 @@ from kube_rdma.core.objects import Json
 
 GangKey = tuple[str, str]
 """(namespace, gang name)"""
+GangOf = Callable[[Json], "tuple[GangKey, int] | None"]
+"""A pod's gang and its size; None for a pod alone."""
 
 
 def gang_of(pod: Json) -> tuple[GangKey, int] | None:
@@ -66,10 +68,16 @@ class GangRecord:
 class Recorder:
     """Partial gangs at every change the apiserver shows: how many at once, GPU-seconds held by
     them, time from a gang's first member to its last bind, and the leaves a whole gang got.
-    `labels` gives a node's labels (its leaf and spine)."""
+    `labels` gives a node's labels (its leaf and spine); `gangs` which gang a pod is a member of
+    (by default, from kube-rdma's annotations)."""
 
-    def __init__(self, clock: Clock, labels: Callable[[str], Mapping[str, str]]) -> None:
-        self._clock, self._labels = clock, labels
+    def __init__(
+        self,
+        clock: Clock,
+        labels: Callable[[str], Mapping[str, str]],
+        gangs: GangOf = gang_of,
+    ) -> None:
+        self._clock, self._labels, self._gang_of = clock, labels, gangs
         self.gangs: dict[GangKey, GangRecord] = {}
         self.max_partial = 0
         """The most gangs partial at one instant."""
@@ -106,7 +114,7 @@ class Recorder:
 
     def pod_changed(self, old: Json | None, new: Json | None) -> None:
         obj = new if new is not None else old
-        found = None if obj is None else gang_of(obj)
+        found = None if obj is None else self._gang_of(obj)
         if obj is None or found is None:
             return
         key, size = found

@@ -37,7 +37,7 @@ from extender.sim.nodetree import NodeTree, zone_key
 from extender.sim.placement import Placement, Unschedulable
 from extender.sim.pods import DEFAULT_SCHEDULER, TERMINAL, PodKey, bound_node, pod_key, pod_requests
 from extender.sim.queue import QueuedPod, SchedulingQueue
-from extender.sim.recorder import Recorder
+from extender.sim.recorder import GangOf, Recorder, gang_of
 from extender.sim.workload import JobRunner, Workload
 from kube_rdma.core.objects import Json
 from kube_rdma.kube.errors import NotFound
@@ -71,7 +71,8 @@ class EmulatedScheduler:
     """Use as `async with`: it lists and watches the apiserver at `apiserver_url` while open.
     `step()` runs one scheduling cycle (after creating the workload's due pods and deleting its
     finished ones); binding cycles run as tasks alongside, as kube-scheduler's binding goroutines
-    do. Without `extender_url` (and `use_extender` off) it is a plain kube-scheduler."""
+    do. Without `extender_url` (and `use_extender` off) it is a plain kube-scheduler. `gangs`
+    tells the recorder which gang a pod belongs to (kube-rdma's annotations by default)."""
 
     def __init__(
         self,
@@ -81,6 +82,7 @@ class EmulatedScheduler:
         clock: Clock | None = None,
         *,
         workload: Workload | None = None,
+        gangs: GangOf = gang_of,
     ) -> None:
         self.apiserver_url = apiserver_url
         self.config = config or SchedulerConfig()
@@ -98,7 +100,7 @@ class EmulatedScheduler:
         shows them bound, or their bind failed."""
         self.attempts: list[Attempt] = []
         self.binds: list[BindOutcome] = []
-        self.recorder = Recorder(self.clock, self._labels)
+        self.recorder = Recorder(self.clock, self._labels, gangs)
         self.jobs = JobRunner(workload) if workload is not None else None
         self._tree = NodeTree()
         self._placement = Placement(self.config, self.nodes, self._tree, self.usage)

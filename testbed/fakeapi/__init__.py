@@ -10,6 +10,7 @@ restart) and injected HTTP errors. Every request is recorded so tests can assert
 
 The parts, one concern each: `store` (objects, resourceVersions, the event log), `selectors`,
 `patches`, `watch` (streams and bookmarks), `recording` (recorded requests, injected failures),
+`workloads` (the resources of the controllers that own training pods),
 `routes` (the REST verbs), `server` (`FakeApiServer`, putting them together), `fixtures` (pytest).
 `python -m testbed.fakeapi` serves a cluster snapshot file as a process of its own (`process`).
 
@@ -34,6 +35,7 @@ from testbed.fakeapi.selectors import Requirement, Selector, parse_selector
 from testbed.fakeapi.server import FakeApiServer
 from testbed.fakeapi.store import RESOURCES, Change, Resource
 from testbed.fakeapi.watch import DEFAULT_WATCH_SECONDS, Watcher
+from testbed.fakeapi.workloads import WORKLOAD_RESOURCES
 from testbed.wait import eventually
 
 __all__ = [
@@ -42,6 +44,7 @@ __all__ = [
     "MERGE_PATCH",
     "RESOURCES",
     "STRATEGIC_MERGE_PATCH",
+    "WORKLOAD_RESOURCES",
     "ApiError",
     "Change",
     "FakeApiServer",

@@ -6,7 +6,8 @@ this process writes. One line on stdout says where it listens and what it serves
 script waits for it); SIGTERM or SIGINT stops it with exit status 0. A snapshot it cannot serve
 is refused before it listens, with the file and the problem on stderr and exit status 2. Like a
 new cluster, it always serves the namespaces default, kube-node-lease, kube-public and
-kube-system.
+kube-system. Workload objects in the snapshot (batch Jobs, PyTorchJobs, MPIJobs, JobSets, Volcano
+Jobs and PodGroups) are served as by a cluster with their CRDs installed.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from typing import Final
 from testbed.fakeapi.errors import ApiError
 from testbed.fakeapi.server import FakeApiServer
 from testbed.fakeapi.snapshot import Snapshot, SnapshotError, implied_namespaces, read_snapshot
+from testbed.fakeapi.store import RESOURCES
+from testbed.fakeapi.workloads import WORKLOAD_RESOURCES
 
 PROGRAM: Final = "python -m testbed.fakeapi"
 
@@ -31,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--port", type=int, default=0, help="0 (default): any free port")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument(
-        "--load", type=Path, metavar="SNAPSHOT", help="Nodes, Pods and Namespaces (JSON/YAML)"
+        "--load", type=Path, metavar="SNAPSHOT", help="Nodes, Pods and workloads (JSON/YAML)"
     )
     parser.add_argument(
         "--kubeconfig-out", type=Path, metavar="FILE", help="write a kubeconfig for this server"
@@ -41,9 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    server = FakeApiServer()
     try:
-        snapshot = load(server, args.load)
+        server, snapshot = load(args.load)
     except SnapshotError as e:
         print(f"{PROGRAM}: {e}", file=sys.stderr)
         return 2
@@ -53,16 +55,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     return asyncio.run(serve(server, args, served(server)))
 
 
-def load(server: FakeApiServer, path: Path | None) -> Snapshot:
-    """Read `path` (when given) into `server`, with the Namespaces a cluster would have;
+def load(path: Path | None) -> tuple[FakeApiServer, Snapshot]:
+    """A server holding `path` (when given), with the Namespaces a cluster would have and the
+    workload resources (batch Jobs, the training CRDs) the snapshot has objects of;
     SnapshotError names what cannot be served."""
-    snapshot = read_snapshot(path, server.resources) if path is not None else Snapshot()
+    every = {**RESOURCES, **WORKLOAD_RESOURCES}
+    snapshot = read_snapshot(path, every) if path is not None else Snapshot()
+    used = {plural for plural, _ in snapshot.objects}
+    server = FakeApiServer({k: r for k, r in every.items() if k in RESOURCES or k in used})
     snapshot.objects += [("namespaces", ns) for ns in implied_namespaces(snapshot.objects)]
     try:
         server.restore(snapshot.objects)
     except ApiError as e:  # the same name twice
         raise SnapshotError(f"{path}: {e.message}") from None
-    return snapshot
+    return server, snapshot
 
 
 def served(server: FakeApiServer) -> str:

@@ -30,6 +30,7 @@ class Target:
     """What a URL names: a collection (name None), an object, or one of its subresources."""
 
     plural: str
+    """The key of the resource table."""
     namespace: str | None
     name: str | None
     subresource: str | None
@@ -69,13 +70,13 @@ def route(store: Store, request: web.Request) -> Target:
     plural, name, subresource = [*parts, None, None][:3]
     if parts == ["bindings"] and namespace is not None:
         return Target("bindings", namespace, None, None)
-    resource = store.resources.get(str(plural))
-    found = len(parts) <= 3 and resource is not None and resource.api_version == api_version
-    if not found or resource is None or (namespace is not None) > resource.namespaced:
+    key = store.key_of(api_version, str(plural))
+    resource = store.resources.get(key) if key is not None and len(parts) <= 3 else None
+    if resource is None or key is None or (namespace is not None) > resource.namespaced:
         raise ApiError(404, NO_RESOURCE)
     if resource.namespaced and name is not None and namespace is None:
         raise ApiError(404, NO_RESOURCE)
-    return Target(str(plural), namespace, name, subresource)
+    return Target(key, namespace, name, subresource)
 
 
 async def _collection(request: web.Request, store: Store, target: Target) -> web.StreamResponse:

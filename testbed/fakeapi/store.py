@@ -44,11 +44,15 @@ NAME_LETTERS: Final = "bcdfghjklmnpqrstvwxz2456789"  # the apiserver's generateN
 
 @dataclass(frozen=True)
 class Resource:
-    """One REST collection: the kind it holds, its scope and its group/version."""
+    """One REST collection: the kind it holds, its scope and its group/version. The table of
+    resources names each by a key, its URL plural unless `plural` says otherwise: two groups may
+    serve one plural (`jobs` of batch and of Volcano), and the table keeps them apart by key."""
 
     kind: str
     namespaced: bool
     api_version: str = "v1"
+    plural: str = ""
+    """The plural in URLs, when the table's key is not it."""
 
     @property
     def group(self) -> str:
@@ -191,6 +195,13 @@ class Store:
             raise ApiError(404, NO_RESOURCE)
         return self.resources[plural]
 
+    def key_of(self, api_version: str, plural: str) -> str | None:
+        """The table key of the resource served at `api_version`/`plural`."""
+        for key, resource in self.resources.items():
+            if resource.api_version == api_version and (resource.plural or key) == plural:
+                return key
+        return None
+
     def get(self, plural: str, name: str, namespace: str | None = None) -> Json:
         return copy.deepcopy(self._stored(plural, name, namespace))
 
@@ -259,8 +270,9 @@ class Store:
         return plural, scope, name
 
     def _qualified(self, plural: str) -> str:
-        group = self.resource(plural).group
-        return f"{plural}.{group}" if group else plural
+        resource = self.resource(plural)
+        name = resource.plural or plural
+        return f"{name}.{resource.group}" if resource.group else name
 
     def _stored(self, plural: str, name: str, namespace: str | None) -> Json:
         namespace = namespace or ("default" if self.resource(plural).namespaced else None)

@@ -599,14 +599,17 @@ async def test_extender_rbac_is_exactly_what_the_extender_calls(
         ("", "pods", "list"),
         ("", "pods", "watch"),
         ("", "pods/binding", "create"),
+        ("batch", "jobs", "list"),
+        ("batch.volcano.sh", "jobs", "list"),
+        ("jobset.x-k8s.io", "jobsets", "list"),
+        ("kubeflow.org", "mpijobs", "list"),
+        ("kubeflow.org", "pytorchjobs", "list"),
         ("scheduling.volcano.sh", "podgroups", "list"),
         ("scheduling.x-k8s.io", "podgroups", "list"),
     ]
-    # No PodGroup CRD exists in the fake, so their watches never start; where one does, the
-    # list is followed by a watch.
-    called = sorted(
-        {*called, *((g, "podgroups", "watch") for g, r, _ in called if r == "podgroups")}
-    )
+    # The fake serves no batch Jobs and no CRDs, so their watches never start; where one is
+    # served, the list is followed by a watch.
+    called = sorted({*called, *((g, r, "watch") for g, r, _ in called if g)})
     # The bind verb is how the node's NCCL settings reach the pod: in the Binding itself.
     [posted] = [r for r in fake_api.requests if r.method == "POST"]
     assert {keys.GID_INDEX, keys.HCA} <= posted.body["metadata"]["annotations"].keys()

@@ -280,3 +280,27 @@ async def test_start_on_a_given_address(host: str, url: str) -> None:
         assert listening(port)
     finally:
         await server.stop()
+
+
+async def test_two_groups_may_serve_one_plural() -> None:
+    from kubernetes_asyncio import client
+
+    from testbed.fakeapi import RESOURCES, WORKLOAD_RESOURCES
+
+    async with FakeApiServer({**RESOURCES, **WORKLOAD_RESOURCES}) as api, api.api_client() as c:
+        custom = client.CustomObjectsApi(c)
+        for group, version in (("batch", "v1"), ("batch.volcano.sh", "v1alpha1")):
+            body = {"apiVersion": f"{group}/{version}", "kind": "Job", "metadata": {"name": group}}
+            await custom.create_namespaced_custom_object(group, version, "a", "jobs", body)
+        listed = await custom.list_cluster_custom_object("batch.volcano.sh", "v1alpha1", "jobs")
+        assert [o["metadata"]["name"] for o in listed["items"]] == ["batch.volcano.sh"]
+        assert [o["metadata"]["name"] for o in api.objects("jobs.batch")] == ["batch"]
+        with pytest.raises(client.ApiException) as missing:
+            await custom.get_namespaced_custom_object(
+                "batch", "v1", "a", "jobs", "batch.volcano.sh"
+            )
+        assert missing.value.status == 404
+        assert (
+            orjson.loads(missing.value.body or b"{}")["message"]
+            == 'jobs.batch "batch.volcano.sh" not found'
+        )

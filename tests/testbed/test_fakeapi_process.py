@@ -271,3 +271,23 @@ def test_a_taken_port_exits_1() -> None:
         "python -m testbed.fakeapi: cannot listen: error while attempting to bind on address "
         f"('127.0.0.1', {port}): address already in use\n"
     )
+
+
+async def test_workloads_in_a_snapshot_are_served_as_with_their_crds(tmp_path: Path) -> None:
+    job: Json = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob"}
+    job |= {"metadata": {"name": "llama", "namespace": "team-a", "uid": "u-1"}}
+    path = tmp_path / "cluster.json"
+    path.write_bytes(orjson.dumps([job]))
+    port = free_port()
+    process = start_fake_api("--port", str(port), "--load", str(path))
+    try:
+        line = process.stdout.readline() if process.stdout else ""
+        assert line.endswith(": 5 namespaces, 0 nodes, 0 pods, 1 pytorchjobs.kubeflow.org\n")
+        url = f"http://127.0.0.1:{port}/apis/kubeflow.org/v1/namespaces/team-a/pytorchjobs"
+        status, body = await get_json(url)
+        assert (status, [item["metadata"]["uid"] for item in body["items"]]) == (200, ["u-1"])
+        # The CRDs of objects it does not hold are not installed.
+        status, _ = await get_json(f"http://127.0.0.1:{port}/apis/jobset.x-k8s.io/v1alpha2/jobsets")
+        assert status == 404
+    finally:
+        assert stop(process) == 0

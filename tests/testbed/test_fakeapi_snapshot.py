@@ -62,3 +62,13 @@ def namespace(name: str) -> Json:
 )
 def test_implied_namespaces(objects: list[tuple[str, Json]], added: list[str]) -> None:
     assert implied_namespaces(objects) == [namespace(name) for name in added]
+
+
+def test_workloads_are_filed_by_group_where_their_crds_are_served(tmp_path: Path) -> None:
+    from testbed.fakeapi import WORKLOAD_RESOURCES
+
+    batch = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}}
+    volcano = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "j"}}
+    (tmp_path / "c.json").write_bytes(orjson.dumps([batch, volcano]))
+    snapshot = read_snapshot(tmp_path / "c.json", {**RESOURCES, **WORKLOAD_RESOURCES})
+    assert snapshot.objects == [("jobs.batch", batch), ("jobs.batch.volcano.sh", volcano)]

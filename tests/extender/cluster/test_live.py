@@ -394,3 +394,37 @@ async def test_podgroups_are_watched_where_their_crd_exists() -> None:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+
+async def test_the_owners_of_training_pods_are_watched_where_their_crds_exist() -> None:
+    from kubernetes_asyncio import client
+
+    from extender.cluster.owners import BATCH_JOBS, JOBSETS, PYTORCH_JOBS, VOLCANO_JOBS
+    from testbed.fakeapi import RESOURCES, WORKLOAD_RESOURCES
+
+    served = {k: WORKLOAD_RESOURCES[k] for k in ("jobs.batch", "pytorchjobs.kubeflow.org")}
+    async with FakeApiServer({**RESOURCES, **served}) as api, api.api_client() as api_client:
+        job = {"metadata": {"name": "llama"}, "spec": {"pytorchReplicaSpecs": {}}}
+        api.create("pytorchjobs.kubeflow.org", job, "team-a")
+        core, custom = client.CoreV1Api(api_client), client.CustomObjectsApi(api_client)
+
+        async def no_sleep(delay: float) -> None:
+            await asyncio.sleep(0.01)
+
+        source = LiveSource(core, custom_api=custom, sleep=no_sleep)
+        owners = source.owners
+        task = asyncio.create_task(source.run())
+        try:
+            await eventually(lambda: owners.find(PYTORCH_JOBS, "team-a", "llama") is not None)
+            await eventually(source.ready)
+            api.create("jobs.batch", {"metadata": {"name": "qwen-node-0"}}, "team-a")
+            await eventually(lambda: owners.find(BATCH_JOBS, "team-a", "qwen-node-0") is not None)
+            api.delete("pytorchjobs.kubeflow.org", "llama", namespace="team-a")
+            await eventually(lambda: owners.find(PYTORCH_JOBS, "team-a", "llama") is None)
+            # A resource whose CRD is absent is never listed, and does not hold up readiness.
+            assert (owners.listed(PYTORCH_JOBS), owners.listed(BATCH_JOBS)) == (True, True)
+            assert (owners.listed(JOBSETS), owners.listed(VOLCANO_JOBS)) == (False, False)
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task

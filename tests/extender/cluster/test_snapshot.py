@@ -262,3 +262,26 @@ async def test_bind_errors(namespace: str, name: str, uid: str, target: str, mes
         await source.bind(namespace, name, uid, target, {keys.GID_INDEX: "3"})
     assert str(error.value) == message
     assert source.cluster.generation == generation
+
+
+def test_a_snapshot_holds_the_owners_of_its_pods(tmp_path: Path) -> None:
+    from extender.cluster.owners import BATCH_JOBS, JOBSETS, PYTORCH_JOBS, VOLCANO_JOBS
+
+    jobs = [
+        {"apiVersion": version, "kind": kind, "metadata": {"name": name, "namespace": "a"}}
+        for version, kind, name in [
+            ("kubeflow.org/v1", "PyTorchJob", "llama"),
+            ("batch/v1", "Job", "x"),
+            # The same name in another group is another object.
+            ("batch.volcano.sh/v1alpha1", "Job", "x"),
+        ]
+    ]
+    path = tmp_path / "c.json"
+    path.write_bytes(orjson.dumps({"kind": "List", "items": [node("n1", 8), *jobs]}))
+    owners = SnapshotSource.from_file(path).owners
+    assert owners.find(PYTORCH_JOBS, "a", "llama") == jobs[0]
+    assert owners.find(BATCH_JOBS, "a", "x") == jobs[1]
+    assert owners.find(VOLCANO_JOBS, "a", "x") == jobs[2]
+    # A snapshot holds every owner there is: one it lacks does not exist.
+    assert owners.listed(JOBSETS)
+    assert owners.find(JOBSETS, "a", "llama") is None

@@ -51,7 +51,7 @@ CASES = [
     ("koordinator", pod(annotations={"gang.scheduling.koordinator.sh/name": "k", "gang.scheduling.koordinator.sh/min-available": "5"}),
      Gang("team-a", "k", 5, "Koordinator gang")),
     ("kubeflow-without-size", pod(labels={"training.kubeflow.org/job-name": "llama"}),
-     Singleton("gang team-a/llama (Kubeflow job): neither a PodGroup label nor kube-rdma.io/gang-size gives its size; scheduled alone")),
+     Singleton("gang team-a/llama (Kubeflow job): neither a PodGroup label, kube-rdma.io/gang-size nor a known owner gives its size; scheduled alone")),
     ("kubeflow-with-podgroup", pod(labels={"training.kubeflow.org/job-name": "x", "scheduling.x-k8s.io/pod-group": "llama"}),
      Gang("team-a", "llama", 16, "PodGroup scheduling.x-k8s.io")),
     ("jobset-with-size", pod(labels={"jobset.sigs.k8s.io/jobset-name": "qwen"}, annotations={"kube-rdma.io/gang-size": "2"}),
