@@ -121,8 +121,8 @@ GB200_LEVELS = {  # GPU -> levels to mlx5_0 .. mlx5_5
 def test_inspect_reads_a_gb200_tray(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Tabs, an underlined header, GPU rows with an empty CPU Affinity cell and the extra tab
     before GPU NUMA ID: the exact document, byte for byte."""
-    args = ["agent", "inspect", "--sysfs-root", str(tmp_path), "--topo-file"]
-    assert main([*args, str(TEXTS / "gb200_tray_empty_cpu_affinity.txt")]) == 0
+    args = ["agent", "inspect", "--sysfs-root", str(tmp_path), "--proc-root", str(tmp_path)]
+    assert main([*args, "--topo-file", str(TEXTS / "gb200_tray_empty_cpu_affinity.txt")]) == 0
     document = {
         "version": 1,
         "minor": 1,
@@ -134,6 +134,7 @@ def test_inspect_reads_a_gb200_tray(tmp_path: Path, capsys: pytest.CaptureFixtur
             for n, level in enumerate(levels.split())
         ],
         "source": "nvidia-smi",
+        "gdr": {"peermem": False, "dmabuf": False},
     }
     assert capsys.readouterr().out == json.dumps(document, separators=(",", ":")) + "\n"
 
