@@ -72,7 +72,7 @@ def rails(topology: Topology, link_layer: str | None, min_rate: float | None) ->
             down.append(nic.name)
     edges = _edges(topology, usable_nics)
     matched = tuple(len(_matching(edges, level.rank)) for level in LEVELS)
-    degraded = frozenset(g.index for g in topology.gpus if g.pcie is not None and g.pcie.degraded)
+    degraded = frozenset(g.index for g in topology.gpus if g.pcie is not None and g.pcie.narrowed)
     scored = None
     if degraded:
         worse = _edges(topology, usable_nics, degraded)

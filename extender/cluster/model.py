@@ -312,7 +312,7 @@ def rails_signature(topology: Topology) -> tuple[Any, ...]:
         )
         for nic in topology.nics
     )
-    degraded = tuple(g.index for g in topology.gpus if g.pcie is not None and g.pcie.degraded)
+    degraded = tuple(g.index for g in topology.gpus if g.pcie is not None and g.pcie.narrowed)
     pairs = tuple((p.gpu, p.nic, p.level) for p in topology.pairs)
     gdr = topology.gdr.available if topology.gdr else None
     return nics, len(topology.gpus), degraded, pairs, gdr

@@ -57,7 +57,15 @@ class PcieLink(_Model):
 
     @property
     def degraded(self) -> bool:
+        """Trained below its maximum speed or width: right for NICs, whose links stay at speed."""
         return self.speed_gts < self.max_speed_gts or self.width < self.max_width
+
+    @property
+    def narrowed(self) -> bool:
+        """Trained to fewer lanes than it can use. For GPUs only width counts: an idle GPU
+        lowers its link speed to save power (and raises it under load), so a low current speed
+        is no sign of a fault, but lanes do not come back."""
+        return self.width < self.max_width
 
 
 class Gdr(_Model):

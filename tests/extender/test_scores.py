@@ -24,7 +24,7 @@ NODES = [
     # NIC 3's Gen5 x16 link came up at 5 GT/s (Gen2): 5 x 16 x 8/10 = 64 Gb/s of its 400
     nodes.node("nic3-gen2", nodes.hgx(pcie=nodes.GEN5_X16, nic_links={3: nodes.trained(5.0)})),
     # GPU 2's link came up at 16 GT/s (Gen4): it reaches NIC 2 as PXB, the others one worse
-    nodes.node("gpu2-gen4", nodes.hgx(pcie=nodes.GEN5_X16, gpu_links={2: nodes.trained(16.0)})),
+    nodes.node("gpu2-x8", nodes.hgx(pcie=nodes.GEN5_X16, gpu_links={2: nodes.trained(width=8)})),
 ]
 RUNNING = [
     nodes.pod("running", gpus=4, rdma={"rdma/hca": 4}, node_name="half-busy", phase="Running")
@@ -58,9 +58,9 @@ CASES = [
     # 2 rails: the fastest two, at 400
     (2, "nic3-gen2", {"affinity": 10.0, "rate": 10.0, "binpack": 2.5, "locality": 10.0}),
     # 7 GPUs at PIX and GPU 2 at PXB (8): (7 * 10 + 8) / 8
-    (8, "gpu2-gen4", {"affinity": 9.75, "rate": 10.0, "binpack": 10.0, "locality": 10.0}),
+    (8, "gpu2-x8", {"affinity": 9.75, "rate": 10.0, "binpack": 10.0, "locality": 10.0}),
     # 2 GPUs: two GPUs with full links have their PIX NICs
-    (2, "gpu2-gen4", {"affinity": 10.0, "rate": 10.0, "binpack": 2.5, "locality": 10.0}),
+    (2, "gpu2-x8", {"affinity": 10.0, "rate": 10.0, "binpack": 2.5, "locality": 10.0}),
 ]
 
 
@@ -114,12 +114,20 @@ def test_pcie_bandwidth_and_usable_rate() -> None:
     assert rails(nodes.hgx(nic_links={0: nodes.trained(width=8)}), None, 400.0).usable == 8
 
 
-def test_a_gpu_whose_link_trained_down_pairs_one_level_worse() -> None:
-    board = nodes.hgx(gpu_links={2: nodes.trained(16.0), 7: nodes.trained(width=4)})
+def test_a_gpu_whose_link_lost_lanes_pairs_one_level_worse() -> None:
+    board = nodes.hgx(gpu_links={2: nodes.trained(width=8), 7: nodes.trained(width=4)})
     found = rails(board, "Ethernet", None)
     assert found.matched == (8, 8, 8, 8, 8)  # the wiring, which the filters judge
     assert found.scored == (6, 8, 8, 8, 8)  # GPUs 2 and 7 at PXB, what affinity scores
     assert quality(found, 8) == (6 * 10 + 2 * 8) / 8
+
+
+def test_an_idle_gpu_at_a_lower_link_speed_is_not_degraded() -> None:
+    """Idle GPUs drop their link speed to save power; only lost lanes count against a GPU."""
+    board = nodes.hgx(
+        pcie=nodes.GEN5_X16, gpu_links={2: nodes.trained(2.5), 5: nodes.trained(16.0)}
+    )
+    assert rails(board, "Ethernet", None).scored is None
     assert rails(nodes.hgx(pcie=nodes.GEN5_X16), "Ethernet", None).scored is None
 
 
