@@ -30,7 +30,8 @@ class Binds:
     """The binds the barrier makes itself, applied to the test's cluster."""
 
     def __init__(self, s: Setup, gang: Gang) -> None:
-        self.s, self.gang, self.made = s, gang, []
+        self.s, self.gang = s, gang
+        self.made: list[tuple[str, str, str]] = []
 
     async def __call__(self, pod: tuple[str, str], uid: str, node: str) -> None:
         self.made.append((pod[1], uid, node))
@@ -92,7 +93,7 @@ async def test_a_member_keeps_its_place_after_its_request_times_out() -> None:
 
 
 async def test_a_retried_request_of_a_member_the_extender_binds_waits_for_that_bind() -> None:
-    s, barrier, binds = planned(TRIO, timeout=0.05)
+    _, barrier, binds = planned(TRIO, timeout=0.05)
     for i in range(2):
         assert await outcome(arrive(barrier, TRIO, i, PLANNED[i])) == KEEPS_PLACE.format(i + 1)
     last = arrive(barrier, TRIO, 2, "a2")
@@ -185,7 +186,7 @@ async def test_a_pod_past_the_gang_size_and_a_whole_gang_do_not_wait() -> None:
 
 
 async def test_closing_fails_the_waiting_binds_at_once_and_every_later_one() -> None:
-    s, barrier, binds = planned(TRIO, timeout=30.0)
+    _, barrier, binds = planned(TRIO, timeout=30.0)
     waits = [arrive(barrier, TRIO, i, PLANNED[i]) for i in range(2)]
     await asyncio.sleep(0.02)
     barrier.close("stopping")
