@@ -151,6 +151,8 @@ class Barrier:
 
     def _timed_out(self, plan: Plan, pod: PodKey, waiter: asyncio.Future[None]) -> BindError:
         """This request fails; the member keeps its arrival unless the gang stalled."""
+        if plan.waiting.get(pod) is waiter:
+            del plan.waiting[pod]
         reason = self._planner.stalled(plan)
         if reason is not None:
             log.warning(reason, extra={"gang": str(plan.gang)})
@@ -158,8 +160,6 @@ class Barrier:
             if self._planner.plans.get(plan.gang.key) is plan:
                 self._planner.drop(plan.gang.key, reason)
             return BindError(reason)
-        if plan.waiting.get(pod) is waiter:
-            del plan.waiting[pod]
         return BindError(
             f"gang {plan.gang}: {len(self._arrived(plan))} of {plan.gang.size} members reached "
             f"bind so far; this one keeps its place and is bound when the last arrives"

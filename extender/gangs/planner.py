@@ -228,8 +228,11 @@ class Planner:
             for index, node in enumerate(plan.slots)
             if index not in owners or not self._bound(owners[index])
         ]
-        need = {plan.member.gpu_resource: plan.member.gpus, **plan.member.rdma}
-        self._book.hold(plan.gang.key, plan.domain, plan.slots, pending, need)
+        self._book.hold(plan.gang.key, plan.domain, plan.slots, pending, self._need(plan))
+
+    def _need(self, plan: Plan) -> dict[str, int]:
+        """What one member holds on its planned node."""
+        return {plan.member.gpu_resource: plan.member.gpus, **plan.member.rdma}
 
     def drop(self, gang: GangKey, reason: str | None = None) -> None:
         """Forget the gang's plan; the binds waiting on it fail with `reason`."""
@@ -261,6 +264,9 @@ class Planner:
         if self.complete(gang):
             log.info("gang %s is bound whole", gang, extra={"gang": str(gang)})
             self.drop(gang.key)
+        elif pod in plan.assigned and plan.slots[plan.assigned[pod]] == node:
+            # One slot settled: a gang of 1,024 must not recompute its whole hold 1,024 times.
+            self._book.settle(gang.key, node, self._need(plan))
         else:
             self._reserve(plan)
 
