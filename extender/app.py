@@ -1,7 +1,8 @@
 """The extender's aiohttp application: decode, call the scheduler (extender/scheduling.py), encode.
 
 `create_app(settings, source)` builds the app around a cluster source; the source's feed, the
-weights reloader and (for HTTPS) nothing else run in the app's cleanup context.
+weights reloader and (for HTTPS) nothing else run in the app's cleanup context. On shutdown the
+binds held at gang barriers fail first, so that they do not hold the shutdown up.
 """
 
 from __future__ import annotations
@@ -119,6 +120,7 @@ def create_app(
     app = web.Application(client_max_size=settings.max_body_bytes)
     app[EXTENDER] = Extender(settings, source, weights, scheduler, metrics)
     app.cleanup_ctx.append(_background)
+    app.on_shutdown.append(_release_barriers)
     if tls is not None:
         watch_certificate(app, tls, metrics.registry)
     for verb, handler in (
@@ -148,6 +150,13 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
     for task in tasks:
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+async def _release_barriers(app: web.Application) -> None:
+    """On SIGTERM (aiohttp's shutdown, before it waits for the requests in flight): the binds
+    held at a gang barrier fail at once instead of holding the shutdown up; kube-scheduler
+    retries them with whichever extender serves next, which plans the gang again."""
+    await app[EXTENDER].scheduler.shutdown()
 
 
 async def _freeze_when_synced(source: ClusterSource) -> None:

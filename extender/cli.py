@@ -53,7 +53,15 @@ def _register_extender(subcommands: argparse._SubParsersAction[argparse.Argument
         "--barrier-timeout",
         type=float,
         default=4.0,
-        help="seconds a gang member's bind waits for the others (keep below httpTimeout)",
+        help="seconds a gang member's bind request waits for the others (keep below "
+        "httpTimeout); the member stays arrived after its request fails",
+    )
+    extender.add_argument(
+        "--barrier-progress-timeout",
+        type=float,
+        default=30.0,
+        help="seconds a gang waits at the bind barrier for its next member before it is "
+        "given up and planned again",
     )
     where = extender.add_mutually_exclusive_group(required=True)
     where.add_argument("--cluster-snapshot", type=Path, help="a JSON/YAML file of Nodes and Pods")
@@ -119,7 +127,11 @@ async def _extender_app(args: argparse.Namespace, tls: Any = None) -> Any:
     from extender.gangs.planner import GangSettings
     from kube_rdma.kube.kubeconfig import load_config
 
-    gangs = GangSettings(plan_timeout=args.plan_timeout, barrier_timeout=args.barrier_timeout)
+    gangs = GangSettings(
+        plan_timeout=args.plan_timeout,
+        barrier_timeout=args.barrier_timeout,
+        barrier_progress_timeout=args.barrier_progress_timeout,
+    )
     if args.domain_label:
         gangs = replace(gangs, domains=tuple(args.domain_label))
     settings = Settings(

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from extender.binding import node_settings
+from extender.cluster.model import PodKey
 from extender.cluster.source import BindError, ClusterSource
 from extender.engine import Engine, FilterOutcome
 from extender.explain import explanation
@@ -41,7 +42,7 @@ class Scheduler:
         book = Reservations(gangs.domains[0] if gangs.domains else None)
         self.engine = Engine(cluster, weights, book)
         self.planner = Planner(cluster, self.engine, book, gangs)
-        self._barrier = Barrier(self.planner, cluster, gangs.barrier_timeout)
+        self._barrier = Barrier(self.planner, cluster, gangs.barrier_timeout, self._bind_member)
 
     def view(self, pod: Json) -> PodView:
         return pod_view(pod, *self._resources)
@@ -70,18 +71,43 @@ class Scheduler:
     async def bind(self, namespace: str, name: str, uid: str, node: str) -> dict[str, str]:
         """Bind the pod, a gang member together with the others; the annotations written.
         Raises BindError with the reason kube-scheduler is told."""
-        pod = self._source.cluster.pod(namespace, name)
-        if pod is None:
-            raise BindError(f"pod {namespace}/{name} is not in the extender's cache")
+        pod = self._pod(namespace, name)
+        gang = self.gang(pod)
+        if isinstance(gang, Gang):
+            if _bound_to(pod, uid) == node:
+                return {}  # the extender bound it when its gang's last member arrived
+            # All or nothing: wait for every member to reach bind, or fail.
+            relevant = self.view(pod).relevant
+            if not await self._barrier.wait((namespace, name), uid, gang, node, relevant):
+                return {}
+        return await self._bind(namespace, name, uid, node)
+
+    async def _bind_member(self, pod: PodKey, uid: str, node: str) -> None:
+        """A gang member whose bind request returned before its gang arrived whole."""
+        await self._bind(*pod, uid, node)
+
+    async def _bind(self, namespace: str, name: str, uid: str, node: str) -> dict[str, str]:
+        pod = self._pod(namespace, name)
         view, gang = self.view(pod), self.gang(pod)
         annotations = self._node_settings(view, node)
-        if isinstance(gang, Gang):
-            # All or nothing: wait for every member to reach bind, or fail them all.
-            await self._barrier.wait(view.key, gang, node, view.relevant)
         await self._source.bind(namespace, name, uid, node, annotations)
         if isinstance(gang, Gang):
             self.planner.bound(view.key, gang, node)
         return annotations
+
+    async def shutdown(self) -> None:
+        """The extender stops: binds held at the barrier fail now, binds under way finish."""
+        self._barrier.close(
+            "the kube-rdma extender is shutting down; the pod is retried and its gang planned "
+            "again by the extender that serves next"
+        )
+        await self._barrier.drain()
+
+    def _pod(self, namespace: str, name: str) -> Json:
+        pod = self._source.cluster.pod(namespace, name)
+        if pod is None:
+            raise BindError(f"pod {namespace}/{name} is not in the extender's cache")
+        return pod
 
     def _node_settings(self, view: PodView, name: str) -> dict[str, str]:
         if not view.node_settings:
@@ -119,3 +145,11 @@ class Scheduler:
 
 def _key(gang: Gang | Singleton) -> tuple[str, str] | None:
     return gang.key if isinstance(gang, Gang) else None
+
+
+def _bound_to(pod: Json, uid: str) -> str | None:
+    """The node the pod is bound to, when it is the pod of that uid."""
+    if uid and (pod.get("metadata") or {}).get("uid") not in (None, "", uid):
+        return None
+    node = (pod.get("spec") or {}).get("nodeName")
+    return str(node) if node else None

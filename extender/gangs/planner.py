@@ -6,27 +6,28 @@ for it, and its later members are steered to them.
   the nodes.
 - Reservation: later members are steered to their planned node, and every other pod sees the
   planned capacity as used (extender/gangs/reservations.py).
-- Upkeep: a plan without progress for `plan_timeout` expires; a planned node that no longer fits
-  or that kube-scheduler keeps leaving out of its candidates makes the plan be redone; members
-  deleted release their slots; a gang fully bound needs no plan any more.
+- Upkeep: a plan without progress for `plan_timeout` expires, and so does one whose members
+  stopped arriving at the bind barrier for `barrier_progress_timeout`; a planned node that no
+  longer fits or that kube-scheduler keeps leaving out of its candidates makes the plan be
+  redone; members deleted release their slots; a gang fully bound needs no plan any more.
 
 The bind barrier (extender/gangs/barrier.py) waits on the plans kept here.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from extender.cluster.model import Cluster, PodKey
 from extender.cluster.source import BindError
 from extender.engine import Engine, FilterOutcome
 from extender.gangs.choose import Fit, Fits, choose, members_fitting, narrowest_fit, no_fit_reason
 from extender.gangs.identity import Gang
+from extender.gangs.plan import Plan
 from extender.gangs.reservations import GangKey, Reservations
 from extender.podview import PodView
 from kube_rdma.core import keys
@@ -45,7 +46,12 @@ class GangSettings:
     plan_timeout: float = 120.0
     """Seconds without progress (a member filtered or reaching bind) before a plan expires."""
     barrier_timeout: float = 4.0
-    """Seconds a member's bind waits for the others; below kube-scheduler's httpTimeout."""
+    """Seconds a member's bind request waits for the others; below kube-scheduler's
+    httpTimeout. The member stays arrived after its request fails."""
+    barrier_progress_timeout: float = 30.0
+    """Seconds a gang waits at the barrier for its next member to arrive before it is given up
+    (nothing bound, the plan dropped): the barrier's window grows with the gang as long as
+    members keep coming."""
     absent_limit: int = 3
     """Calls in a row without a planned node among the candidates before the plan is redone."""
 
@@ -59,39 +65,6 @@ class Decision:
     needed: int
     domain: str
     narrowest_fit: int
-
-
-@dataclass
-class Plan:
-    gang: Gang
-    member: PodView
-    """The member the plan was made for: every member is assumed to ask the same."""
-    slots: list[str]
-    domain: str
-    created: float
-    progress: float
-    assigned: dict[PodKey, int] = field(default_factory=dict)
-    waiting: dict[PodKey, asyncio.Future[None]] = field(default_factory=dict)
-    """Members waiting at the bind barrier."""
-    absent: dict[str, int] = field(default_factory=dict)
-
-    def slot_of(self, pod: PodKey) -> int | None:
-        index = self.assigned.get(pod)
-        if index is None:
-            taken = set(self.assigned.values())
-            index = next((i for i in range(len(self.slots)) if i not in taken), None)
-            if index is not None:
-                self.assigned[pod] = index
-        return index
-
-    def fail_waiting(self, reason: str) -> None:
-        for waiter in self.waiting.values():
-            if not waiter.done():
-                waiter.set_exception(BindError(reason))
-
-    def describe(self) -> str:
-        nodes = len(set(self.slots))
-        return f"plan: {len(self.slots)} pods on {nodes} nodes in {self.domain}"
 
 
 class Planner:
@@ -146,11 +119,27 @@ class Planner:
         """A member made progress: the plan does not expire yet."""
         plan.progress = self._clock()
 
+    def stalled(self, plan: Plan) -> str | None:
+        """Why the gang is given up at the bind barrier: members arrived, but no new one for
+        the progress timeout; None while it progresses (or has no member there yet)."""
+        window = self.settings.barrier_progress_timeout
+        if plan.opened or plan.last_arrival is None or self._clock() - plan.last_arrival <= window:
+            return None
+        return (
+            f"gang {plan.gang}: {len(plan.arrivals)} of {plan.gang.size} members reached bind, "
+            f"none new for {window:g}s; none is bound, the gang is planned again"
+        )
+
+    def _expired(self, plan: Plan) -> str | None:
+        if self._clock() - plan.progress > self.settings.plan_timeout:
+            return f"the plan of gang {plan.gang} expired without progress"
+        return self.stalled(plan)
+
     def _current(self, gang: Gang, pod: PodView) -> Plan | None:
         plan = self.plans.get(gang.key)
-        if plan is not None and self._clock() - plan.progress > self.settings.plan_timeout:
-            log.info("plan of gang %s expired", gang)
-            self.drop(gang.key)
+        if plan is not None and (reason := self._expired(plan)) is not None:
+            log.info(reason, extra={"gang": str(gang)})
+            self.drop(gang.key, reason)
             plan = None
         if plan is not None and not self._still_fits(plan):
             log.info("plan of gang %s no longer fits; planning again", gang)
@@ -239,14 +228,18 @@ class Planner:
             for index, node in enumerate(plan.slots)
             if index not in owners or not self._bound(owners[index])
         ]
-        need = {plan.member.gpu_resource: plan.member.gpus, **plan.member.rdma}
-        self._book.hold(plan.gang.key, plan.domain, plan.slots, pending, need)
+        self._book.hold(plan.gang.key, plan.domain, plan.slots, pending, self._need(plan))
 
-    def drop(self, gang: GangKey) -> None:
+    def _need(self, plan: Plan) -> dict[str, int]:
+        """What one member holds on its planned node."""
+        return {plan.member.gpu_resource: plan.member.gpus, **plan.member.rdma}
+
+    def drop(self, gang: GangKey, reason: str | None = None) -> None:
+        """Forget the gang's plan; the binds waiting on it fail with `reason`."""
         plan = self.plans.pop(gang, None)
         self._book.release(gang)
         if plan is not None:
-            plan.fail_waiting(f"the plan of gang {plan.gang} was dropped")
+            plan.fail_waiting(reason or f"the plan of gang {plan.gang} was dropped")
 
     def _bound(self, key: PodKey) -> bool:
         pod = self._cluster.pod(*key)
@@ -271,6 +264,9 @@ class Planner:
         if self.complete(gang):
             log.info("gang %s is bound whole", gang, extra={"gang": str(gang)})
             self.drop(gang.key)
+        elif pod in plan.assigned and plan.slots[plan.assigned[pod]] == node:
+            # One slot settled: a gang of 1,024 must not recompute its whole hold 1,024 times.
+            self._book.settle(gang.key, node, self._need(plan))
         else:
             self._reserve(plan)
 
@@ -283,20 +279,20 @@ class Planner:
                 del bound[key]
             if not bound:
                 del self.bound_members[gang]
-        now = self._clock()
         for key, plan in list(self.plans.items()):
             gone = [k for k in plan.assigned if self._cluster.pod(*k) is None]
             for k in gone:
                 del plan.assigned[k]
+                plan.arrivals.pop(k, None)
                 waiter = plan.waiting.pop(k, None)
                 if waiter is not None and not waiter.done():
                     waiter.set_exception(BindError(f"pod {k[0]}/{k[1]} was deleted"))
             if gone and not plan.assigned and not self.bound_of(plan.gang):
                 log.info("every member of gang %s is gone; its plan is released", plan.gang)
                 self.drop(key)
-            elif now - plan.progress > self.settings.plan_timeout:
-                log.info("plan of gang %s expired without progress", plan.gang)
-                self.drop(key)
+            elif (reason := self._expired(plan)) is not None:
+                log.info(reason, extra={"gang": str(plan.gang)})
+                self.drop(key, reason)
             elif self.complete(plan.gang):
                 self.drop(key)
             elif gone:

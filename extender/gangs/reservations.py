@@ -112,6 +112,21 @@ class Reservations:
                 if amount > 0:
                     held[resource] = held.get(resource, 0) + amount
 
+    def settle(self, gang: GangKey, node: str, need: Mapping[str, int]) -> None:
+        """A member was bound on `node`: what was held there for it is now real usage."""
+        held = (self.by_node.get(node) or {}).get(gang)
+        if held is None:
+            return
+        for resource, amount in need.items():
+            if resource in held:
+                held[resource] -= amount
+                if held[resource] <= 0:
+                    del held[resource]
+        if not held:
+            del self.by_node[node][gang]
+            if not self.by_node[node]:
+                del self.by_node[node]
+
     def release(self, gang: GangKey) -> None:
         """Forget the gang's plan, what it holds and its members."""
         self._plans.pop(gang, None)

@@ -16,7 +16,7 @@ from extender.sim.extender_client import ExtenderError
 from extender.sim.pods import GPU, RDMA, PodKey, bound_node, pod_key, pod_requests
 from extender.sim.recorder import GangKey, GangRecord, Recorder
 from extender.sim.scheduler import Attempt, EmulatedScheduler
-from extender.sim.workload import Job, Workload, applied
+from extender.sim.workload import Job, Jobs, JobStream, Workload, applied
 
 __all__ = [
     "GPU",
@@ -30,6 +30,8 @@ __all__ = [
     "GangKey",
     "GangRecord",
     "Job",
+    "JobStream",
+    "Jobs",
     "ManualClock",
     "PodKey",
     "RealClock",

@@ -39,6 +39,10 @@ class SchedulerConfig:
     """Seconds (`podMaxBackoffSeconds`)."""
     use_extender: bool = True
     """False: plain kube-scheduler, in-tree fit and the default binder only."""
+    in_tree_time: float = 0.0
+    """Seconds the in-tree plugins take in each scheduling cycle, at least: the cycle waits out
+    what the emulator's own fit did not use (kube-scheduler runs in its own process, so this
+    time does not hold up the extender)."""
     idle_poll: float = 0.002
     """Seconds `run_until` waits when no pod is ready, before looking again."""
 
@@ -49,6 +53,8 @@ class SchedulerConfig:
             problems.append(f"percentage_of_nodes_to_score must be 0 to 100, got {percentage}")
         if self.extender_weight <= 0:
             problems.append(f"extender_weight must be positive, got {self.extender_weight}")
+        if self.in_tree_time < 0:
+            problems.append(f"in_tree_time must not be negative, got {self.in_tree_time}")
         if self.http_timeout <= 0:
             problems.append(f"http_timeout must be positive, got {self.http_timeout}")
         if not 0 < self.backoff_initial <= self.backoff_max:

@@ -2,7 +2,9 @@
 
 Where it follows kube-scheduler:
 - the in-tree filters run over the nodes in nodeTree order from where the previous cycle stopped,
-  until numFeasibleNodesToFind nodes passed; only those are sent to the extender's /filter;
+  until numFeasibleNodesToFind nodes passed; only those are sent to the extender's /filter; the
+  in-tree part of a cycle takes at least `in_tree_time` (a cluster's plugins cost more than the
+  emulator's fit);
 - the nodes the extender fails join the in-tree failures in FitError's message;
 - with one feasible node left there is nothing to score and /prioritize is not called; its
   errors are ignored (no extender scores); an extender score is multiplied by the extender's
@@ -17,6 +19,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Mapping
 
+from extender.sim.clock import Clock
 from extender.sim.config import SchedulerConfig, num_feasible_nodes_to_find
 from extender.sim.extender_client import MAX_EXTENDER_PRIORITY, ExtenderClient, ExtenderError
 from extender.sim.fit import (
@@ -47,14 +50,17 @@ class Placement:
         nodes: Mapping[str, NodeFacts],
         tree: NodeTree,
         usage: NodeUsage,
+        clock: Clock,
     ) -> None:
         self._config, self._nodes, self._tree, self._usage = config, nodes, tree, usage
+        self._clock = clock
         self._next_start = 0
 
     async def find_node(self, pod: Json, extender: ExtenderClient | None) -> tuple[str, int]:
         """The node for the pod, and how many feasible nodes the in-tree pass sampled; `extender`
         None when the pod is not for the extender. Raises Unschedulable, or ExtenderError when
         /filter failed."""
+        started = self._clock.now()
         names = self._tree.list()
         if not names:
             raise Unschedulable("no nodes available to schedule pods")
@@ -68,6 +74,8 @@ class Placement:
         feasible, failed, processed = scan(names, self._next_start, wanted, check)
         self._next_start = (self._next_start + processed) % len(names)
         sampled = len(feasible)
+        if self._config.in_tree_time > 0:
+            await self._clock.sleep(self._config.in_tree_time - (self._clock.now() - started))
         if feasible and extender is not None:
             feasible = await extender.filter(pod, feasible, failed)
         if not feasible:

@@ -38,7 +38,7 @@ from extender.sim.placement import Placement, Unschedulable
 from extender.sim.pods import DEFAULT_SCHEDULER, TERMINAL, PodKey, bound_node, pod_key, pod_requests
 from extender.sim.queue import QueuedPod, SchedulingQueue
 from extender.sim.recorder import GangOf, Recorder, gang_of
-from extender.sim.workload import JobRunner, Workload
+from extender.sim.workload import JobRunner, JobStream
 from kube_rdma.core.objects import Json
 from kube_rdma.kube.errors import NotFound
 
@@ -81,7 +81,7 @@ class EmulatedScheduler:
         config: SchedulerConfig | None = None,
         clock: Clock | None = None,
         *,
-        workload: Workload | None = None,
+        workload: JobStream | None = None,
         gangs: GangOf = gang_of,
     ) -> None:
         self.apiserver_url = apiserver_url
@@ -103,7 +103,7 @@ class EmulatedScheduler:
         self.recorder = Recorder(self.clock, self._labels, gangs)
         self.jobs = JobRunner(workload) if workload is not None else None
         self._tree = NodeTree()
-        self._placement = Placement(self.config, self.nodes, self._tree, self.usage)
+        self._placement = Placement(self.config, self.nodes, self._tree, self.usage, self.clock)
         self._in_flight: dict[PodKey, QueuedPod] = {}
         self._bindings: set[asyncio.Task[None]] = set()
         self._crashes: list[BaseException] = []

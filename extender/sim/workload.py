@@ -1,7 +1,8 @@
 """A stream of training jobs, and what a Job controller does with it.
 
 `Workload` is a deterministic stream: Poisson arrivals, gangs of 8-GPU pods with sizes from a mix
-where bigger gangs are rarer, and singletons of 1 to 8 GPUs. A `Job`'s pods carry what the
+where bigger gangs are rarer, and singletons of 1 to 8 GPUs; `Jobs` is a stream written out (a
+bench's one big gang among singletons). A `Job`'s pods carry what the
 webhook and a Job controller put on them. `JobRunner` says which jobs are due to be created and
 which have run their time, counting a job as running from when its last pod was bound.
 """
@@ -13,6 +14,7 @@ import heapq
 import random
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import orjson
 
@@ -94,6 +96,22 @@ class Job:
         }
 
 
+class JobStream(Protocol):
+    def stream(self) -> list[Job]:
+        """The jobs, the same ones every time."""
+        ...
+
+
+@dataclass(frozen=True)
+class Jobs:
+    """A stream written out."""
+
+    jobs: tuple[Job, ...]
+
+    def stream(self) -> list[Job]:
+        return sorted(self.jobs, key=lambda job: job.arrival)
+
+
 @dataclass(frozen=True)
 class Workload:
     """The parameters of a job stream; `stream()` gives the same jobs for the same parameters."""
@@ -156,7 +174,7 @@ class JobState:
 class JobRunner:
     """Which jobs are due to be created, and which have run their time and are to be deleted."""
 
-    def __init__(self, workload: Workload) -> None:
+    def __init__(self, workload: JobStream) -> None:
         self._arrivals = deque(sorted(workload.stream(), key=lambda j: j.arrival))
         self.total = len(self._arrivals)
         self.jobs: dict[tuple[str, str], JobState] = {}

@@ -18,6 +18,7 @@ from extender.gangs.planner import GangSettings
 from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
 from testbed.builders import nodes
+from testbed.fakeapi import eventually
 
 LEAF = keys.LEAF
 
@@ -152,16 +153,35 @@ async def test_members_bind_together_once_all_arrived(serve: Any) -> None:
     assert client.app[EXTENDER].planner.plans == {}, "a gang bound whole needs no plan"
 
 
-async def test_a_barrier_timeout_binds_nobody_and_drops_the_plan(serve: Any) -> None:
+async def test_a_member_whose_bind_timed_out_is_bound_when_the_last_arrives(serve: Any) -> None:
     members = [member("trio", i, 3) for i in range(3)]
-    client = await serve([*cluster(), *members], GangSettings(barrier_timeout=0.2))
+    client = await serve([*cluster(), *members], GangSettings(barrier_timeout=0.1))
+    planned = [(await client.filter(m, NAMES))["NodeNames"][0] for m in members]
+    errors = [await client.bind(m, n) for m, n in zip(members[:2], planned[:2], strict=True)]
+    assert errors == [
+        f"gang team-a/trio: {count} of 3 members reached bind so far; this one keeps its "
+        "place and is bound when the last arrives"
+        for count in (1, 2)
+    ]
+    assert all("nodeName" not in (client.pod(m) or {})["spec"] for m in members)
+    assert await client.bind(members[2], planned[2]) == ""
+    await eventually(lambda: all("nodeName" in (client.pod(m) or {})["spec"] for m in members))
+    assert [(client.pod(m) or {})["spec"]["nodeName"] for m in members] == planned
+    assert await client.bind(members[0], planned[0]) == "", "kube-scheduler's retry: bound"
+    assert client.app[EXTENDER].planner.plans == {}
+
+
+async def test_a_gang_that_stops_arriving_binds_nobody_and_drops_the_plan(serve: Any) -> None:
+    members = [member("trio", i, 3) for i in range(3)]
+    gangs = GangSettings(barrier_timeout=0.5, barrier_progress_timeout=0.1)
+    client = await serve([*cluster(), *members], gangs)
     planned = [(await client.filter(m, NAMES))["NodeNames"][0] for m in members]
     errors = await asyncio.gather(
         *(client.bind(m, n) for m, n in zip(members[:2], planned[:2], strict=True))
     )
     reason = (
-        "gang team-a/trio: 2 of 3 members reached bind within 0.2s; none is bound, the gang "
-        "is planned again"
+        "gang team-a/trio: 2 of 3 members reached bind, none new for 0.1s; none is bound, the "
+        "gang is planned again"
     )
     assert errors == [reason, reason]
     assert all("nodeName" not in (client.pod(m) or {})["spec"] for m in members)

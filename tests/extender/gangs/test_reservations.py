@@ -33,6 +33,21 @@ def test_what_plans_hold_per_node_and_for_whom() -> None:
     assert (held.active(), held.domains()) == (True, frozenset({"leaf-a", "leaf-b"}))
 
 
+def test_a_member_bound_settles_what_was_held_for_it_on_its_node() -> None:
+    held = Reservations(keys.LEAF)
+    held.hold(LLAMA, "leaf-a", ["a0", "a0", "a1"], ["a0", "a0", "a1"], {"nvidia.com/gpu": 4})
+    held.hold(GPT, "leaf-b", ["a1"], ["a1"], EIGHT)
+    held.settle(LLAMA, "a0", {"nvidia.com/gpu": 4})
+    assert held.by_node == {
+        "a0": {LLAMA: {"nvidia.com/gpu": 4}},
+        "a1": {LLAMA: {"nvidia.com/gpu": 4}, GPT: EIGHT},
+    }
+    held.settle(LLAMA, "a0", {"nvidia.com/gpu": 4})
+    held.settle(GPT, "a1", EIGHT)
+    held.settle(GPT, "b9", EIGHT)  # nothing held there: nothing to settle
+    assert held.by_node == {"a1": {LLAMA: {"nvidia.com/gpu": 4}}}
+
+
 def test_members_and_planned_nodes() -> None:
     held = book()
     assert held.member_gang(("team-a", "llama-0")) == LLAMA

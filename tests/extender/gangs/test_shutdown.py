@@ -1,0 +1,83 @@
+"""SIGTERM while gang members wait at the bind barrier: `kube-rdma extender` answers their binds
+with an error at once, instead of holding its shutdown up until the barrier timeout, and exits."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import aiohttp
+import orjson
+
+from kube_rdma.core import keys
+from kube_rdma.core.objects import Json
+from testbed.builders import nodes
+from testbed.net import free_port, wait_listening
+
+MEMBERS = [
+    nodes.pod(f"trio-{i}", annotations={keys.GANG: "trio", keys.GANG_SIZE: "3"}) for i in range(3)
+]
+NAMES = ["a0", "a1", "a2"]
+SHUTTING_DOWN = (
+    "the kube-rdma extender is shutting down; the pod is retried and its gang planned again "
+    "by the extender that serves next"
+)
+
+
+def start(tmp_path: Path) -> tuple[subprocess.Popen[bytes], str]:
+    objects = [*(nodes.node(n, nodes.hgx()) for n in NAMES), *MEMBERS]
+    snapshot = tmp_path / "cluster.json"
+    snapshot.write_bytes(orjson.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
+    port = free_port()
+    command = [sys.executable, "-m", "kube_rdma.cli", "extender", "--host", "127.0.0.1"]
+    command += ["--port", str(port), "--cluster-snapshot", str(snapshot)]
+    command += ["--barrier-timeout", "60", "--barrier-progress-timeout", "60"]
+    process = subprocess.Popen(command, stderr=subprocess.DEVNULL)
+    assert wait_listening(port, 30.0)
+    return process, f"http://127.0.0.1:{port}"
+
+
+async def call(session: aiohttp.ClientSession, url: str, body: Json) -> Json:
+    async with session.post(url, data=orjson.dumps(body)) as response:
+        answer: Json = orjson.loads(await response.read())
+        return answer
+
+
+async def test_sigterm_fails_the_binds_held_at_the_barrier_at_once(tmp_path: Path) -> None:
+    process, base = start(tmp_path)
+    try:
+        async with aiohttp.ClientSession() as session:
+            planned = []
+            for pod in MEMBERS:
+                answer = await call(session, f"{base}/filter", {"Pod": pod, "NodeNames": NAMES})
+                planned.append(answer["NodeNames"][0])
+            binds = [
+                asyncio.create_task(
+                    call(
+                        session,
+                        f"{base}/bind",
+                        {
+                            "PodName": f"trio-{i}",
+                            "PodNamespace": "team-a",
+                            "PodUID": f"uid-trio-{i}",
+                            "Node": planned[i],
+                        },
+                    )
+                )
+                for i in range(2)
+            ]
+            await asyncio.sleep(0.5)
+            assert not any(b.done() for b in binds), "held: the third member has not arrived"
+            signalled = time.monotonic()
+            process.send_signal(signal.SIGTERM)
+            answers = await asyncio.wait_for(asyncio.gather(*binds), 10.0)
+            assert time.monotonic() - signalled < 5.0, "at once, not after the barrier timeout"
+        assert [a["Error"] for a in answers] == [SHUTTING_DOWN, SHUTTING_DOWN]
+        assert process.wait(timeout=10) == 0
+    finally:
+        process.kill()
+        process.wait()
