@@ -16,6 +16,7 @@ from extender.engine import Engine, FilterOutcome
 from extender.filters import PASS, fail, never
 from extender.podview import PodView, pod_view
 from extender.weights import DEFAULT, Weights
+from kube_rdma.core.objects import Json
 from testbed.builders import nodes
 
 EIGHT = pod_view(nodes.pod("eight"))
@@ -30,7 +31,7 @@ def cluster() -> Cluster:
     return found
 
 
-def running(name: str, node: str, gpus: int) -> dict[str, object]:
+def running(name: str, node: str, gpus: int) -> Json:
     return nodes.pod(name, gpus=gpus, rdma={"rdma/hca": 1}, node_name=node, phase="Running")
 
 
@@ -41,6 +42,11 @@ def same_as_fresh(engine: Engine, model: Cluster, pod: PodView = EIGHT) -> Filte
     assert outcome == fresh.filter(pod, NAMES)
     assert engine.prioritize(pod, NAMES) == fresh.prioritize(pod, NAMES)
     return outcome
+
+
+def bind_then_delete(model: Cluster, pod: Json) -> None:
+    model.upsert_pod(pod)
+    model.delete_pod(("team-a", pod["metadata"]["name"]))
 
 
 Change = Callable[[Cluster], None]
@@ -54,7 +60,7 @@ CHANGES: list[tuple[str, Change, FilterOutcome]] = [
     ),
     (
         "a pod bound, then gone",
-        lambda c: (c.upsert_pod(running("job", "n1", 6)), c.delete_pod(("team-a", "job"))),
+        lambda c: bind_then_delete(c, running("job", "n1", 6)),
         FilterOutcome(["n0", "n1", "n2"], {"ghost": GHOST}, {}),
     ),
     (
