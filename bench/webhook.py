@@ -1,9 +1,13 @@
-"""Webhook throughput and latency: a realistic 8-GPU PyTorchJob pod review over TLS.
+"""Webhook throughput and latency: a realistic 8-GPU PyTorchJob pod review over TLS, against a
+do-nothing TLS server measured in the same run.
 
 One `kube-rdma webhook` process, pinned to one core, serves a closed loop of CONCURRENCY
 keep-alive HTTPS connections from a client process pinned to the other core. Server-side
 latency comes from the `ms` field of the webhook's own per-review log line (decode to encoded
 response, the part the webhook controls); client-side latency adds TLS, HTTP and queueing.
+Then the floor (bench/floor.py: decodes the AdmissionReview, answers allowed with an empty
+patch, same certificate and TLS set-up) is driven the same way, and the ratios of the client
+p50 and p99 and of the throughput are printed.
 
     python -m bench.webhook [--seconds 10] [--concurrency 8]      (make bench)
 """
@@ -57,6 +61,7 @@ def pin(core: int) -> None:
 
 
 async def drive(port: int, ca: Path, body: bytes, seconds: float, concurrency: int) -> list[float]:
+    """Client latencies (s) of a closed loop of `concurrency` connections, after a 2 s warm-up."""
     context = ssl.create_default_context(cafile=str(ca))
     connector = aiohttp.TCPConnector(ssl=context, limit=concurrency)
     latencies: list[float] = []
@@ -68,7 +73,7 @@ async def drive(port: int, ca: Path, body: bytes, seconds: float, concurrency: i
             started = time.perf_counter()
             async with session.post(url, data=body, headers=headers) as response:
                 answer = await response.read()
-                if response.status != 200 or b'"patch"' not in answer:
+                if response.status != 200 or b'"allowed":true' not in answer:
                     raise RuntimeError(f"unexpected answer {response.status}: {answer[:200]!r}")
             return time.perf_counter() - started
 
@@ -159,6 +164,8 @@ def main() -> int:
             server.wait(timeout=10)
             reader.join(timeout=5)
 
+        floor_latencies = drive_floor(work, review_body(), args.seconds, args.concurrency)
+
     # The first 2 s were warm-up: keep only the server-side samples of the measured window.
     server_ms = server_ms[-len(latencies) :]
     client_ms = [x * 1000 for x in latencies]
@@ -178,7 +185,33 @@ def main() -> int:
         f"  client p50 / p99 ms  {statistics.median(client_ms):8.3f} / "
         f"{percentile(client_ms, 0.99):.3f}"
     )
+    floor_ms = [x * 1000 for x in floor_latencies]
+    f50, f99 = statistics.median(floor_ms), percentile(floor_ms, 0.99)
+    print(f"  floor reviews/s      {len(floor_latencies) / args.seconds:8.0f}")
+    print(f"  floor p50 / p99 ms   {f50:8.3f} / {f99:.3f}")
+    print(
+        f"  ratio p50 / p99      {statistics.median(client_ms) / f50:8.2f} / "
+        f"{percentile(client_ms, 0.99) / f99:.2f}   (goal p50 <= 3x the floor)"
+    )
     return 0
+
+
+def drive_floor(work: Path, body: bytes, seconds: float, concurrency: int) -> list[float]:
+    """The same closed loop against bench/floor.py serving the webhook's certificate."""
+    port = free_port()
+    floor = subprocess.Popen(
+        [sys.executable, "-m", "bench.floor", "--port", str(port),
+         "--tls-cert-file", str(work / "tls.crt"), "--tls-key-file", str(work / "tls.key")],
+        cwd=ROOT,
+        preexec_fn=lambda: pin(0),
+    )  # fmt: skip
+    try:
+        if not wait_listening(port):
+            raise SystemExit("the floor did not start")
+        return asyncio.run(drive(port, work / "ca.crt", body, seconds, concurrency))
+    finally:
+        floor.terminate()
+        floor.wait(timeout=10)
 
 
 if __name__ == "__main__":

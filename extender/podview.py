@@ -67,6 +67,7 @@ class PodView:
         """Everything a verdict depends on: pods of one shape get the same answers."""
         return (
             self.gpus,
+            self.gpu_resource,
             tuple(sorted(self.rdma.items())),
             self.link_layer,
             self.rails,

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import repeat
+from operator import add
 from typing import Any
 
 import orjson
@@ -66,7 +68,7 @@ def decode_args(body: bytes) -> ExtenderArgs:
         raise ProtocolError("ExtenderArgs.Pod must be a Pod object with metadata")
     names, node_list = field(data, "NodeNames"), field(data, "Nodes")
     if names is not None:
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        if not isinstance(names, list) or not all(map(isinstance, names, repeat(str))):
             raise ProtocolError("ExtenderArgs.NodeNames must be a list of node names")
         return ExtenderArgs(pod, names, None)
     if node_list is not None:
@@ -123,6 +125,10 @@ def filter_result(
 
 def host_priorities(scores: Mapping[str, float]) -> list[Json]:
     """HostPriorityList: integer scores (rounded half up) clamped to 0..MaxExtenderPriority."""
+    if scores and min(scores.values()) > -0.5 and max(scores.values()) < MAX_SCORE + 0.5:
+        # In range, rounding half up is int(score + 0.5), without a Python-level step per host.
+        wholes = map(int, map(add, scores.values(), repeat(0.5)))
+        return [{"Host": host, "Score": whole} for host, whole in zip(scores, wholes, strict=True)]
     result = []
     for host, score in scores.items():
         whole = int(score + 0.5) if score > 0 else 0

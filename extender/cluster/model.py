@@ -126,6 +126,8 @@ class Cluster:
         self._podgroups: dict[tuple[str, str, str], int] = {}
         self.generation = 0
         """Bumped on every change; lets callers cache results per generation."""
+        self._changed: list[str] = []
+        self._forgotten = 0
 
     # Nodes
 
@@ -155,6 +157,7 @@ class Cluster:
     def delete_node(self, name: str) -> None:
         self._nodes.pop(name, None)
         self._views.pop(name, None)
+        self._note(name)
         self.generation += 1
 
     # Pods
@@ -260,6 +263,7 @@ class Cluster:
         meta = entry.obj.get("metadata") or {}
         allocatable = extended_resources((entry.obj.get("status") or {}).get("allocatable"))
         state = (entry.rails_key, entry.topology_error, _sorted(allocatable), _sorted(requested))
+        self._note(name)
         self._views[name] = NodeInfo(
             name=name,
             labels=dict(meta.get("labels") or {}),
@@ -283,6 +287,28 @@ class Cluster:
     def views(self) -> Mapping[str, NodeInfo]:
         """Node name -> view, for callers that look up thousands of names per call."""
         return self._views
+
+    # Changes: what callers keeping answers per node (extender/answers.py) must redo
+
+    @property
+    def changes(self) -> int:
+        """How many times a node's view was replaced or dropped, ever."""
+        return self._forgotten + len(self._changed)
+
+    def changed_since(self, changes: int) -> list[str] | None:
+        """The nodes whose view changed after `changes` (with repeats), oldest first; None when
+        that is too long ago to remember: the caller starts over from `views`."""
+        if changes < self._forgotten:
+            return None
+        return self._changed[changes - self._forgotten :]
+
+    def _note(self, name: str) -> None:
+        self._changed.append(name)
+        # Remember about two changes per node: a caller further behind redoes every node.
+        if len(self._changed) > 2 * len(self._nodes) + 1024:
+            half = len(self._changed) // 2
+            del self._changed[:half]
+            self._forgotten += half
 
 
 def _read_topology(node: str, annotation: str | None) -> tuple[Topology | None, str | None]:

@@ -13,6 +13,7 @@ import orjson
 import pytest
 from aiohttp import web
 
+from extender import protocol
 from extender.app import EXTENDER, Settings, create_app
 from extender.cluster.snapshot import SnapshotSource
 from kube_rdma.core.objects import Json
@@ -346,3 +347,18 @@ async def test_weights_file_is_reloaded_and_last_good_kept(tmp_path: Path) -> No
 
 def source_weight(app: web.Application) -> float:
     return app[EXTENDER].weights.current.rate
+
+
+@pytest.mark.parametrize(
+    ("scores", "expected"),
+    [
+        ({"a": 0.0, "b": 4.5, "c": 4.49, "d": 10.0}, [0, 5, 4, 10]),  # in range: the fast path
+        ({"a": -3.0, "b": 4.5, "c": 12.7}, [0, 5, 10]),  # out of range: clamped one by one
+    ],
+)
+def test_host_priorities_round_half_up_and_clamp(
+    scores: dict[str, float], expected: list[int]
+) -> None:
+    assert protocol.host_priorities(scores) == [
+        {"Host": host, "Score": score} for host, score in zip(scores, expected, strict=True)
+    ]
