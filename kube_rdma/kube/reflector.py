@@ -3,7 +3,10 @@
 It lists, then watches from the list's resourceVersion with bookmarks, resumes the watch from the
 last seen resourceVersion when the server ends it, and re-lists when the server answers 410 Gone
 (the version fell out of the watch cache). Objects stay raw JSON dicts: decoding into generated
-model classes costs far more than the cache needs. Every request goes through
+model classes costs far more than the cache needs. A `transform` applied to each object as it
+arrives, before any callback sees it, lets the cache keep only the fields it reads (client-go's
+SetTransform); a listed object is replaced by its transform at once, so the whole objects of a
+list are not all held next to their trimmed copies. Every request goes through
 kube_rdma/kube/client.py, so a failure arrives as a typed error naming the list or the watch.
 """
 
@@ -50,8 +53,10 @@ class Reflector:
         initial_backoff: float = INITIAL_BACKOFF_SECONDS,
         max_backoff: float = MAX_BACKOFF_SECONDS,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        transform: Callable[[Json], Json] | None = None,
     ) -> None:
         self._list_fn = list_fn
+        self._transform = transform
         self._on_replace = on_replace
         self._on_event = on_event
         self._what = what
@@ -92,7 +97,11 @@ class Reflector:
 
     async def _list(self) -> str:
         body = await call(f"list {self._what}", self._list_fn)
-        self._on_replace(body.get("items") or [])
+        items: list[Json] = body.get("items") or []
+        if self._transform is not None:
+            for index, obj in enumerate(items):
+                items[index] = self._transform(obj)
+        self._on_replace(items)
         self.synced.set()
         return str(body["metadata"]["resourceVersion"])
 
@@ -120,5 +129,5 @@ class Reflector:
             raise error_for(f"watch {self._what}", int(obj.get("code") or 0), obj)
         new_version = (obj.get("metadata") or {}).get("resourceVersion") or version
         if kind in ("ADDED", "MODIFIED", "DELETED"):
-            self._on_event(str(kind), obj)
+            self._on_event(str(kind), obj if self._transform is None else self._transform(obj))
         return str(new_version)
