@@ -26,6 +26,7 @@ import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from testbed.clustergen import ClusterSpec, generate, write_snapshot
 from testbed.net import free_port
@@ -92,8 +93,7 @@ def measure(where: list[str], log: Path) -> Sample:
         rss, hwm = memory(process.pid)
         return Sample(took, rss, hwm)
     finally:
-        process.terminate()
-        process.wait(30)
+        stop(process)
 
 
 class FakeApiServer:
@@ -115,8 +115,17 @@ class FakeApiServer:
         return self
 
     def __exit__(self, *_: object) -> None:
-        self.process.terminate()
-        self.process.wait(30)
+        stop(self.process)
+
+
+def stop(process: subprocess.Popen[Any]) -> None:
+    """SIGTERM, and SIGKILL when that is not enough within 30 s."""
+    process.terminate()
+    try:
+        process.wait(30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def spread(values: list[float], unit: str, digits: int) -> str:

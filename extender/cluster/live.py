@@ -37,6 +37,8 @@ log = logging.getLogger(__name__)
 
 NON_TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"
 PODGROUP_VERSIONS = (("scheduling.x-k8s.io", "v1alpha1"), ("scheduling.volcano.sh", "v1beta1"))
+LIST_PAGE_SIZE = 500
+"""Nodes and Pods are listed in pages of this many (client-go's pager's default)."""
 BIND_TIMEOUT_SECONDS = 3.0
 """Budget for the binding, below kube-scheduler's 5 s extender httpTimeout."""
 
@@ -73,6 +75,7 @@ class LiveSource:
             initial_backoff=initial_backoff,
             sleep=sleep,
             transform=trim_node,
+            page_size=LIST_PAGE_SIZE,
         )
         self.pod_reflector = Reflector(
             functools.partial(core_api.list_pod_for_all_namespaces, field_selector=NON_TERMINAL),
@@ -82,6 +85,7 @@ class LiveSource:
             initial_backoff=initial_backoff,
             sleep=sleep,
             transform=trim_pod,
+            page_size=LIST_PAGE_SIZE,
         )
         # PodGroups hold the size of coscheduling and Volcano gangs. They are optional: where a
         # CRD is not installed its list fails and is retried with backoff, without holding up

@@ -61,9 +61,11 @@ def served_pod(pod: Json, rng: random.Random) -> Json:
     if spec.get("nodeName"):
         status = _running_status(pod, status, created)
     asked = {"metadata": {k: meta[k] for k in ("labels", "ownerReferences") if k in meta}}
-    writers = [(_controller(pod), {**asked, "spec": pod["spec"]}, None)]
+    writers: list[tuple[str, Json, str | None]] = [
+        (_controller(pod), {**asked, "spec": pod["spec"]}, None)
+    ]
     if NETWORK_STATUS in (meta.get("annotations") or {}):
-        status_note = {"metadata": {"annotations": {NETWORK_STATUS: ""}}}
+        status_note: Json = {"metadata": {"annotations": {NETWORK_STATUS: ""}}}
         writers.append(("multus-daemon", status_note, "status"))
     writers.append(("kubelet", {"status": status}, "status"))
     meta["managedFields"] = [_managed(m, fields, created, sub) for m, fields, sub in writers]
@@ -77,7 +79,7 @@ def served_node(node: Json) -> Json:
     status["images"] = [_image(name) for name in NODE_IMAGES]
     status["daemonEndpoints"] = {"kubeletEndpoint": {"Port": 10250}}
     annotations = meta.get("annotations") or {}
-    writers = [
+    writers: list[tuple[str, Json, str | None]] = [
         ("kubelet", {"metadata": {"labels": meta["labels"]}}, None),
         ("kube-controller-manager", {"spec": node["spec"]}, None),
         ("kubelet", {"status": status}, "status"),
@@ -202,7 +204,7 @@ def _container(container: Json, token: str, env: list[Json]) -> Json:
 
 def _running_status(pod: Json, status: Json, created: str) -> Json:
     ready = "True" if status["phase"] == "Running" else "False"
-    conditions = [
+    conditions: list[Json] = [
         {"type": kind, "status": "True" if kind in ("Initialized", "PodScheduled") else ready}
         for kind in CONDITIONS
     ]

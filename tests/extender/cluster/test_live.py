@@ -12,7 +12,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from extender.cluster.live import NON_TERMINAL, LiveSource
+from extender.cluster.live import LIST_PAGE_SIZE, NON_TERMINAL, LiveSource
 from extender.cluster.model import NodeInfo
 from extender.cluster.source import BindError
 from extender.cluster.trim import trim_pod
@@ -153,7 +153,7 @@ async def test_lists_nodes_and_non_terminal_pods(fake_api: FakeApiServer, core_v
         assert (n2.topology_error or "").startswith("malformed kube-rdma.io/topology annotation")
         assert sorted(p["metadata"]["name"] for p in source.cluster.pods()) == ["w0", "w2", "w3"]
     pod_lists = [r.query for r in fake_api.requests if r.path == "/api/v1/pods" and not r.watch]
-    assert pod_lists == [{"fieldSelector": NON_TERMINAL}]
+    assert pod_lists == [{"fieldSelector": NON_TERMINAL, "limit": str(LIST_PAGE_SIZE)}]
 
 
 async def test_follows_pods_and_nodes_through_the_watch(

@@ -147,6 +147,29 @@ async def test_every_object_reaches_the_callbacks_transformed(
     assert calls(fake_api, NODES) == ["list", "watch@101", "watch@102"]
 
 
+async def test_lists_page_by_page(fake_api: FakeApiServer, core_v1: Any) -> None:
+    for name in ("a", "b", "c", "d", "e"):
+        fake_api.create("namespaces", named(name))  # 101-105
+    recorder = Recorder()
+    reflector = Reflector(
+        core_v1.list_namespace, recorder.replace, recorder.event, "namespaces", page_size=2
+    )
+    task = asyncio.create_task(reflector.run())
+    try:
+        await eventually(lambda: fake_api.watching == 1)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    assert recorder.log == ["replace a b c d e"]
+    assert [r.query for r in fake_api.requests] == [
+        {"limit": "2"},
+        {"limit": "2", "continue": "2"},
+        {"limit": "2", "continue": "4"},
+        {**WATCH_QUERY, "resourceVersion": "105"},
+    ]
+
+
 async def test_resumes_a_watch_the_server_ended(fake_api: FakeApiServer, core_v1: Any) -> None:
     fake_api.create("nodes", named("n1"))  # 101
     recorder = Recorder()
