@@ -3,9 +3,10 @@ that create a real `v1.Binding`. PodGroups and the workloads that own training p
 PyTorchJobs, MPIJobs, JobSets, Volcano Jobs) are listed and watched too, where their CRDs exist.
 
 kube-scheduler only sends node names (`nodeCacheCapable`), so the model has to follow the whole
-cluster by itself. Pods are watched as kube-scheduler's own informer does, without the terminal
-ones (a field selector on `status.phase`): they hold no resources, and on a big cluster they are
-most of the pods. A pod that finishes then reaches the model as a DELETED event.
+cluster by itself; it keeps of each object only what the extender reads (cluster/trim.py).
+Pods are watched as kube-scheduler's own informer does, without the terminal ones (a field
+selector on `status.phase`): they hold no resources, and on a big cluster they are most of the
+pods. A pod that finishes then reaches the model as a DELETED event.
 
 A bind answers kube-scheduler inside its extender `httpTimeout` (5 s by default), so every call
 here carries a request timeout well below it. The model accounts a pod as soon as its bind
@@ -26,6 +27,7 @@ from typing import Any
 from extender.cluster.model import Cluster, PodKey, as_bound, pod_key
 from extender.cluster.owners import WORKLOADS, Owners, WorkloadResource
 from extender.cluster.source import BindError
+from extender.cluster.trim import trim_node, trim_pod, trim_workload
 from kube_rdma.core.objects import Json
 from kube_rdma.kube.client import call
 from kube_rdma.kube.errors import ApiError, Unreachable
@@ -35,6 +37,8 @@ log = logging.getLogger(__name__)
 
 NON_TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"
 PODGROUP_VERSIONS = (("scheduling.x-k8s.io", "v1alpha1"), ("scheduling.volcano.sh", "v1beta1"))
+LIST_PAGE_SIZE = 500
+"""Nodes and Pods are listed in pages of this many (client-go's pager's default)."""
 BIND_TIMEOUT_SECONDS = 3.0
 """Budget for the binding, below kube-scheduler's 5 s extender httpTimeout."""
 
@@ -70,6 +74,8 @@ class LiveSource:
             "nodes",
             initial_backoff=initial_backoff,
             sleep=sleep,
+            transform=trim_node,
+            page_size=LIST_PAGE_SIZE,
         )
         self.pod_reflector = Reflector(
             functools.partial(core_api.list_pod_for_all_namespaces, field_selector=NON_TERMINAL),
@@ -78,6 +84,8 @@ class LiveSource:
             "pods",
             initial_backoff=initial_backoff,
             sleep=sleep,
+            transform=trim_pod,
+            page_size=LIST_PAGE_SIZE,
         )
         # PodGroups hold the size of coscheduling and Volcano gangs. They are optional: where a
         # CRD is not installed its list fails and is retried with backoff, without holding up
@@ -115,6 +123,7 @@ class LiveSource:
                     f"{resource} {resource.version}",
                     initial_backoff=initial_backoff,
                     sleep=sleep,
+                    transform=trim_workload,
                 )
                 for resource in WORKLOADS
             ]

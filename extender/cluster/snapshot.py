@@ -6,7 +6,8 @@ filters and scores see a model built from a file, and `/bind` changes that model
 the apiserver would change the pod. The file is what `kubectl get nodes,pods -A -o yaml`
 writes (a `kind: List`), a bare list, or YAML documents; `.json` files are read as JSON so
 that a broken one is reported in JSON terms. A snapshot that is wrong stops the extender with
-a message naming the file and the object, rather than leaving nodes silently out.
+a message naming the file and the object, rather than leaving nodes silently out. The model
+keeps of each object only what the extender reads (cluster/trim.py), as the live source does.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import yaml
 from extender.cluster.model import Cluster, as_bound, pod_key
 from extender.cluster.owners import WORKLOADS, Owners, WorkloadResource, resource_of
 from extender.cluster.source import BindError
+from extender.cluster.trim import trim_node, trim_pod, trim_workload
 from kube_rdma.core.objects import Json
 
 KINDS = frozenset({"Node", "Pod", "PodGroup", *(r.kind for r in WORKLOADS)})
@@ -39,13 +41,13 @@ class SnapshotSource:
         self.cluster = Cluster()
         self.owners = Owners()
         objects = objects or []
-        self.cluster.replace_nodes(o for o in objects if o.get("kind") == "Node")
-        self.cluster.replace_pods(o for o in objects if o.get("kind") == "Pod")
+        self.cluster.replace_nodes(trim_node(o) for o in objects if o.get("kind") == "Node")
+        self.cluster.replace_pods(trim_pod(o) for o in objects if o.get("kind") == "Pod")
         for podgroup in (o for o in objects if o.get("kind") == "PodGroup"):
             self.cluster.upsert_podgroup(podgroup)
         # A snapshot holds every workload there is: an owner it lacks does not exist.
         for resource in WORKLOADS:
-            owned = [o for o in objects if _resource(o) == resource]
+            owned = [trim_workload(o) for o in objects if _resource(o) == resource]
             self.owners.replace(resource, owned)
 
     @classmethod

@@ -3,7 +3,12 @@
 It lists, then watches from the list's resourceVersion with bookmarks, resumes the watch from the
 last seen resourceVersion when the server ends it, and re-lists when the server answers 410 Gone
 (the version fell out of the watch cache). Objects stay raw JSON dicts: decoding into generated
-model classes costs far more than the cache needs. Every request goes through
+model classes costs far more than the cache needs. A `transform` applied to each object as it
+arrives, before any callback sees it, lets the cache keep only the fields it reads (client-go's
+SetTransform). With a `page_size` the list comes in pages of that many objects, following the
+`continue` token as client-go's pager does, so only one page of whole objects is ever decoded at
+a time: a cache that keeps a fraction of each object then peaks near its own size, not near the
+size of the whole list. Every request goes through
 kube_rdma/kube/client.py, so a failure arrives as a typed error naming the list or the watch.
 """
 
@@ -50,8 +55,12 @@ class Reflector:
         initial_backoff: float = INITIAL_BACKOFF_SECONDS,
         max_backoff: float = MAX_BACKOFF_SECONDS,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        transform: Callable[[Json], Json] | None = None,
+        page_size: int | None = None,
     ) -> None:
         self._list_fn = list_fn
+        self._transform = transform
+        self._page_size = page_size
         self._on_replace = on_replace
         self._on_event = on_event
         self._what = what
@@ -91,10 +100,21 @@ class Reflector:
         self._backoff = min(self._backoff * 2, self._max_backoff)
 
     async def _list(self) -> str:
-        body = await call(f"list {self._what}", self._list_fn)
-        self._on_replace(body.get("items") or [])
+        """List, page by page when paged; an expired `continue` token answers 410 Gone, and the
+        list starts over."""
+        items: list[Json] = []
+        paging = {} if self._page_size is None else {"limit": self._page_size}
+        while True:
+            body = await call(f"list {self._what}", self._list_fn, **paging)
+            page: list[Json] = body.get("items") or []
+            items += page if self._transform is None else map(self._transform, page)
+            metadata = body["metadata"]
+            if not (self._page_size and metadata.get("continue")):
+                break
+            paging["_continue"] = metadata["continue"]
+        self._on_replace(items)
         self.synced.set()
-        return str(body["metadata"]["resourceVersion"])
+        return str(metadata["resourceVersion"])
 
     async def _watch(self, version: str) -> tuple[str, int]:
         """Follow the watch until the server ends it: the last resourceVersion seen, and how
@@ -120,5 +140,5 @@ class Reflector:
             raise error_for(f"watch {self._what}", int(obj.get("code") or 0), obj)
         new_version = (obj.get("metadata") or {}).get("resourceVersion") or version
         if kind in ("ADDED", "MODIFIED", "DELETED"):
-            self._on_event(str(kind), obj)
+            self._on_event(str(kind), obj if self._transform is None else self._transform(obj))
         return str(new_version)

@@ -27,6 +27,8 @@ from kube_rdma.core.objects import Json
 from testbed.clustergen.hardware import boards
 from testbed.clustergen.nodes import node
 from testbed.clustergen.pods import Pods
+from testbed.clustergen.served import served_node, served_pod
+from testbed.clustergen.services import CpuPods
 from testbed.clustergen.spec import (
     GPU,
     LEAF_LABEL,
@@ -53,11 +55,17 @@ __all__ = [
 
 
 def generate(spec: ClusterSpec) -> list[Json]:
-    """The cluster's Nodes, then its Pods (running, succeeded, pending)."""
+    """The cluster's Nodes, then its Pods (training pods running, succeeded and pending, then
+    the CPU pods of DaemonSets and Deployments), in full when `spec.served`."""
     hardware = boards(spec, random.Random(f"{spec.seed}:boards"))
     nodes_rng = random.Random(f"{spec.seed}:nodes")
     nodes = [node(spec, board, nodes_rng) for board in hardware]
     pods = Pods(spec, hardware, random.Random(f"{spec.seed}:pods")).all()
+    pods += CpuPods(spec, hardware, random.Random(f"{spec.seed}:services")).all()
+    if spec.served:
+        served_rng = random.Random(f"{spec.seed}:served")
+        nodes = [served_node(n) for n in nodes]
+        pods = [served_pod(p, served_rng) for p in pods]
     return [*nodes, *pods]
 
 

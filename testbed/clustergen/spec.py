@@ -17,6 +17,8 @@ MULTUS_NETWORKS = "k8s.v1.cni.cncf.io/networks"
 # The rail IPv4 plan gives each rail a 10.r.0.0/16 with 250 hosts per /24; pod CIDRs are the
 # /24s of 10.128.0.0/9. Both run out past 32,768 nodes.
 MAX_NODES = 32_768
+MAX_DAEMON_PODS = 8
+"""DaemonSets a node can run (testbed/clustergen/services.py)."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,14 @@ class ClusterSpec:
     """Fraction of all GPUs taken by running pods."""
     per_rail_resources: bool = False
     """rdma/hca1..8 (1 each) instead of rdma/hca: 8."""
+    daemon_pods_per_node: int = 0
+    """CPU pods of DaemonSets on every node (kube-proxy, Multus, device plugins, exporters)."""
+    cpu_pods: int = 0
+    """Small CPU pods of Deployments (services, data loaders), Running on random nodes."""
+    served: bool = False
+    """Objects in full, as a list or watch delivers them: managedFields, the defaults the
+    apiserver fills in, container statuses, node images. Off, they carry only what the tests
+    read, and generate faster."""
 
     def __post_init__(self) -> None:
         problems = _spec_problems(self)
@@ -65,6 +75,12 @@ def _spec_problems(spec: ClusterSpec) -> list[str]:
     for name in fractions:
         if not 0.0 <= getattr(spec, name) <= 1.0:
             problems.append(f"{name} must be between 0 and 1, got {getattr(spec, name)}")
+    if not 0 <= spec.daemon_pods_per_node <= MAX_DAEMON_PODS:
+        problems.append(
+            f"daemon_pods_per_node must be 0 to {MAX_DAEMON_PODS}, got {spec.daemon_pods_per_node}"
+        )
+    if spec.cpu_pods < 0:
+        problems.append(f"cpu_pods must be at least 0, got {spec.cpu_pods}")
     if spec.rail_down_fraction + spec.flaky_fraction + spec.no_agent_fraction > 1.0:
         problems.append("rail_down, flaky and no_agent fractions pick distinct nodes: sum <= 1")
     if spec.link_layer not in ("Ethernet", "InfiniBand", "mixed"):

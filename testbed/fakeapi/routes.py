@@ -3,8 +3,9 @@
 The verbs are the apiserver's: GET on a collection lists (or watches, with `watch=true`), POST
 creates, GET/PUT/PATCH/DELETE on a name read, replace, patch and delete, and the `status`
 subresource reads and writes the whole object. A Binding is accepted on pods/NAME/binding and on
-namespaces/NS/bindings. Lists ignore `resourceVersion`, `limit` and `continue` and always serve
-the latest state.
+namespaces/NS/bindings. Lists ignore `resourceVersion` and always serve the latest state; `limit`
+pages them, the `continue` token being the offset of the next page (so, unlike the apiserver's,
+pages are not one consistent snapshot when writes come between them).
 """
 
 from __future__ import annotations
@@ -84,12 +85,24 @@ async def _collection(request: web.Request, store: Store, target: Target) -> web
         selector = Selector.from_query(target.plural, target.namespace, request.query)
         if request.query.get("watch") in TRUE:
             return await _watch(request, selector)
-        return json_response(store.list_body(selector))
+        return json_response(_page(store.list_body(selector), request.query))
     if request.method == "POST":
         return json_response(
             store.create(target.plural, _object(request[BODY]), target.namespace), 201
         )
     raise ApiError(405, f"fake apiserver: {request.method} is not supported on {request.path}")
+
+
+def _page(body: Json, query: Any) -> Json:
+    limit = integer(query.get("limit", "0"), "limit")
+    if limit <= 0:
+        return body
+    start, items = integer(query.get("continue", "0"), "continue"), body["items"]
+    body = {**body, "metadata": dict(body["metadata"]), "items": items[start : start + limit]}
+    if start + limit < len(items):
+        body["metadata"]["continue"] = str(start + limit)
+        body["metadata"]["remainingItemCount"] = len(items) - start - limit
+    return body
 
 
 def _item(request: web.Request, store: Store, target: Target, name: str) -> web.Response:

@@ -113,6 +113,7 @@ class Store:
         self._clock = clock
         self._random = random.Random(seed)
         self._on_change = on_change
+        self._listed: tuple[tuple[Selector, int], list[Json]] | None = None
         self._objects: dict[tuple[str, str, str], Json] = {}
         self._history: list[Change] = []
         self._compacted = 0
@@ -216,8 +217,14 @@ class Store:
             "kind": f"{resource.kind}List",
             "apiVersion": resource.api_version,
             "metadata": {"resourceVersion": str(self.version)},
-            "items": self._matching(selector),  # encoded at once, so not copied
+            "items": self._listing(selector),  # encoded at once, so not copied
         }
+
+    def _listing(self, selector: Selector) -> list[Json]:
+        """The matching objects, kept while nothing changes: the pages of one list read them."""
+        if self._listed is None or self._listed[0] != (selector, self.version):
+            self._listed = ((selector, self.version), self._matching(selector))
+        return self._listed[1]
 
     def backlog(self, selector: Selector, since: str) -> list[Json]:
         """The events a new watch starts with, or a single 410 ERROR when history is gone.

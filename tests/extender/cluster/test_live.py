@@ -12,9 +12,10 @@ from typing import Any
 import aiohttp
 import pytest
 
-from extender.cluster.live import NON_TERMINAL, LiveSource
+from extender.cluster.live import LIST_PAGE_SIZE, NON_TERMINAL, LiveSource
 from extender.cluster.model import NodeInfo
 from extender.cluster.source import BindError
+from extender.cluster.trim import trim_pod
 from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
 from kube_rdma.core.topology import Gpu, Level, Nic, Pair, Port, Topology, encode
@@ -152,7 +153,7 @@ async def test_lists_nodes_and_non_terminal_pods(fake_api: FakeApiServer, core_v
         assert (n2.topology_error or "").startswith("malformed kube-rdma.io/topology annotation")
         assert sorted(p["metadata"]["name"] for p in source.cluster.pods()) == ["w0", "w2", "w3"]
     pod_lists = [r.query for r in fake_api.requests if r.path == "/api/v1/pods" and not r.watch]
-    assert pod_lists == [{"fieldSelector": NON_TERMINAL}]
+    assert pod_lists == [{"fieldSelector": NON_TERMINAL, "limit": str(LIST_PAGE_SIZE)}]
 
 
 async def test_follows_pods_and_nodes_through_the_watch(
@@ -214,7 +215,8 @@ async def test_bind_is_one_binding_carrying_the_annotations(
         stored = fake_api.get("pods", "w0", "team-a")
         assert stored["spec"]["nodeName"] == "n1"
         assert stored["metadata"]["annotations"] == {"team": "a", **NCCL}
-        await eventually(lambda: source.cluster.pod("team-a", "w0") == stored)
+        # The watch's copy replaces the assumed one, trimmed as every object the model keeps.
+        await eventually(lambda: source.cluster.pod("team-a", "w0") == trim_pod(stored))
         assert requested(source, "n1") == {GPU: 2}
 
 

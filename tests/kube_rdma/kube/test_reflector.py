@@ -109,6 +109,67 @@ async def test_lists_then_follows_the_watch(fake_api: FakeApiServer, core_v1: An
     assert reflector.relists == 0
 
 
+async def test_every_object_reaches_the_callbacks_transformed(
+    fake_api: FakeApiServer, core_v1: Any
+) -> None:
+    """Listed items and watched objects alike; the watch still resumes from the versions the
+    whole objects carried, though the transform drops them."""
+    fake_api.create("nodes", named("n1", rack="r1"))  # 101
+    seen: list[tuple[str, Json]] = []
+
+    def labels_only(obj: Json) -> Json:
+        return {"name": obj["metadata"]["name"], "labels": obj["metadata"]["labels"]}
+
+    reflector = Reflector(
+        core_v1.list_node,
+        lambda items: seen.extend(("listed", o) for o in items),
+        lambda kind, obj: seen.append((kind, obj)),
+        "nodes",
+        transform=labels_only,
+    )
+    task = asyncio.create_task(reflector.run())
+    try:
+        await eventually(lambda: fake_api.watching == 1)
+        fake_api.create("nodes", named("n2", rack="r2"))  # 102
+        fake_api.end_watches()
+        await eventually(lambda: fake_api.watching == 1)
+        fake_api.delete("nodes", "n1")  # 103
+        await eventually(lambda: len(seen) == 3)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    assert seen == [
+        ("listed", {"name": "n1", "labels": {"rack": "r1"}}),
+        ("ADDED", {"name": "n2", "labels": {"rack": "r2"}}),
+        ("DELETED", {"name": "n1", "labels": {"rack": "r1"}}),
+    ]
+    assert calls(fake_api, NODES) == ["list", "watch@101", "watch@102"]
+
+
+async def test_lists_page_by_page(fake_api: FakeApiServer, core_v1: Any) -> None:
+    for name in ("a", "b", "c", "d", "e"):
+        fake_api.create("namespaces", named(name))  # 101-105
+    recorder = Recorder()
+    reflector = Reflector(
+        core_v1.list_namespace, recorder.replace, recorder.event, "namespaces", page_size=2
+    )
+    task = asyncio.create_task(reflector.run())
+    try:
+        await eventually(lambda: fake_api.watching == 1)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    assert recorder.log == ["replace a b c d e"]
+    assert [r.query for r in fake_api.requests] == [
+        {"limit": "2"},
+        {"limit": "2", "continue": "2"},
+        {"limit": "2", "continue": "4"},
+        {**WATCH_QUERY, "resourceVersion": "105"},
+    ]
+
+
 async def test_resumes_a_watch_the_server_ended(fake_api: FakeApiServer, core_v1: Any) -> None:
     fake_api.create("nodes", named("n1"))  # 101
     recorder = Recorder()

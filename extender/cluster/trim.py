@@ -1,0 +1,111 @@
+"""What the extender keeps of each object it caches: the fields some part of it reads, nothing more.
+
+A Pod as a watch delivers it is 5-10 KB of JSON and some 300 Python objects once decoded: its
+managedFields, container statuses, the defaults admission filled in, the projected token volume.
+The extender reads a few of them, so the cache would grow with what it never reads. Each Node,
+Pod and workload object is trimmed as it arrives (client-go's SetTransform does the same for an
+informer's store), so memory follows the useful data. What each one keeps, and who reads it:
+- Pod: name, namespace, uid, labels, annotations and the controller's ownerReference (the pod's
+  view, gang identity); spec.nodeName and each container's name, resources and the env entries
+  that read a field (the pod's requests, the annotations a bind must write); status.phase.
+  Annotations are kept but for a few large ones nothing here reads (NOT_READ_ANNOTATIONS), since
+  gang identity looks up keys of many schedulers and queues.
+- Node: name, labels, the kube-rdma.io/ annotations (the topology document) and
+  status.allocatable.
+- A workload that owns pods (PyTorchJob, JobSet, ...): everything but managedFields and status;
+  its spec says how many pods its gang has.
+A field read anywhere new must be kept here too; tests/extender/cluster/test_trim.py checks that
+every answer is the same for trimmed and whole objects.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Final
+
+from kube_rdma.core import keys
+from kube_rdma.core.objects import Json
+
+NOT_READ_ANNOTATIONS: Final = frozenset(
+    {
+        "kubectl.kubernetes.io/last-applied-configuration",
+        "k8s.v1.cni.cncf.io/network-status",
+        "k8s.v1.cni.cncf.io/networks-status",
+    }
+)
+"""Large annotations that other tools write on pods and the extender never reads."""
+POD_METADATA: Final = ("name", "generateName", "namespace", "uid", "resourceVersion", "labels")
+CONTAINER_LISTS: Final = ("containers", "initContainers")
+
+
+def trim_pod(pod: Json) -> Json:
+    """The parts of a Pod the extender reads."""
+    meta = pod.get("metadata") or {}
+    kept: Json = {k: meta[k] for k in POD_METADATA if k in meta}
+    _intern(kept, "namespace")
+    annotations = meta.get("annotations")
+    if annotations:
+        kept["annotations"] = {
+            k: v for k, v in annotations.items() if k not in NOT_READ_ANNOTATIONS
+        }
+    controller = _controller(meta.get("ownerReferences"))
+    if controller is not None:
+        kept["ownerReferences"] = [controller]
+    spec = pod.get("spec") or {}
+    trimmed_spec: Json = {
+        name: [_container(c) for c in spec[name]] for name in CONTAINER_LISTS if spec.get(name)
+    }
+    if spec.get("nodeName"):
+        trimmed_spec["nodeName"] = sys.intern(str(spec["nodeName"]))
+    result: Json = {**_type(pod), "metadata": kept, "spec": trimmed_spec}
+    phase = (pod.get("status") or {}).get("phase")
+    if phase is not None:
+        result["status"] = {"phase": sys.intern(str(phase))}
+    return result
+
+
+def trim_node(node: Json) -> Json:
+    """The parts of a Node the extender reads."""
+    meta = node.get("metadata") or {}
+    kept: Json = {k: meta[k] for k in ("name", "resourceVersion", "labels") if k in meta}
+    ours = {k: v for k, v in (meta.get("annotations") or {}).items() if k.startswith(keys.PREFIX)}
+    if ours:
+        kept["annotations"] = ours
+    allocatable = (node.get("status") or {}).get("allocatable")
+    result: Json = {**_type(node), "metadata": kept}
+    if allocatable is not None:
+        result["status"] = {"allocatable": allocatable}
+    return result
+
+
+def trim_workload(obj: Json) -> Json:
+    """A workload object without its managedFields and status."""
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "managedFields"}
+    return {k: v for k, v in obj.items() if k != "status"} | {"metadata": meta}
+
+
+def _controller(references: Any) -> Json | None:
+    for ref in references or []:
+        if isinstance(ref, dict) and ref.get("controller"):
+            return {
+                k: ref[k] for k in ("apiVersion", "kind", "name", "uid", "controller") if k in ref
+            }
+    return None
+
+
+def _container(container: Json) -> Json:
+    kept: Json = {k: container[k] for k in ("name", "resources") if k in container}
+    env = [e for e in container.get("env") or [] if (e.get("valueFrom") or {}).get("fieldRef")]
+    if env:
+        kept["env"] = env
+    return kept
+
+
+def _type(obj: Json) -> Json:
+    """apiVersion and kind, shared by every object of the type."""
+    return {k: sys.intern(obj[k]) for k in ("apiVersion", "kind") if isinstance(obj.get(k), str)}
+
+
+def _intern(mapping: Json, key: str) -> None:
+    if isinstance(mapping.get(key), str):
+        mapping[key] = sys.intern(mapping[key])
