@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
 from kube_rdma.core.quantity import QuantityError, parse_quantity
+from kube_rdma.core.requests import effective_requests
 from kube_rdma.core.topology import Topology, decode
 
 log = logging.getLogger("kube_rdma.extender")
@@ -50,15 +51,7 @@ def extended_resources(amounts: Mapping[str, Any] | None) -> dict[str, int]:
 def pod_requests(pod: Json) -> dict[str, int]:
     """The pod's effective extended-resource requests, as the scheduler counts them: the sum over
     its containers, or the largest init container's when that is higher."""
-    spec = pod.get("spec") or {}
-    total: dict[str, int] = {}
-    for container in spec.get("containers") or []:
-        for name, amount in _container_requests(container).items():
-            total[name] = total.get(name, 0) + amount
-    for container in spec.get("initContainers") or []:
-        for name, amount in _container_requests(container).items():
-            total[name] = max(total.get(name, 0), amount)
-    return total
+    return effective_requests(pod, _container_requests)
 
 
 def _container_requests(container: Json) -> dict[str, int]:

@@ -54,7 +54,7 @@ class SnapshotSource:
     def from_file(cls, path: Path) -> SnapshotSource:
         """Read Nodes, Pods, PodGroups and workloads from `path`; other kinds are skipped."""
         try:
-            return cls(_objects(_documents(path)))
+            return cls(_objects(read_documents(path)))
         except SnapshotError as e:
             raise SnapshotError(f"{path}: {e}") from None
 
@@ -85,7 +85,9 @@ def _resource(obj: Json) -> WorkloadResource | None:
     return resource_of(str(obj.get("apiVersion")), str(obj.get("kind")))
 
 
-def _documents(path: Path) -> list[Any]:
+def read_documents(path: Path) -> list[Any]:
+    """The YAML (or, for `.json`, JSON) documents of a snapshot file; SnapshotError says what is
+    wrong with it, without the path."""
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:

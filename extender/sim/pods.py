@@ -13,6 +13,7 @@ from typing import Any
 
 from kube_rdma.core.objects import Json
 from kube_rdma.core.quantity import QuantityError, parse_quantity
+from kube_rdma.core.requests import effective_requests
 
 PodKey = tuple[str, str]
 """(namespace, name)"""
@@ -61,15 +62,7 @@ def amounts(resources: Mapping[str, Any] | None) -> dict[str, int]:
 def pod_requests(pod: Json) -> dict[str, int]:
     """What the pod requests, as NodeResourcesFit counts it. A missing request is its limit
     (the apiserver's defaulting, which a test apiserver may not do)."""
-    spec = pod.get("spec") or {}
-    total: dict[str, int] = {}
-    for container in spec.get("containers") or []:
-        for name, amount in _container_requests(container).items():
-            total[name] = total.get(name, 0) + amount
-    for container in spec.get("initContainers") or []:
-        for name, amount in _container_requests(container).items():
-            total[name] = max(total.get(name, 0), amount)
-    return total
+    return effective_requests(pod, _container_requests)
 
 
 def _container_requests(container: Json) -> dict[str, int]:

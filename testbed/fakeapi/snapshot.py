@@ -17,9 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-import orjson
-import yaml
-
+from extender.cluster.snapshot import SnapshotError as ExtenderSnapshotError
+from extender.cluster.snapshot import read_documents
 from kube_rdma.core.objects import Json
 from testbed.fakeapi.store import Resource
 
@@ -70,28 +69,11 @@ def implied_namespaces(objects: list[tuple[str, Json]]) -> list[Json]:
 
 
 def _documents(path: Path) -> list[Any]:
+    """The snapshot file's documents, read as the extender reads them."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise SnapshotError("not UTF-8 text") from None
-    except OSError as e:
-        raise SnapshotError(f"cannot read it: {e.strerror or e}") from None
-    if path.suffix.lower() == ".json":
-        try:
-            return [orjson.loads(text)]
-        except orjson.JSONDecodeError as e:
-            raise SnapshotError(f"not valid JSON: {e}") from None
-    try:
-        return list(yaml.safe_load_all(text))
-    except yaml.YAMLError as e:
-        raise SnapshotError(f"not valid YAML: {_yaml_problem(e)}") from None
-
-
-def _yaml_problem(error: yaml.YAMLError) -> str:
-    if isinstance(error, yaml.MarkedYAMLError) and error.problem_mark is not None:
-        mark = error.problem_mark
-        return f"{error.problem} (line {mark.line + 1}, column {mark.column + 1})"
-    return str(error).splitlines()[0]
+        return read_documents(path)
+    except ExtenderSnapshotError as e:
+        raise SnapshotError(str(e)) from None
 
 
 def _flatten(documents: list[Any]) -> Iterator[Any]:
