@@ -3,10 +3,12 @@
 kube-scheduler asks about the same few pod shapes over and over (the members of a job are
 alike), each time for hundreds or thousands of node names. Judging them per call, even at one
 cached lookup per node, is a Python loop over the names that costs more than the HTTP and JSON
-around it. So, per shape, the extender keeps the answer for every node: the names that pass,
-the failing names with their reasons (resolvable or not), and each node's total score. A call
-then only picks its names out of those with set and dict operations that run in C
-(`filter(passing.__contains__, names)`, `map(totals.get, names)`), in the order the names came.
+around it. So, per shape, the extender keeps the answer for every node: whether it passes, and
+for a failing node its entry of the answer's failure map already encoded as JSON, of a class
+that says which map it belongs to (resolvable or not); and each node's total score. A call then
+only picks its names out of those with passes over the list that run in C (one dict lookup per
+name, identity tests, `bytes.join`), in the order the names came, and the encoder copies the
+joined pieces as they are (`orjson.Fragment`).
 
 The tables follow the cluster model's change log (`Cluster.changed_since`): before a call, the
 nodes whose view changed since the table was last used are judged again, and a table that fell
@@ -16,9 +18,12 @@ is laid over it per call by the engine, for the few names it concerns.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from itertools import compress, repeat
-from operator import not_
+from operator import is_
+from typing import cast
+
+import orjson
 
 from extender.cluster.model import Cluster, NodeInfo
 from extender.filters import Verdict
@@ -80,84 +85,112 @@ class _Table:
         raise NotImplementedError
 
 
+class Failures(Mapping[str, str]):
+    """Failing node names and their reasons, held as the body of a JSON object (`"name":"reason"`
+    entries joined by commas) made from pieces encoded when the table was built. The encoder
+    sends `json` as it is; reading it as a mapping decodes it (tests, explain)."""
+
+    def __init__(self, pieces: list[bytes]) -> None:
+        self.json = b"{" + b",".join(pieces) + b"}"
+        self._decoded: dict[str, str] | None = None
+
+    def _items(self) -> dict[str, str]:
+        if self._decoded is None:
+            self._decoded = orjson.loads(self.json)
+        return self._decoded
+
+    def __getitem__(self, name: str) -> str:
+        return self._items()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items())
+
+    def __len__(self) -> int:
+        return len(self._items())
+
+    def __repr__(self) -> str:
+        return f"Failures({self._items()!r})"
+
+
+class _Fails(bytes):
+    """A node's `"name":"reason"` piece when it fails for now."""
+
+
+class _NeverFits(bytes):
+    """A node's `"name":"reason"` piece when it fails whatever is freed."""
+
+
+_PASSES = object()
+"""What the table holds for every passing node: nothing per node is needed to answer."""
+_UNKNOWN = object()
+
+
+def _piece(kind: type[bytes], name: str, reason: str) -> bytes:
+    return kind(orjson.dumps(name) + b":" + orjson.dumps(reason))
+
+
 class Verdicts(_Table):
-    """Every node's verdict for one shape: the reason it fails ("" when it passes), and which
-    reasons leave a node unresolvable."""
+    """Every node's verdict for one shape: a marker when it passes, otherwise its failure already
+    encoded as a piece of the answer, of a class that says which map of the answer it goes in."""
 
     def __init__(self, names: Names, judge: Callable[[NodeInfo], Verdict]) -> None:
         super().__init__(names)
         self._judge = judge
-        self.reasons: dict[str, str] = {}
-        self.never: set[str] = set()
-        """The nodes whose failure preemption cannot fix."""
-        self._never_reasons: set[str] = set()
-        self._fail_reasons: set[str] = set()
+        self._entries: dict[str, object] = {}
 
     def _clear(self) -> None:
-        self.reasons, self.never = {}, set()
-        self._never_reasons, self._fail_reasons = set(), set()
+        self._entries = {}
 
     def _drop(self, name: str) -> None:
-        self.reasons.pop(name, None)
-        self.never.discard(name)
+        self._entries.pop(name, None)
 
     def _put(self, name: str, node: NodeInfo) -> None:
         self.place(name, self._judge(node))
 
     def place(self, name: str, verdict: Verdict) -> None:
-        self.reasons[name] = "" if verdict.ok else verdict.reason
         if verdict.ok:
-            return
-        if verdict.resolvable:
-            self._fail_reasons.add(verdict.reason)
+            self._entries[name] = _PASSES
         else:
-            self.never.add(name)
-            self._never_reasons.add(verdict.reason)
+            kind = _Fails if verdict.resolvable else _NeverFits
+            self._entries[name] = _piece(kind, name, verdict.reason)
 
     def overlaid(self, verdicts: Mapping[str, Verdict]) -> Verdicts:
         """A copy with `verdicts` in place of the nodes' own (what gang plans hold counted)."""
         copy = Verdicts(self._names, self._judge)
-        copy.reasons, copy.never = dict(self.reasons), set(self.never)
-        copy._never_reasons, copy._fail_reasons = set(self._never_reasons), set(self._fail_reasons)
+        copy._entries = dict(self._entries)
         for name, verdict in verdicts.items():
-            copy._drop(name)
             copy.place(name, verdict)
         return copy
 
-    def sort(
-        self, names: list[str], unknown: str
-    ) -> tuple[list[str], dict[str, str], dict[str, str]]:
-        """The passing names, in their order, and the failing ones with their reasons; a name
-        not in the cluster fails for the `unknown` reason (resolvable).
+    def sort(self, names: list[str], unknown: str) -> tuple[list[str], Failures, Failures]:
+        """The passing names, in their order, and the failing ones with their reasons, each map
+        in the names' order; a name not in the cluster fails for the `unknown` reason
+        (resolvable).
 
-        One dict lookup per name finds its reason; the rest are passes over that list in C.
-        A reason says which side of the failures it is on, unless some text is both."""
-        reasons = list(map(self.reasons.get, names, repeat(unknown)))
-        passed = list(compress(names, map(not_, reasons)))
+        One dict lookup per name finds its entry; the rest are passes over that list in C that
+        compare identities (of the pass marker, of the entries' classes) and join bytes."""
+        entries = list(map(self._entries.get, names, repeat(_UNKNOWN)))
+        passed = list(compress(names, map(is_, entries, repeat(_PASSES))))
         if len(passed) == len(names):
-            return passed, {}, {}
-        failing = self._fail_reasons | {unknown}
-        if failing & self._never_reasons:
-            return passed, *self._sort_by_name(names, reasons)
-        never = dict(
-            compress(
-                zip(names, reasons, strict=True), map(self._never_reasons.__contains__, reasons)
-            )
-        )
-        failed = dict(
-            compress(zip(names, reasons, strict=True), map(failing.__contains__, reasons))
-        )
-        return passed, failed, never
+            return passed, Failures([]), Failures([])
+        kinds = list(map(type, entries))
+        # Entries of those two classes are the pieces.
+        failed = cast("list[bytes]", list(compress(entries, map(is_, kinds, repeat(_Fails)))))
+        never = cast("list[bytes]", list(compress(entries, map(is_, kinds, repeat(_NeverFits)))))
+        if len(passed) + len(failed) + len(never) < len(names):
+            failed = self._with_unknown(names, entries, unknown)
+        return passed, Failures(failed), Failures(never)
 
-    def _sort_by_name(
-        self, names: list[str], reasons: list[str]
-    ) -> tuple[dict[str, str], dict[str, str]]:
-        failed: dict[str, str] = {}
-        never: dict[str, str] = {}
-        for name, reason in zip(names, reasons, strict=True):
-            if reason:
-                (never if name in self.never else failed)[name] = reason
-        return failed, never
+    def _with_unknown(self, names: list[str], entries: list[object], unknown: str) -> list[bytes]:
+        """The resolvable failures, the names not in the cluster among them (rare: a node just
+        added, or a name that is no node)."""
+        found: list[bytes] = []
+        for name, entry in zip(names, entries, strict=True):
+            if entry is _UNKNOWN:
+                found.append(_piece(_Fails, name, unknown))
+            elif isinstance(entry, _Fails):
+                found.append(entry)
+        return found
 
 
 class Totals(_Table):

@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from extender.answers import Failures
 from kube_rdma.core.objects import Json
 
 MAX_SCORE = 10  # MaxExtenderPriority
@@ -68,7 +69,7 @@ def decode_args(body: bytes) -> ExtenderArgs:
         raise ProtocolError("ExtenderArgs.Pod must be a Pod object with metadata")
     names, node_list = field(data, "NodeNames"), field(data, "Nodes")
     if names is not None:
-        if not isinstance(names, list) or not all(map(isinstance, names, repeat(str))):
+        if not isinstance(names, list) or not _all_strings(names):
             raise ProtocolError("ExtenderArgs.NodeNames must be a list of node names")
         return ExtenderArgs(pod, names, None)
     if node_list is not None:
@@ -110,8 +111,8 @@ def filter_result(
     objects as a NodeList (and their names too: a list is never harmful, a null can be)."""
     result: Json = {
         "NodeNames": passed,
-        "FailedNodes": dict(failed),
-        "FailedAndUnresolvableNodes": dict(unresolvable),
+        "FailedNodes": _encodable(failed),
+        "FailedAndUnresolvableNodes": _encodable(unresolvable),
         "Error": "",
     }
     if args.nodes is not None:
@@ -121,6 +122,21 @@ def filter_result(
     else:
         result["Nodes"] = None
     return result
+
+
+def _encodable(failures: Mapping[str, str]) -> object:
+    """The map as orjson encodes it: a Failures table's JSON as it is, anything else as a dict."""
+    return orjson.Fragment(failures.json) if isinstance(failures, Failures) else dict(failures)
+
+
+def _all_strings(names: list[Any]) -> bool:
+    """Whether every item is a string: str.join refuses anything else, in one pass in C (a third
+    of the time of an isinstance call per name, which shows over 5,000 names)."""
+    try:
+        "".join(names)
+    except TypeError:
+        return False
+    return True
 
 
 def host_priorities(scores: Mapping[str, float]) -> list[Json]:

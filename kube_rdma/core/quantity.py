@@ -6,6 +6,7 @@ extender counts GPUs and RDMA units. The grammar follows apimachinery's `resourc
 
 from __future__ import annotations
 
+import functools
 import re
 from decimal import Decimal, InvalidOperation
 
@@ -31,8 +32,10 @@ class QuantityError(ValueError):
     """A string that is not a Kubernetes quantity."""
 
 
+@functools.lru_cache(maxsize=4096, typed=True)
 def parse_quantity(value: str | int | float) -> Decimal:
-    """The exact value of a quantity; raises QuantityError naming the bad input."""
+    """The exact value of a quantity; raises QuantityError naming the bad input. Remembered:
+    a cluster spells its quantities a few hundred ways, each parsed once per pod otherwise."""
     if isinstance(value, bool):
         raise QuantityError(f"{value!r} is not a quantity")
     if isinstance(value, int | float):

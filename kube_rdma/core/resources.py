@@ -15,6 +15,7 @@ A pattern is a full resource name in which `*` stands for any run of characters,
 from __future__ import annotations
 
 import fnmatch
+import functools
 import re
 from collections.abc import Iterable
 
@@ -45,4 +46,10 @@ def pattern_error(pattern: str) -> str | None:
 def is_rdma(resource: str, patterns: Iterable[str] = DEFAULT_RDMA_PATTERNS) -> bool:
     """True when `resource`, an extended resource (domain/name), matches one of `patterns`;
     cpu, memory and the other resources without a domain never count."""
-    return "/" in resource and any(fnmatch.fnmatchcase(resource, p) for p in patterns)
+    return "/" in resource and _matches(resource, tuple(patterns))
+
+
+@functools.lru_cache(maxsize=4096)
+def _matches(resource: str, patterns: tuple[str, ...]) -> bool:
+    """Remembered: a cluster has a handful of resource names, asked about for every pod."""
+    return any(fnmatch.fnmatchcase(resource, p) for p in patterns)

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import orjson
 import pytest
 
+from extender import protocol
 from extender.answers import Names, Verdicts
 from extender.cluster.model import Cluster
 from extender.engine import Engine, FilterOutcome
@@ -148,8 +150,28 @@ def test_a_reason_both_resolvable_and_not_is_sorted_by_node() -> None:
     verdicts = {"n0": fail("same words"), "n1": never("same words"), "n2": PASS}
     table = Verdicts(Names(), lambda node: verdicts[node.name])
     table.sync(model)
-    assert table.sort(["n1", "n0", "ghost", "n2"], GHOST) == (
+    passed, failed, unresolvable = table.sort(["n1", "n0", "ghost", "n2"], GHOST)
+    assert (passed, dict(failed), dict(unresolvable)) == (
         ["n2"],
         {"n0": "same words", "ghost": GHOST},
         {"n1": "same words"},
     )
+
+
+def test_failures_go_on_the_wire_as_the_json_of_their_map() -> None:
+    model = cluster()
+    quoted = 'rail "eth1" is \\down\\ (näher: 𝛑)'
+    verdicts = {"n0": fail(quoted), "n1": never("no GPUs"), "n2": PASS}
+    table = Verdicts(Names(), lambda node: verdicts[node.name])
+    table.sync(model)
+    passed, failed, unresolvable = table.sort(["n0", "ghost", "n1", "n2"], GHOST)
+    args = protocol.ExtenderArgs(nodes.pod("p"), ["n0", "ghost", "n1", "n2"], None)
+    wire = orjson.loads(orjson.dumps(protocol.filter_result(args, passed, failed, unresolvable)))
+    assert wire == {
+        "NodeNames": ["n2"],
+        "FailedNodes": {"n0": quoted, "ghost": GHOST},
+        "FailedAndUnresolvableNodes": {"n1": "no GPUs"},
+        "Nodes": None,
+        "Error": "",
+    }
+    assert list(wire["FailedNodes"]) == ["n0", "ghost"]  # in the names' order
