@@ -30,6 +30,12 @@ class JsonFormatter(logging.Formatter):
 
 
 def configure(level: str = "info") -> None:
+    # The lines carry none of the caller's file, thread or process, so the logging module need
+    # not look them up for every record (walking the stack for the caller is the costliest).
+    logging._srcfile = None
+    logging.logThreads = False
+    logging.logProcesses = False
+    logging.logMultiprocessing = False
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter())
     root = logging.getLogger()
