@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 from agent.nvtopo import TopoMatrix, parse_topo
-from agent.sysfs import PROC, scan
+from agent.sysfs import PROC, Problems, scan
 from kube_rdma.core.topology import Gpu, Nic, Pair, Topology
 
 NVIDIA_SMI_TIMEOUT_SECONDS = 30
@@ -25,8 +25,15 @@ class DiscoveryError(Exception):
     """The node's topology cannot be read; the message says from where and why."""
 
 
-def discover(sysfs_root: Path, topo_file: Path | None = None, proc_root: Path = PROC) -> Topology:
-    topology = scan(sysfs_root, proc_root)
+def discover(
+    sysfs_root: Path,
+    topo_file: Path | None = None,
+    proc_root: Path = PROC,
+    problems: Problems | None = None,
+) -> Topology:
+    """The node's topology; with `problems`, sysfs that cannot be read is left out and noted
+    there (agent/sysfs.py) instead of failing the scan."""
+    topology = scan(sysfs_root, proc_root, problems)
     text = _topo_text(topo_file) if topo_file else None
     if text is None and not topology.gpus and shutil.which("nvidia-smi"):
         text = _run_nvidia_smi()

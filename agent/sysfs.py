@@ -12,6 +12,12 @@ device tree:
 - `class/net/<netdev>/mtu` for a RoCE port's MTU (an InfiniBand port's MTU is not in sysfs: its
   netdev's is IPoIB's).
 - the GPUDirect RDMA paths (agent/gdr.py), which also read /proc.
+
+sysfs changes under a running scan: a device is listed and gone by the time its ports are read
+(a driver reload, a VF removed), a file cannot be read (EACCES, EIO from a wedged firmware) or
+holds something half-written. Given a `problems` list, a scan leaves out what it cannot read (a
+port, a device, a PCIe link) and appends one message for each, naming the file; without one
+(`agent inspect`, `nccl-conf`) the first problem raises.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.attributes import SysfsError as SysfsError
-from agent.attributes import read_attribute
+from agent.attributes import read_attribute, read_required
 from agent.gdr import gdr_paths
 from agent.pcie import pcie_level
 from agent.pcie_link import pcie_link
@@ -45,6 +51,26 @@ ERROR_COUNTERS = (
 _BDF = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 _EMPTY_GID = "0000:0000:0000:0000:0000:0000:0000:0000"
 
+Problems = list[str]
+"""What a scan left out and why, one message each."""
+
+
+def _left_out(problems: Problems | None, what: str, error: SysfsError | OSError) -> None:
+    """Note that `what` was left out because of `error`; without a list, raise it."""
+    if problems is None:
+        raise error
+    if isinstance(error, OSError):
+        problems.append(f"{what}: {error.filename}: {error.strerror}")
+    else:
+        problems.append(f"{what}: {error}")
+
+
+def _numbered(directory: Path | str) -> list[int]:
+    """The numeric entries of `directory` (ports, GID indexes), in order; [] when absent."""
+    if not os.path.isdir(directory):
+        return []
+    return sorted(int(entry) for entry in os.listdir(directory) if entry.isdigit())
+
 
 @dataclass(frozen=True)
 class PciFunction:
@@ -63,7 +89,9 @@ def _numa(path: Path) -> int | None:
     return number if number >= 0 else None
 
 
-def _pci_function(root: Path, device_link: Path) -> PciFunction | None:
+def _pci_function(
+    root: Path, device_link: Path, problems: Problems | None = None
+) -> PciFunction | None:
     real = Path(os.path.realpath(device_link))
     try:
         parts = real.relative_to(os.path.realpath(root / "devices")).parts
@@ -72,10 +100,15 @@ def _pci_function(root: Path, device_link: Path) -> PciFunction | None:
     if not parts or not _BDF.match(parts[-1]):
         return None
     slot = real.parent if _BDF.match(real.parent.name) else None
-    return PciFunction(parts[-1], parts, _numa(real / "numa_node"), pcie_link(real, slot))
+    try:
+        link = pcie_link(real, slot)
+    except SysfsError as e:
+        _left_out(problems, f"the PCIe link of {parts[-1]}", e)
+        link = None
+    return PciFunction(parts[-1], parts, _numa(real / "numa_node"), link)
 
 
-def find_gpus(root: Path) -> list[PciFunction]:
+def find_gpus(root: Path, problems: Problems | None = None) -> list[PciFunction]:
     """NVIDIA display and 3D controllers, in PCI bus id order (nvidia-smi's GPU index order)."""
     devices = root / "bus" / "pci" / "devices"
     found = []
@@ -84,7 +117,7 @@ def find_gpus(root: Path) -> list[PciFunction]:
             continue
         if not (read_attribute(devices / entry / "class") or "").startswith(GPU_CLASSES):
             continue
-        function = _pci_function(root, devices / entry)
+        function = _pci_function(root, devices / entry, problems)
         if function is not None:
             found.append(function)
     return sorted(found, key=lambda f: f.address)
@@ -120,10 +153,8 @@ def _gid_ip(gid: str) -> str | None:
 
 def _gids(port_dir: Path, link_layer: str) -> list[Gid]:
     gids_dir = f"{port_dir}/gids"
-    if not os.path.isdir(gids_dir):
-        return []
     result = []
-    for entry in sorted(os.listdir(gids_dir), key=int):
+    for entry in _numbered(gids_dir):
         raw = read_attribute(f"{gids_dir}/{entry}")
         if not raw or raw == _EMPTY_GID:
             continue
@@ -186,7 +217,7 @@ def _mtu(root: Path, netdev: str | None) -> int | None:
 
 def _port(root: Path, device_dir: Path, number: int) -> Port:
     port_dir = device_dir / "ports" / str(number)
-    link_layer = read_attribute(port_dir / "link_layer")
+    link_layer = read_required(port_dir / "link_layer")
     if link_layer not in ("InfiniBand", "Ethernet"):
         raise SysfsError(
             f"{port_dir / 'link_layer'}: expected InfiniBand or Ethernet, got {link_layer!r}"
@@ -215,30 +246,42 @@ class RdmaDevice:
     pci: PciFunction | None
 
 
-def find_rdma_devices(root: Path) -> list[RdmaDevice]:
+def find_rdma_devices(root: Path, problems: Problems | None = None) -> list[RdmaDevice]:
     base = root / "class" / "infiniband"
     devices = []
     for name in sorted(os.listdir(base)) if base.is_dir() else []:
-        device_dir = base / name
-        pci = _pci_function(root, device_dir / "device")
-        ports_dir = device_dir / "ports"
-        numbers = sorted(int(p) for p in os.listdir(ports_dir)) if ports_dir.is_dir() else []
-        nic = Nic(
-            name=name,
-            pci=pci.address if pci else None,
-            numa=pci.numa if pci else None,
-            pcie=pci.link if pci else None,
-            ports=tuple(_port(root, device_dir, n) for n in numbers),
-        )
-        devices.append(RdmaDevice(nic, pci))
+        try:
+            devices.append(_rdma_device(root, base / name, problems))
+        except (SysfsError, OSError) as e:
+            _left_out(problems, name, e)
     return devices
 
 
-def scan(root: Path, proc_root: Path = PROC) -> Topology:
+def _rdma_device(root: Path, device_dir: Path, problems: Problems | None) -> RdmaDevice:
+    if not device_dir.exists():  # listed, then removed before it could be read
+        raise SysfsError(f"{device_dir}: gone while the node was scanned")
+    pci = _pci_function(root, device_dir / "device", problems)
+    ports = []
+    for number in _numbered(device_dir / "ports"):
+        try:
+            ports.append(_port(root, device_dir, number))
+        except (SysfsError, OSError) as e:
+            _left_out(problems, f"{device_dir.name} port {number}", e)
+    nic = Nic(
+        name=device_dir.name,
+        pci=pci.address if pci else None,
+        numa=pci.numa if pci else None,
+        pcie=pci.link if pci else None,
+        ports=tuple(ports),
+    )
+    return RdmaDevice(nic, pci)
+
+
+def scan(root: Path, proc_root: Path = PROC, problems: Problems | None = None) -> Topology:
     """The node topology as sysfs under `root` describes it (and /proc, for the GPUDirect RDMA
-    paths)."""
-    gpus = find_gpus(root)
-    devices = find_rdma_devices(root)
+    paths); with `problems`, what it could read, and there what it could not."""
+    gpus = find_gpus(root, problems)
+    devices = find_rdma_devices(root, problems)
     pairs = [
         Pair(gpu=index, nic=d.nic.name, level=pcie_level(g.path, g.numa, d.pci.path, d.pci.numa))
         for index, g in enumerate(gpus)

@@ -15,6 +15,7 @@ kernel release.
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -164,6 +165,25 @@ class SysfsTree:
         link = self.root / "class" / "infiniband" / name
         link.symlink_to(os.path.relpath(device, link.parent))
         return device
+
+    def port_state(self, name: str, port: int, up: bool) -> None:
+        """Set a port's link up (ACTIVE, LinkUp) or down (DOWN, Disabled), as a flap does."""
+        path = self.root / "class" / "infiniband" / name / "ports" / str(port)
+        (path / "state").write_text("4: ACTIVE\n" if up else "1: DOWN\n")
+        (path / "phys_state").write_text("5: LinkUp\n" if up else "3: Disabled\n")
+
+    @staticmethod
+    def unreadable(path: Path) -> None:
+        """Make the attribute at `path` fail to read, as one the kernel refuses (EACCES, EIO):
+        a directory in its place fails the read with EISDIR, for root too, whom file modes do
+        not stop."""
+        path.unlink()
+        path.mkdir()
+
+    def vanish(self, name: str) -> None:
+        """The RDMA device `name` gone between a scan's listing and its reads: its directory
+        removed, its /sys/class/infiniband link left behind, dangling."""
+        shutil.rmtree((self.root / "class" / "infiniband" / name).resolve())
 
     @staticmethod
     def _port(path: Path, spec: PortSpec) -> None:

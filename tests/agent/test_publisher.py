@@ -41,6 +41,8 @@ def settings(root: Path, taint_unhealthy: bool = False) -> AgentSettings:
         interval=30.0,
         recover_after=2,
         taint_unhealthy=taint_unhealthy,
+        min_patch_gap=0.0,  # unpaced: pacing is tested in test_faults.py
+        max_patch_gap=0.0,
     )
 
 
@@ -94,7 +96,7 @@ async def test_link_going_down_is_published_and_recovery_waits_for_clean_scans(
     sysfs_tree.dual_port_ib_node(down)
     (down / "class/infiniband/mlx4_0/ports/1/state").write_text("1: DOWN\n")
     roots = iter([up, down, up, up, up])
-    agent = Agent(core_v1, settings(up), scan=lambda: scan(next(roots)))
+    agent = Agent(core_v1, settings(up), scan=lambda _: scan(next(roots)))
     for _ in range(5):
         await agent.step()
     labels = [
@@ -133,7 +135,7 @@ async def test_scan_errors_keep_the_published_state(
     sysfs_tree.shared_nic_node(tmp_path)
     results: list[Topology | Exception] = [scan(tmp_path), SysfsError("rate: unreadable")]
 
-    def flaky() -> Topology:
+    def flaky(_: list[str]) -> Topology:
         result = results.pop(0)
         if isinstance(result, Exception):
             raise result
@@ -212,7 +214,7 @@ async def test_unhealthy_rails_taint_the_node_with_the_labels_hysteresis(
     created = fake_api.create("nodes", node_with(OTHERS))
     up, down = up_and_down(tmp_path)
     roots = iter([up, down, up, down, up, up])
-    agent = Agent(core_v1, settings(up, taint_unhealthy=True), scan=lambda: scan(next(roots)))
+    agent = Agent(core_v1, settings(up, taint_unhealthy=True), scan=lambda _: scan(next(roots)))
     seen = []
     for _ in range(6):
         assert await agent.step() == 30.0
@@ -241,7 +243,7 @@ async def test_without_the_option_unhealthy_rails_leave_the_taints_alone(
     fake_api.create("nodes", node_with(OTHERS))
     up, down = up_and_down(tmp_path)
     roots = iter([up, down])
-    agent = Agent(core_v1, settings(up), scan=lambda: scan(next(roots)))
+    agent = Agent(core_v1, settings(up), scan=lambda _: scan(next(roots)))
     await agent.step()
     await agent.step()
     assert fake_api.get("nodes", NODE)["metadata"]["labels"] == {"kube-rdma.io/rdma-ready": "false"}
