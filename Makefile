@@ -3,8 +3,12 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+IMAGE  ?= ghcr.io/kube-rdma/kube-rdma:$(VERSION)
+TOOLS  := .tools
+UV_VERSION := 0.13.9
 
-.PHONY: test lint typecheck unit demo bench clean
+.PHONY: test lint typecheck unit demo bench lock image clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -35,5 +39,21 @@ bench: $(STAMP)
 	$(PY) -m bench.gang
 	$(PY) -m bench.nccl_conf
 
+# The image's dependencies, pinned with hashes for every platform (amd64 and arm64 wheels alike),
+# with setuptools to build kube-rdma itself without build isolation. uv is pinned too.
+lock:
+	test -x $(TOOLS)/bin/uv || ($(PYTHON) -m venv $(TOOLS) && $(TOOLS)/bin/pip install -q uv==$(UV_VERSION))
+	printf 'setuptools>=77\n' > $(TOOLS)/build.in
+	$(TOOLS)/bin/uv pip compile pyproject.toml $(TOOLS)/build.in --universal --python-version 3.11 \
+		--generate-hashes --no-annotate --custom-compile-command 'make lock' -o requirements.lock
+
+# The first OCI builder that works; a docker CLI counts only when its daemon answers.
+image:
+	@if command -v podman >/dev/null; then set -x; podman build -f manifests/Dockerfile -t $(IMAGE) .; \
+	elif command -v buildah >/dev/null; then set -x; buildah bud -f manifests/Dockerfile -t $(IMAGE) .; \
+	elif command -v nerdctl >/dev/null && nerdctl info >/dev/null 2>&1; then set -x; nerdctl build -f manifests/Dockerfile -t $(IMAGE) .; \
+	elif command -v docker >/dev/null && docker info >/dev/null 2>&1; then set -x; docker build -f manifests/Dockerfile -t $(IMAGE) .; \
+	else echo "make image: no OCI builder here (podman, buildah, or nerdctl/docker with a running daemon); install one, or build manifests/Dockerfile elsewhere" >&2; exit 1; fi
+
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(TOOLS) .mypy_cache .pytest_cache .ruff_cache

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 
 from agent import cli as agent_cli
 from certs import cli as certs_cli
@@ -23,11 +24,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kube-rdma", description="RDMA plumbing and placement for GPU training on Kubernetes"
     )
+    parser.add_argument("--version", action="version", version=f"kube-rdma {version()}")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
     subcommands = parser.add_subparsers(dest="command", required=True)
     for part in PARTS:
         part.register(subcommands)
     return parser
+
+
+def version() -> str:
+    """The installed package's version (the image and the manifests carry the same)."""
+    try:
+        return metadata.version("kube-rdma")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed; run from a source tree)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
