@@ -141,6 +141,13 @@ def run_inspect(args: argparse.Namespace) -> int:
     from agent.publisher import ScanError
     from kube_rdma.core.topology import encode
 
+    if not args.sysfs_root.is_dir():
+        print(
+            f"kube-rdma agent inspect: --sysfs-root {args.sysfs_root} is not a directory; give "
+            "the root of a sysfs tree (/sys, or a copy of its class/ and bus/ folders)",
+            file=sys.stderr,
+        )
+        return 2
     try:
         document = encode(discover(args.sysfs_root, args.topo_file, args.proc_root))
     except (*ScanError, OSError) as e:

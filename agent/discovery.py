@@ -61,6 +61,11 @@ def _topo_text(path: Path) -> str:
         return path.read_text()
     except OSError as e:
         raise DiscoveryError(f"{path}: cannot read: {e.strerror}") from e
+    except UnicodeDecodeError as e:
+        raise DiscoveryError(
+            f"{path}: not text (byte {e.start} is not UTF-8); give the output of "
+            "`nvidia-smi topo -m` as it prints it"
+        ) from e
 
 
 def _run_nvidia_smi() -> str:

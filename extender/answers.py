@@ -18,7 +18,7 @@ is laid over it per call by the engine, for the few names it concerns.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from itertools import compress, repeat
 from operator import is_
 from typing import cast
@@ -27,6 +27,7 @@ import orjson
 
 from extender.cluster.model import Cluster, NodeInfo
 from extender.filters import Verdict
+from extender.protocol import Failures
 
 
 class Names:
@@ -83,33 +84,6 @@ class _Table:
 
     def _drop(self, name: str) -> None:
         raise NotImplementedError
-
-
-class Failures(Mapping[str, str]):
-    """Failing node names and their reasons, held as the body of a JSON object (`"name":"reason"`
-    entries joined by commas) made from pieces encoded when the table was built. The encoder
-    sends `json` as it is; reading it as a mapping decodes it (tests, explain)."""
-
-    def __init__(self, pieces: list[bytes]) -> None:
-        self.json = b"{" + b",".join(pieces) + b"}"
-        self._decoded: dict[str, str] | None = None
-
-    def _items(self) -> dict[str, str]:
-        if self._decoded is None:
-            self._decoded = orjson.loads(self.json)
-        return self._decoded
-
-    def __getitem__(self, name: str) -> str:
-        return self._items()[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._items())
-
-    def __len__(self) -> int:
-        return len(self._items())
-
-    def __repr__(self) -> str:
-        return f"Failures({self._items()!r})"
 
 
 class _Fails(bytes):

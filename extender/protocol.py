@@ -9,7 +9,7 @@ nodes that were sent.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from itertools import repeat
 from operator import add
@@ -17,7 +17,6 @@ from typing import Any
 
 import orjson
 
-from extender.answers import Failures
 from kube_rdma.core.objects import Json
 
 MAX_SCORE = 10  # MaxExtenderPriority
@@ -122,6 +121,33 @@ def filter_result(
     else:
         result["Nodes"] = None
     return result
+
+
+class Failures(Mapping[str, str]):
+    """Failing node names and their reasons, held as the body of a JSON object (`"name":"reason"`
+    entries joined by commas) made from pieces encoded when the table was built. The encoder
+    sends `json` as it is; reading it as a mapping decodes it (tests, explain)."""
+
+    def __init__(self, pieces: list[bytes]) -> None:
+        self.json = b"{" + b",".join(pieces) + b"}"
+        self._decoded: dict[str, str] | None = None
+
+    def _items(self) -> dict[str, str]:
+        if self._decoded is None:
+            self._decoded = orjson.loads(self.json)
+        return self._decoded
+
+    def __getitem__(self, name: str) -> str:
+        return self._items()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items())
+
+    def __len__(self) -> int:
+        return len(self._items())
+
+    def __repr__(self) -> str:
+        return f"Failures({self._items()!r})"
 
 
 def _encodable(failures: Mapping[str, str]) -> object:

@@ -2,34 +2,61 @@
 
 Each part registers its own subcommands; this module only builds the parser from them, sets up
 logging and dispatches. Nothing is registered at import time: the parser is built per call.
+
+Every parser shows its defaults in its help, takes `--log-level` before or after the
+subcommand, and refuses abbreviated options. Whatever a subcommand raises ends as one line on
+stderr that says what was wrong and what to do, and exit status 2 (1 for an internal error),
+never a traceback, unless `--log-level debug` asks for it.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
+import logging
 import sys
 from collections.abc import Sequence
 from importlib import metadata
+from typing import Any
 
 from agent import cli as agent_cli
 from certs import cli as certs_cli
 from extender import cli as extender_cli
+from kube_rdma.cli_errors import explain_error
 from kube_rdma.core import logs
 from webhook import cli as webhook_cli
 
 PARTS = (webhook_cli, certs_cli, agent_cli, extender_cli)
+LOG_LEVELS = ["debug", "info", "warning"]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="kube-rdma", description="RDMA plumbing and placement for GPU training on Kubernetes"
-    )
-    parser.add_argument("--version", action="version", version=f"kube-rdma {version()}")
-    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
-    subcommands = parser.add_subparsers(dest="command", required=True)
-    for part in PARTS:
-        part.register(subcommands)
-    return parser
+class HelpWithDefaults(argparse.HelpFormatter):
+    """Every option that has a default says it, with help text of its own or without."""
+
+    def _format_action(self, action: argparse.Action) -> str:
+        shown = action.help or ""
+        if action.option_strings and _has_default(action) and "(default" not in shown:
+            action = copy.copy(action)
+            action.help = f"{shown} (default: %(default)s)".strip()
+        return super()._format_action(action)
+
+
+def _has_default(action: argparse.Action) -> bool:
+    return action.nargs != 0 and action.default not in (None, False, argparse.SUPPRESS, [])
+
+
+class Parser(argparse.ArgumentParser):
+    """Defaults shown in help, no prefix abbreviations, `--log-level` on every subcommand."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpWithDefaults)
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+        if self.prog != "kube-rdma":
+            # Absent unless given here, so that a level given before the subcommand stands.
+            self.add_argument(
+                "--log-level", choices=LOG_LEVELS, default=argparse.SUPPRESS, help="as above"
+            )
 
 
 def version() -> str:
@@ -40,10 +67,31 @@ def version() -> str:
         return "unknown (not installed; run from a source tree)"
 
 
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(
+        prog="kube-rdma", description="RDMA plumbing and placement for GPU training on Kubernetes"
+    )
+    parser.add_argument("--version", action="version", version=f"kube-rdma {version()}")
+    parser.add_argument("--log-level", default="info", choices=LOG_LEVELS)
+    subcommands = parser.add_subparsers(dest="command", required=True)
+    for part in PARTS:
+        part.register(subcommands)
+    return parser
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logs.configure(args.log_level)
-    return int(args.run(args))
+    try:
+        return int(args.run(args))
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:
+        if args.log_level == "debug":
+            logging.getLogger("kube_rdma").exception("%s failed", args.command)
+        message, status = explain_error(e)
+        print(f"kube-rdma {args.command}: {message}", file=sys.stderr)
+        return status
 
 
 if __name__ == "__main__":
