@@ -284,15 +284,21 @@ async def test_retries_a_failing_list_with_backoff(
     assert reflector.relists == 0
 
 
-async def test_relists_after_a_failing_watch(
-    fake_api: FakeApiServer, core_v1: Any, backoffs: list[float]
+async def test_resumes_after_a_failing_watch(
+    fake_api: FakeApiServer, core_v1: Any, backoffs: list[float], caplog: pytest.LogCaptureFixture
 ) -> None:
+    """A 500 on the watch is retried from the list's version after a backoff, without a
+    re-list, as client-go does."""
     fake_api.create("namespaces", named("default"))  # 101
     fake_api.fail("GET", NAMESPACES, 500, watch=True)
     recorder = Recorder()
     async with running(core_v1.list_namespace, recorder, backoffs) as reflector:
         await eventually(lambda: fake_api.watching == 1)
     assert backoffs == [0.5]
-    assert calls(fake_api, NAMESPACES) == ["list", "watch@101", "list", "watch@101"]
-    assert recorder.log == ["replace default", "replace default"]
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
+        f"watch test objects: InternalError: {INJECTED}; resuming from version 101; "
+        "retrying in 0.5s"
+    ]
+    assert calls(fake_api, NAMESPACES) == ["list", "watch@101", "watch@101"]
+    assert recorder.log == ["replace default"]
     assert reflector.relists == 0
