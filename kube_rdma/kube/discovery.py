@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -74,7 +74,7 @@ class Discovery:
             return False
         return any(_name(r) == resource.plural for r in body.get("resources") or [])
 
-    def waiter(self, resource: ApiResource) -> Callable[[], Awaitable[None]]:
+    def waiter(self, resource: ApiResource) -> Callable[[], Coroutine[Any, Any, None]]:
         """An awaitable that returns once `resource` is served, for Reflector's `served`."""
         absent = False
 
