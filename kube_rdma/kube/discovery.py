@@ -84,7 +84,7 @@ class Discovery:
                 if not absent:
                     log.info(
                         "%s is not served by this cluster (its CRD is not installed); "
-                        "looking again every %.0fs",
+                        "looking again every %gs",
                         resource,
                         self._recheck,
                     )
