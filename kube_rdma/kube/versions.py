@@ -22,7 +22,7 @@ import enum
 from collections import deque
 from typing import Final
 
-RECENT: Final = 4096
+RECENT: Final = 1024
 """How many applied versions are remembered to recognise duplicates."""
 
 
