@@ -1,6 +1,11 @@
 """The live cluster source: Nodes and Pods listed and watched into the cluster model, and binds
 that create a real `v1.Binding`. PodGroups and the workloads that own training pods (batch Jobs,
-PyTorchJobs, MPIJobs, JobSets, Volcano Jobs) are listed and watched too, where their CRDs exist.
+PyTorchJobs, MPIJobs, JobSets, Volcano Jobs) are listed and watched too, where API discovery finds
+them served (their CRDs installed; looked for again every few minutes where they are not).
+The reflectors (kube_rdma/kube/reflector.py) keep the model equal to the apiserver's truth
+through cut watches, 410 Gone, duplicated or reordered events and outages; the source is ready
+while Nodes and Pods are in sync, and not while a re-list is pending or the apiserver has been
+unreachable for longer than `stale_after` (docs/extender.md, "The cluster cache").
 
 kube-scheduler only sends node names (`nodeCacheCapable`), so the model has to follow the whole
 cluster by itself; it keeps of each object only what the extender reads (cluster/trim.py).
@@ -30,8 +35,9 @@ from extender.cluster.source import BindError
 from extender.cluster.trim import trim_node, trim_pod, trim_workload
 from kube_rdma.core.objects import Json
 from kube_rdma.kube.client import call
+from kube_rdma.kube.discovery import RECHECK_SECONDS, ApiResource, Discovery
 from kube_rdma.kube.errors import ApiError, Unreachable
-from kube_rdma.kube.reflector import INITIAL_BACKOFF_SECONDS, Reflector
+from kube_rdma.kube.reflector import INITIAL_BACKOFF_SECONDS, STALE_AFTER_SECONDS, Reflector
 
 log = logging.getLogger(__name__)
 
@@ -61,57 +67,59 @@ class LiveSource:
         *,
         custom_api: Any = None,
         initial_backoff: float = INITIAL_BACKOFF_SECONDS,
+        stale_after: float = STALE_AFTER_SECONDS,
+        recheck_absent: float = RECHECK_SECONDS,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self._api = core_api
         self.cluster = Cluster()
         self.owners = Owners()
         self._assumed: dict[PodKey, _Assumed] = {}
-        self.node_reflector = Reflector(
+        self._reflector = functools.partial(
+            Reflector, initial_backoff=initial_backoff, stale_after=stale_after, sleep=sleep
+        )
+        self.node_reflector = self._reflector(
             core_api.list_node,
             self.cluster.replace_nodes,
             self._node_event,
             "nodes",
-            initial_backoff=initial_backoff,
-            sleep=sleep,
             transform=trim_node,
             page_size=LIST_PAGE_SIZE,
         )
-        self.pod_reflector = Reflector(
+        self.pod_reflector = self._reflector(
             functools.partial(core_api.list_pod_for_all_namespaces, field_selector=NON_TERMINAL),
             self._replace_pods,
             self._pod_event,
             "pods",
-            initial_backoff=initial_backoff,
-            sleep=sleep,
             transform=trim_pod,
             page_size=LIST_PAGE_SIZE,
         )
-        # PodGroups hold the size of coscheduling and Volcano gangs. They are optional: where a
-        # CRD is not installed its list fails and is retried with backoff, without holding up
-        # readiness.
-        self.podgroup_reflectors = (
-            [
-                Reflector(
+        self.podgroup_reflectors: list[Reflector] = []
+        self.owner_reflectors: list[Reflector] = []
+        if custom_api is not None:
+            discovery = Discovery(custom_api.get_api_resources, recheck=recheck_absent, sleep=sleep)
+            self._follow_optional(custom_api, discovery)
+
+    def _follow_optional(self, custom_api: Any, discovery: Discovery) -> None:
+        """PodGroups hold the size of coscheduling and Volcano gangs, and the workloads that
+        own training pods give theirs. Each is followed only where API discovery finds it
+        served (batch Jobs always are; the rest need a CRD), and none holds up readiness."""
+        for group, version in PODGROUP_VERSIONS:
+            self.podgroup_reflectors.append(
+                self._reflector(
                     functools.partial(
                         custom_api.list_cluster_custom_object, group, version, "podgroups"
                     ),
                     self._replace_podgroups(group),
                     self._podgroup_event,
                     f"podgroups.{group}",
-                    initial_backoff=initial_backoff,
-                    sleep=sleep,
+                    served=discovery.waiter(ApiResource(group, version, "podgroups")),
                 )
-                for group, version in PODGROUP_VERSIONS
-            ]
-            if custom_api is not None
-            else []
-        )
-        # The workloads that own training pods give their gangs, where their CRDs exist (batch
-        # Jobs always do); optional in the same way.
-        self.owner_reflectors = (
-            [
-                Reflector(
+            )
+        for resource in WORKLOADS:
+            api_resource = ApiResource(resource.group, resource.version, resource.plural)
+            self.owner_reflectors.append(
+                self._reflector(
                     functools.partial(
                         custom_api.list_cluster_custom_object,
                         resource.group,
@@ -121,18 +129,15 @@ class LiveSource:
                     functools.partial(self.owners.replace, resource),
                     functools.partial(self._owner_event, resource),
                     f"{resource} {resource.version}",
-                    initial_backoff=initial_backoff,
-                    sleep=sleep,
                     transform=trim_workload,
+                    served=discovery.waiter(api_resource),
                 )
-                for resource in WORKLOADS
-            ]
-            if custom_api is not None
-            else []
-        )
+            )
 
     def ready(self) -> bool:
-        return self.node_reflector.synced.is_set() and self.pod_reflector.synced.is_set()
+        """Nodes and Pods are listed and followed: no re-list pending, and the apiserver not
+        unreachable for longer than the reflectors' `stale_after`."""
+        return self.node_reflector.in_sync() and self.pod_reflector.in_sync()
 
     async def run(self) -> None:
         async with asyncio.TaskGroup() as tasks:

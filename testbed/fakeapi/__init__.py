@@ -4,12 +4,14 @@ kopf tests its list, watch and patch code against an HTTP-level fake of the API 
 the client: kubernetes-asyncio's generated clients then run unchanged, with their URL building,
 query encoding, content-type choice and streaming. This fake serves core/v1 (and whatever else is
 added to its resource table) from memory, with one resourceVersion counter bumped by every write,
-an event history so that watches resume from a resourceVersion, bookmarks, and the test controls a
-reflector has to survive: compaction (410 Gone), the server ending every watch (an apiserver
-restart) and injected HTTP errors. Every request is recorded so tests can assert exact bodies.
+an event history so that watches resume from a resourceVersion, bookmarks, API discovery, and the
+test controls a reflector has to survive: compaction (410 Gone), the server ending every watch (an
+apiserver restart), injected HTTP errors, streams cut mid-event, duplicated and reordered events,
+outages and slow answers. Every request is recorded so tests can assert exact bodies.
 
 The parts, one concern each: `store` (objects, resourceVersions, the event log), `selectors`,
 `patches`, `watch` (streams and bookmarks), `recording` (recorded requests, injected failures),
+`faults` (what the server does wrong on demand), `discovery` (/api/v1, /apis/GROUP/VERSION),
 `workloads` (the resources of the controllers that own training pods),
 `routes` (the REST verbs), `server` (`FakeApiServer`, putting them together), `fixtures` (pytest).
 `python -m testbed.fakeapi` serves a cluster snapshot file as a process of its own (`process`).
@@ -21,6 +23,7 @@ defaulting, validation, admission (a namespace need not exist), finalizers or gr
 """
 
 from testbed.fakeapi.errors import ApiError
+from testbed.fakeapi.faults import Faults, StreamFault
 from testbed.fakeapi.fixtures import core_v1, fake_api
 from testbed.fakeapi.kubeconfig import kubeconfig, write_kubeconfig
 from testbed.fakeapi.patches import (
@@ -48,10 +51,12 @@ __all__ = [
     "ApiError",
     "Change",
     "FakeApiServer",
+    "Faults",
     "RecordedRequest",
     "Requirement",
     "Resource",
     "Selector",
+    "StreamFault",
     "Watcher",
     "apply_patch",
     "core_v1",

@@ -7,7 +7,10 @@ script waits for it); SIGTERM or SIGINT stops it with exit status 0. A snapshot 
 is refused before it listens, with the file and the problem on stderr and exit status 2. Like a
 new cluster, it always serves the namespaces default, kube-node-lease, kube-public and
 kube-system. Workload objects in the snapshot (batch Jobs, PyTorchJobs, MPIJobs, JobSets, Volcano
-Jobs and PodGroups) are served as by a cluster with their CRDs installed.
+Jobs and PodGroups) are served as by a cluster with their CRDs installed. `--outage AT:SECONDS`
+(repeatable) makes it unreachable for SECONDS from AT seconds after it starts listening (refusing
+connections, or answering 503 with `--outage-503`), and `--slow SECONDS` delays every answer: the
+faults a cache must ride out (faults.py), for a whole run.
 """
 
 from __future__ import annotations
@@ -39,7 +42,27 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--kubeconfig-out", type=Path, metavar="FILE", help="write a kubeconfig for this server"
     )
+    parser.add_argument(
+        "--outage",
+        type=_outage,
+        action="append",
+        default=[],
+        metavar="AT:SECONDS",
+        help="be unreachable for SECONDS from AT seconds after start (repeatable)",
+    )
+    parser.add_argument(
+        "--outage-503", action="store_true", help="answer 503 during outages, not refuse"
+    )
+    parser.add_argument("--slow", type=float, default=0.0, metavar="SECONDS")
     return parser
+
+
+def _outage(text: str) -> tuple[float, float]:
+    at, _, seconds = text.partition(":")
+    try:
+        return float(at), float(seconds)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected AT:SECONDS, got {text!r}") from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -92,7 +115,19 @@ async def serve(server: FakeApiServer, args: argparse.Namespace, contents: str) 
         if args.kubeconfig_out is not None:
             server.write_kubeconfig(args.kubeconfig_out)
         print(f"fake apiserver listening on {server.host}: {contents}", flush=True)
+        server.faults.delay = args.slow
+        outages = [asyncio.create_task(_later(server, o, not args.outage_503)) for o in args.outage]
         await stop.wait()
+        for outage in outages:
+            outage.cancel()
     finally:
         await server.stop()
     return 0
+
+
+async def _later(server: FakeApiServer, outage: tuple[float, float], refuse: bool) -> None:
+    at, seconds = outage
+    await asyncio.sleep(at)
+    print(f"fake apiserver down for {seconds:g}s", flush=True)
+    await server.outage(seconds, refuse=refuse)
+    print("fake apiserver up again", flush=True)

@@ -1,9 +1,12 @@
 """`FakeApiServer`: the store, the watches and the REST routes put together, with a test-side
 API over the same state (create/get/update/patch/delete/bind) and the controls a reflector has to
-survive: compaction (410 Gone), the server ending every watch, bookmarks and injected errors."""
+survive: compaction (410 Gone), the server ending every watch, bookmarks, injected errors, the
+faults of faults.py (cut, duplicated and reordered events, slow answers), an outage (refused
+connections or 503) and CRDs installed or removed while it runs (seen through discovery)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,6 +16,9 @@ from aiohttp import web
 from kubernetes_asyncio import client
 
 from kube_rdma.core.objects import Json
+from testbed.fakeapi.discovery import add_discovery_routes
+from testbed.fakeapi.errors import ApiError
+from testbed.fakeapi.faults import Faults, StreamFault
 from testbed.fakeapi.kubeconfig import write_kubeconfig
 from testbed.fakeapi.patches import MERGE_PATCH
 from testbed.fakeapi.recording import Failure, RecordedRequest, Recorder
@@ -36,9 +42,13 @@ class FakeApiServer:
     ) -> None:
         self.host = ""
         self._recorder = Recorder()
-        self._watches = Watches(bookmark_interval)
+        self.faults = Faults()
+        self._watches = Watches(bookmark_interval, self.faults)
         self._store = Store(resources, clock=clock, seed=seed, on_change=self._watches.publish)
         self._runner: web.AppRunner | None = None
+        self._site: web.TCPSite | None = None
+        self._address: tuple[str, int] = ("127.0.0.1", 0)
+        self._refusing = False
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -46,8 +56,10 @@ class FakeApiServer:
         """Listen on `host`:`port` (0: any free port); `host` is then the base URL."""
         self._runner = web.AppRunner(self.create_app(), access_log=None, shutdown_timeout=1)
         await self._runner.setup()
-        await web.TCPSite(self._runner, host, port).start()
-        self.host = f"http://{_reachable(host)}:{self._runner.addresses[0][1]}"
+        self._site = web.TCPSite(self._runner, host, port)
+        await self._site.start()
+        self._address = (host, self._runner.addresses[0][1])
+        self.host = f"http://{_reachable(host)}:{self._address[1]}"
 
     async def stop(self) -> None:
         self.end_watches()
@@ -62,7 +74,10 @@ class FakeApiServer:
         await self.stop()
 
     def create_app(self) -> web.Application:
-        return create_app(self._store, self._watches, self._recorder)
+        app = create_app(self._store, self._watches, self._recorder)
+        app.middlewares.append(self.faults.middleware)
+        add_discovery_routes(app)
+        return app
 
     def api_client(self) -> Any:
         """A kubernetes-asyncio ApiClient for this server; use it as `async with`."""
@@ -144,6 +159,51 @@ class FakeApiServer:
     def end_watches(self) -> None:
         """End every open watch stream, as an apiserver restart or a watch timeout does."""
         self._watches.end_all()
+
+    def expire_watches(self) -> None:
+        """Compact, and end every open watch with a 410 ERROR event, as the watch cache does to
+        a watcher that fell too far behind."""
+        self._store.compact()
+        expired = ApiError(410, f"too old resource version: {self._store.version}")
+        self._watches.expire_all(expired.status())
+
+    def inject(self, fault: StreamFault, plural: str | None = None, times: int = 1) -> None:
+        """Apply `fault` to the next `times` events sent on watches of `plural` (any: None)."""
+        self.faults.inject(fault, plural, times)
+
+    def install(self, key: str, resource: Resource) -> None:
+        """Serve `resource` from now on, as installing its CRD does."""
+        self._store.resources[key] = resource
+
+    def uninstall(self, key: str) -> None:
+        """Stop serving a resource (its objects are kept, unreachable), as deleting a CRD."""
+        del self._store.resources[key]
+
+    async def go_down(self, *, refuse: bool = True) -> None:
+        """Become unreachable: every open connection closed, then new ones refused (`refuse`)
+        or answered 503. The test-side API keeps working, so the state can change meanwhile."""
+        self.faults.unavailable = not refuse
+        self._watches.cut_all()
+        if refuse and not self._refusing and self._site is not None:
+            self._refusing = True
+            await self._site.stop()
+            server = self._runner.server if self._runner is not None else None
+            for connection in server.connections if server is not None else []:
+                connection.force_close()
+
+    async def come_back(self) -> None:
+        """Answer again, on the same address, after `go_down`."""
+        self.faults.unavailable = False
+        if self._refusing and self._runner is not None:
+            self._refusing = False
+            self._site = web.TCPSite(self._runner, *self._address)
+            await self._site.start()
+
+    async def outage(self, seconds: float, *, refuse: bool = True) -> None:
+        """Down for `seconds`, then back."""
+        await self.go_down(refuse=refuse)
+        await asyncio.sleep(seconds)
+        await self.come_back()
 
     def fail(
         self, method: str, path: str, code: int = 500, *, times: int = 1, watch: bool | None = None

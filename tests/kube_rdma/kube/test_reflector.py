@@ -7,81 +7,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from kube_rdma.core.objects import Json
-from kube_rdma.kube.reflector import ListFunction, Reflector
+from kube_rdma.kube.reflector import Reflector
 from testbed.fakeapi import FakeApiServer, eventually
-
-NAMESPACES = "/api/v1/namespaces"
-NODES = "/api/v1/nodes"
-INJECTED = "fake apiserver: injected failure"
-# What the Reflector's watch sends, as kubernetes-asyncio encodes it.
-WATCH_QUERY = {"watch": "True", "allowWatchBookmarks": "True", "timeoutSeconds": "300"}
-
-
-class Recorder:
-    """A cache of name -> resourceVersion fed by the callbacks, and a log of what they were told."""
-
-    def __init__(self) -> None:
-        self.versions: dict[str, str] = {}
-        self.log: list[str] = []
-
-    def replace(self, items: list[Json]) -> None:
-        self.versions = {_name(o): _version(o) for o in items}
-        self.log.append(" ".join(["replace", *self.versions]))
-
-    def event(self, kind: str, obj: Json) -> None:
-        if kind == "DELETED":
-            del self.versions[_name(obj)]
-        else:
-            self.versions[_name(obj)] = _version(obj)
-        self.log.append(f"{kind} {_name(obj)} {_version(obj)}")
-
-
-def _name(obj: Json) -> str:
-    return str(obj["metadata"]["name"])
-
-
-def _version(obj: Json) -> str:
-    return str(obj["metadata"]["resourceVersion"])
-
-
-def named(name: str, **labels: str) -> Json:
-    return {"metadata": {"name": name, "labels": labels}}
-
-
-@contextlib.asynccontextmanager
-async def running(
-    list_fn: ListFunction, recorder: Recorder, delays: list[float] | None = None
-) -> AsyncIterator[Reflector]:
-    """Run a Reflector whose backoff sleeps are recorded in `delays` instead of slept."""
-    recorded = [] if delays is None else delays
-
-    async def sleep(delay: float) -> None:
-        recorded.append(delay)
-        await asyncio.sleep(0)
-
-    reflector = Reflector(list_fn, recorder.replace, recorder.event, "test objects", sleep=sleep)
-    task = asyncio.create_task(reflector.run())
-    try:
-        yield reflector
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-
-
-def calls(api: FakeApiServer, path: str) -> list[str]:
-    """The list and watch calls on `path`, in order: "list", or "watch@<resourceVersion>"."""
-    return [
-        f"watch@{r.query.get('resourceVersion', '')}" if r.watch else "list"
-        for r in api.requests
-        if r.path == path
-    ]
+from tests.kube_rdma.kube.recorded import (
+    INJECTED,
+    NAMESPACES,
+    NODES,
+    WATCH_QUERY,
+    Recorder,
+    calls,
+    named,
+    running,
+)
 
 
 async def test_lists_then_follows_the_watch(fake_api: FakeApiServer, core_v1: Any) -> None:
@@ -284,15 +227,21 @@ async def test_retries_a_failing_list_with_backoff(
     assert reflector.relists == 0
 
 
-async def test_relists_after_a_failing_watch(
-    fake_api: FakeApiServer, core_v1: Any, backoffs: list[float]
+async def test_resumes_after_a_failing_watch(
+    fake_api: FakeApiServer, core_v1: Any, backoffs: list[float], caplog: pytest.LogCaptureFixture
 ) -> None:
+    """A 500 on the watch is retried from the list's version after a backoff, without a
+    re-list, as client-go does."""
     fake_api.create("namespaces", named("default"))  # 101
     fake_api.fail("GET", NAMESPACES, 500, watch=True)
     recorder = Recorder()
     async with running(core_v1.list_namespace, recorder, backoffs) as reflector:
         await eventually(lambda: fake_api.watching == 1)
     assert backoffs == [0.5]
-    assert calls(fake_api, NAMESPACES) == ["list", "watch@101", "list", "watch@101"]
-    assert recorder.log == ["replace default", "replace default"]
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
+        f"watch test objects: InternalError: {INJECTED}; resuming from version 101; "
+        "retrying in 0.5s"
+    ]
+    assert calls(fake_api, NAMESPACES) == ["list", "watch@101", "watch@101"]
+    assert recorder.log == ["replace default"]
     assert reflector.relists == 0
