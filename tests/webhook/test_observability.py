@@ -55,10 +55,10 @@ async def test_one_structured_log_line_per_review(
     del pod["metadata"]["name"]
     pod["metadata"]["generateName"] = "llama-70b-worker-"
     request = {**pods.request(pod), "name": ""}
-    async with serve(Settings()) as client:
-        with caplog.at_level(logging.INFO, logger="kube_rdma.webhook"):
+    with caplog.at_level(logging.INFO, logger="kube_rdma.webhook"):
+        async with serve(Settings()) as client:
             await client.review(request)
-    records = [r for r in caplog.records if r.name == "kube_rdma.webhook"]
+            records = [r for r in caplog.records if r.name == "kube_rdma.webhook"]
     assert len(records) == 1
     record = records[0]
     assert record.getMessage() == "review"
