@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import ipaddress
 import logging
 import os
 import re
 import signal
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -186,21 +188,54 @@ def run_agent(args: argparse.Namespace) -> int:
     return asyncio.run(_until_signalled(args))
 
 
+SHUTDOWN_TIMEOUT_SECONDS = 3.0
+"""How long a stopping agent waits for the scan or patch under way; below the DaemonSet's
+terminationGracePeriodSeconds (5), after which the kubelet sends SIGKILL."""
+
+
+class _Stopped(Exception):
+    """SIGTERM or SIGINT arrived while the agent waited for its next scan."""
+
+
 async def _until_signalled(args: argparse.Namespace) -> int:
     """Run the agent until SIGTERM or SIGINT (as PID 1 in a container nothing else stops it
-    short of SIGKILL)."""
-    task = asyncio.create_task(_serve(args))
+    short of SIGKILL). A scan or patch under way is finished first, for at most
+    SHUTDOWN_TIMEOUT_SECONDS; a signal during the wait between scans stops the agent at once."""
+    stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, task.cancel)
+        loop.add_signal_handler(sig, stop.set)
+    task = asyncio.create_task(_serve(args, _sleep_until(stop)))
+    stopping = asyncio.create_task(stop.wait())
+    await asyncio.wait({task, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    stopping.cancel()
     try:
-        return await task
-    except asyncio.CancelledError:
+        return await asyncio.wait_for(task, SHUTDOWN_TIMEOUT_SECONDS if stop.is_set() else None)
+    except _Stopped:
         log.info("agent stopped", extra={"node": args.node_name})
-        return 0
+    except TimeoutError:
+        log.warning(
+            "agent stopped before its patch finished; the next agent publishes again",
+            extra={"node": args.node_name},
+        )
+    return 0
 
 
-async def _serve(args: argparse.Namespace) -> int:
+def _sleep_until(stop: asyncio.Event) -> Callable[[float], Awaitable[None]]:
+    """The agent's wait between scans, cut short by `stop`."""
+
+    async def sleep(seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), seconds)
+        if stop.is_set():
+            raise _Stopped
+
+    return sleep
+
+
+async def _serve(
+    args: argparse.Namespace, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+) -> int:
     from kubernetes_asyncio import client
 
     from agent.error_rules import error_rules
@@ -220,5 +255,5 @@ async def _serve(args: argparse.Namespace) -> int:
     rules = error_rules(args.error_threshold)
     async with client.ApiClient() as api:
         log.info("agent started", extra={"node": args.node_name})
-        await Agent(client.CoreV1Api(api), settings, error_rules=rules).run()
+        await Agent(client.CoreV1Api(api), settings, sleep=sleep, error_rules=rules).run()
     return 0

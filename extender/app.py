@@ -40,6 +40,9 @@ from kube_rdma.core.resources import DEFAULT_RDMA_PATTERNS
 
 log = logging.getLogger("kube_rdma.extender")
 
+SHUTDOWN_TIMEOUT_SECONDS = 4.0
+"""How long SIGTERM waits for calls in flight, binds to the apiserver included (aiohttp may wait
+as long again for a cancelled one): below the Deployment's terminationGracePeriodSeconds (10)."""
 LATENCY_BUCKETS = (0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5)
 
 

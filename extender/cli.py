@@ -86,6 +86,7 @@ def run_extender(args: argparse.Namespace) -> int:
 
     from certs.reload import CertificateReloader
     from certs.serving import TLSConfigError
+    from extender.app import SHUTDOWN_TIMEOUT_SECONDS
     from extender.cluster.snapshot import SnapshotError
     from kube_rdma.core.config_file import ConfigError
 
@@ -108,6 +109,7 @@ def run_extender(args: argparse.Namespace) -> int:
             ssl_context=ssl_context,
             print=None,
             access_log=None,
+            shutdown_timeout=SHUTDOWN_TIMEOUT_SECONDS,
         )
     except (TLSConfigError, ConfigError, SnapshotError) as e:
         log.error("cannot start the extender: %s", e)

@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from kube_rdma.core.objects import Json
+from kube_rdma.core.podshape import pod_problem
 
 MAX_SCORE = 10  # MaxExtenderPriority
 
@@ -63,9 +64,7 @@ class ExtenderArgs:
 
 def decode_args(body: bytes) -> ExtenderArgs:
     data = _object(body, "ExtenderArgs")
-    pod = field(data, "Pod")
-    if not isinstance(pod, dict) or not isinstance(pod.get("metadata"), dict):
-        raise ProtocolError("ExtenderArgs.Pod must be a Pod object with metadata")
+    pod = _pod(field(data, "Pod"))
     names, node_list = field(data, "NodeNames"), field(data, "Nodes")
     if names is not None:
         if not isinstance(names, list) or not _all_strings(names):
@@ -81,6 +80,17 @@ def decode_args(body: bytes) -> ExtenderArgs:
         "ExtenderArgs has neither NodeNames nor Nodes; with nodeCacheCapable: true kube-scheduler "
         "sends NodeNames, otherwise Nodes"
     )
+
+
+def _pod(pod: Any) -> Json:
+    """The Pod of ExtenderArgs, in the shape kube-scheduler sends; raises ProtocolError naming
+    the field that is not."""
+    if not isinstance(pod, dict) or not isinstance(pod.get("metadata"), dict):
+        raise ProtocolError("ExtenderArgs.Pod must be a Pod object with metadata")
+    problem = pod_problem(pod)
+    if problem:
+        raise ProtocolError(f"ExtenderArgs.Pod is not a Pod: {problem}")
+    return pod
 
 
 @dataclass(frozen=True)

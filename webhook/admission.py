@@ -7,11 +7,13 @@ mutation's result into an allowed, patched or denied response.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
+from kube_rdma.core.podshape import pod_problem
 from kube_rdma.core.quantity import QuantityError
 from kube_rdma.core.workloads import training_key
 from webhook import review
@@ -22,6 +24,8 @@ from webhook.podsecurity import Level, enforced_level
 from webhook.podspec import gpu_count
 from webhook.profile_store import ProfileStore
 from webhook.profiles import ProfileSet
+
+log = logging.getLogger("kube_rdma.webhook")
 
 PROTECTED_NAMESPACES = frozenset({"kube-system"})
 
@@ -55,11 +59,21 @@ class Admitter:
         pod = request.get("object")
         if not isinstance(pod, dict):
             raise review.BadRequest("a Pod CREATE review needs the pod in request.object")
-        metadata = pod.get("metadata") or {}
-        namespace = request.get("namespace") or metadata.get("namespace")
+        problem = pod_problem(pod)
+        if problem:
+            return Decision(
+                review.invalid(uid, f"request.object is not a Pod: {problem}"), "invalid"
+            )
+        namespace = request.get("namespace") or (pod.get("metadata") or {}).get("namespace")
         if not isinstance(namespace, str) or not namespace:
             raise review.BadRequest("a Pod CREATE review needs request.namespace")
         if namespace in self._protected:
+            log.warning(
+                "asked to review a pod in namespace %s, which kube-rdma never mutates; allowed "
+                "unchanged. Exclude it in the MutatingWebhookConfiguration's namespaceSelector",
+                namespace,
+                extra={"uid": uid, "namespace": namespace},
+            )
             return Decision(review.allowed(uid), "ignored")
         profiles = self._profiles.current
         try:
@@ -123,9 +137,10 @@ class Admitter:
 
 
 def _is_pod_create(request: Json) -> bool:
-    kind = request.get("kind") or {}
+    kind = request.get("kind")
     return (
-        kind.get("kind") == "Pod"
+        isinstance(kind, dict)
+        and kind.get("kind") == "Pod"
         and kind.get("group", "") == ""
         and not request.get("subResource")
         and request.get("operation") == "CREATE"

@@ -31,6 +31,10 @@ from webhook.profile_store import ProfileStore
 log = logging.getLogger("kube_rdma.webhook")
 
 DEFAULT_MAX_BODY_BYTES = 6 << 20
+SHUTDOWN_TIMEOUT_SECONDS = 10.0
+"""How long SIGTERM waits for reviews in flight (aiohttp may wait as long again for a cancelled
+one). With the Deployment's 5-second preStop sleep that stays below its
+terminationGracePeriodSeconds (30), so the kubelet never has to SIGKILL a replica mid-review."""
 
 
 @dataclass(frozen=True)
@@ -80,11 +84,16 @@ def create_app(
     app.cleanup_ctx.append(_reload_ctx(settings))
     if tls is not None:
         watch_certificate(app, tls, metrics.registry)
+    app.on_shutdown.append(_stopping)
     app.router.add_post("/mutate", handle_mutate)
     app.router.add_get("/healthz", handle_healthz)
     app.router.add_get("/readyz", handle_readyz)
     app.router.add_get("/metrics", handle_metrics)
     return app
+
+
+async def _stopping(app: web.Application) -> None:
+    log.info("stopped accepting connections; finishing the reviews in flight")
 
 
 def _namespaces_ctx(settings: Settings) -> Any:

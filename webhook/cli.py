@@ -66,7 +66,7 @@ def run_webhook(args: argparse.Namespace) -> int:
     from certs.reload import CertificateReloader
     from certs.serving import TLSConfigError
     from kube_rdma.core.config_file import ConfigError
-    from webhook.app import Settings, create_app
+    from webhook.app import SHUTDOWN_TIMEOUT_SECONDS, Settings, create_app
     from webhook.podsecurity import Level
     from webhook.tls import placeholder_reloader, self_provisioned_app
 
@@ -107,10 +107,12 @@ def run_webhook(args: argparse.Namespace) -> int:
             ssl_context=tls.context,
             print=None,
             access_log=None,
+            shutdown_timeout=SHUTDOWN_TIMEOUT_SECONDS,
         )
     except (TLSConfigError, ConfigError, ProvisionError) as e:
         log.error("cannot start the webhook: %s", e)
         return 1
+    log.info("webhook stopped")
     return 0
 
 

@@ -76,6 +76,12 @@ def denied(uid: str, message: str, warnings: Sequence[str] = (), code: int = 403
     return _review(uid, warnings, allowed=False, status=status)
 
 
+def invalid(uid: str, message: str) -> Json:
+    """The review is well-formed but the object in it is not what it claims to be."""
+    status = {"code": 400, "reason": "BadRequest", "message": message}
+    return _review(uid, (), allowed=False, status=status)
+
+
 def errored(uid: str, message: str) -> Json:
     status = {"code": 500, "reason": "InternalError", "message": message}
     return _review(uid, (), allowed=False, status=status)

@@ -199,6 +199,21 @@ MALFORMED = [
         "ExtenderArgs.NodeNames must be a list of node names",
     ),
     ("bind", b'{"PodName": "x"}', "ExtenderBindingArgs needs PodNamespace, PodUID, Node"),
+    (
+        "filter",
+        orjson.dumps({"Pod": {"metadata": {}, "spec": "x"}, "NodeNames": NAMES}),
+        "ExtenderArgs.Pod is not a Pod: spec is a JSON string, expected an object",
+    ),
+    (
+        "prioritize",
+        orjson.dumps({"Pod": {"metadata": {}, "spec": {"containers": [7]}}, "NodeNames": NAMES}),
+        "ExtenderArgs.Pod is not a Pod: spec.containers[0] is a JSON number, expected an object",
+    ),
+    (
+        "filter",
+        orjson.dumps({"Pod": {**WORKER, "metadata": {"annotations": []}}, "NodeNames": NAMES}),
+        "ExtenderArgs.Pod is not a Pod: metadata.annotations is a JSON list, expected an object",
+    ),
 ]
 
 

@@ -165,6 +165,7 @@ def test_manifests_exist() -> None:
     assert ours == [
         "agent/daemonset.yaml:DaemonSet/kube-rdma-agent",
         "agent/namespace.yaml:Namespace/kube-rdma-agent",
+        "agent/networkpolicy.yaml:NetworkPolicy/kube-rdma-agent",
         "agent/priorityclass.yaml:PriorityClass/kube-rdma-agent",
         "agent/rbac.yaml:ServiceAccount/kube-rdma-agent",
         "agent/rbac.yaml:ClusterRole/kube-rdma-agent",
@@ -173,6 +174,7 @@ def test_manifests_exist() -> None:
         "webhook/deployment.yaml:Deployment/kube-rdma-webhook",
         "webhook/mutatingwebhookconfiguration.yaml:MutatingWebhookConfiguration/kube-rdma",
         "webhook/namespace.yaml:Namespace/kube-rdma",
+        "webhook/networkpolicy.yaml:NetworkPolicy/kube-rdma-webhook",
         "webhook/poddisruptionbudget.yaml:PodDisruptionBudget/kube-rdma-webhook",
         "webhook/priorityclass.yaml:PriorityClass/kube-rdma-webhook",
         "webhook/rbac.yaml:ServiceAccount/kube-rdma-webhook",
@@ -648,7 +650,34 @@ def test_privileged_namespace_holds_the_agent_only() -> None:
         for _, doc in DOCUMENTS
         if doc["metadata"].get("namespace") == AGENT
     )
-    assert inside == [("DaemonSet", AGENT), ("ServiceAccount", AGENT)]
+    assert inside == [("DaemonSet", AGENT), ("NetworkPolicy", AGENT), ("ServiceAccount", AGENT)]
+
+
+APISERVER_ONLY = [{"ports": [{"port": 443, "protocol": "TCP"}, {"port": 6443, "protocol": "TCP"}]}]
+
+
+@pytest.mark.parametrize(
+    ("name", "workload", "ingress"),
+    [
+        ("webhook", "webhook/deployment.yaml", [{"ports": [{"port": 8443, "protocol": "TCP"}]}]),
+        ("agent", "agent/daemonset.yaml", []),
+    ],
+)
+def test_network_policies_open_the_served_port_and_the_apiserver_only(
+    name: str, workload: str, ingress: list[Json]
+) -> None:
+    policy = dict(DOCUMENTS)[f"{name}/networkpolicy.yaml:NetworkPolicy/kube-rdma-{name}"]
+    pod = next(d for n, d in DOCUMENTS if n.startswith(workload))["spec"]["template"]
+    assert (
+        policy["metadata"]["namespace"]
+        == next(d for n, d in DOCUMENTS if n.startswith(workload))["metadata"]["namespace"]
+    )
+    assert policy["spec"]["podSelector"] == {"matchLabels": pod["metadata"]["labels"]}
+    assert policy["spec"]["policyTypes"] == ["Ingress", "Egress"]
+    assert policy["spec"]["ingress"] == ingress
+    assert policy["spec"]["egress"] == APISERVER_ONLY
+    served = [p["containerPort"] for c in pod["spec"]["containers"] for p in c.get("ports", [])]
+    assert [p["port"] for rule in ingress for p in rule["ports"]] == served
 
 
 # --- node agent -----------------------------------------------------------------------------

@@ -231,24 +231,44 @@ async def test_internal_error_is_a_denial_with_the_same_uid(serve: Serve) -> Non
 
 
 MALFORMED_OBJECTS = [
-    ("metadata-not-object", {"metadata": "x", "spec": {}}),
+    ("metadata-not-object", {"metadata": "x", "spec": {}}, "metadata is a JSON string"),
     (
         "containers-not-list",
         {"metadata": {"annotations": {"kube-rdma.io/inject": "true"}}, "spec": {"containers": 5}},
+        "spec.containers is a JSON number",
+    ),
+    (
+        "container-not-object",
+        {"metadata": {}, "spec": {"containers": [{"name": "a"}, "b"]}},
+        "spec.containers[1] is a JSON string",
+    ),
+    (
+        "limits-a-list",
+        {"metadata": {}, "spec": {"containers": [{"resources": {"limits": []}}]}},
+        "spec.containers[0].resources.limits is a JSON list",
+    ),
+    (
+        "annotation-not-string",
+        {"metadata": {"annotations": {"kube-rdma.io/inject": True}}},
+        "metadata.annotations['kube-rdma.io/inject'] is a JSON boolean, expected a string",
     ),
 ]
 
 
 @pytest.mark.parametrize(
-    "obj", [c[1] for c in MALFORMED_OBJECTS], ids=[c[0] for c in MALFORMED_OBJECTS]
+    ("obj", "problem"), [c[1:] for c in MALFORMED_OBJECTS], ids=[c[0] for c in MALFORMED_OBJECTS]
 )
-async def test_malformed_pod_objects_are_answered_with_the_uid(obj: Json, serve: Serve) -> None:
+async def test_malformed_pod_objects_are_answered_with_the_uid(
+    obj: Json, problem: str, serve: Serve
+) -> None:
     request = {**_annotated({"kube-rdma.io/inject": "true"}), "object": obj}
     async with serve(Settings()) as client:
         response = await client.review(request)
     assert response["uid"] == UID
     assert response["allowed"] is False
-    assert response["status"]["code"] == 500
+    assert response["status"]["code"] == 400
+    assert response["status"]["reason"] == "BadRequest"
+    assert response["status"]["message"].startswith(f"request.object is not a Pod: {problem}")
 
 
 async def test_a_non_pod_with_a_strange_object_is_allowed(serve: Serve) -> None:

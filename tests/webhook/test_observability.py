@@ -58,7 +58,7 @@ async def test_one_structured_log_line_per_review(
     with caplog.at_level(logging.INFO, logger="kube_rdma.webhook"):
         async with serve(Settings()) as client:
             await client.review(request)
-    records = [r for r in caplog.records if r.name == "kube_rdma.webhook"]
+            records = [r for r in caplog.records if r.name == "kube_rdma.webhook"]
     assert len(records) == 1
     record = records[0]
     assert record.getMessage() == "review"
