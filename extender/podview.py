@@ -176,7 +176,9 @@ def _reads_node_settings(pod: Json) -> bool:
     spec = pod.get("spec") or {}
     for container in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
         for entry in container.get("env") or []:
-            path = ((entry.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath", "")
-            if path.endswith(wanted):
+            source = entry.get("valueFrom")
+            field = source.get("fieldRef") if isinstance(source, dict) else None
+            path = field.get("fieldPath") if isinstance(field, dict) else None
+            if isinstance(path, str) and path.endswith(wanted):
                 return True
     return False

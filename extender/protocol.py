@@ -74,7 +74,7 @@ def decode_args(body: bytes) -> ExtenderArgs:
         items = node_list.get("items") if isinstance(node_list, dict) else None
         if not isinstance(items, list) or not all(isinstance(n, dict) for n in items):
             raise ProtocolError("ExtenderArgs.Nodes must be a NodeList with items")
-        names = [str((n.get("metadata") or {}).get("name")) for n in items]
+        names = [_node_name(n, i) for i, n in enumerate(items)]
         return ExtenderArgs(pod, names, items)
     raise ProtocolError(
         "ExtenderArgs has neither NodeNames nor Nodes; with nodeCacheCapable: true kube-scheduler "
@@ -163,6 +163,14 @@ class Failures(Mapping[str, str]):
 def _encodable(failures: Mapping[str, str]) -> object:
     """The map as orjson encodes it: a Failures table's JSON as it is, anything else as a dict."""
     return orjson.Fragment(failures.json) if isinstance(failures, Failures) else dict(failures)
+
+
+def _node_name(node: Json, index: int) -> str:
+    meta = node.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    if not isinstance(name, str) or not name:
+        raise ProtocolError(f"ExtenderArgs.Nodes.items[{index}] has no metadata.name")
+    return name
 
 
 def _all_strings(names: list[Any]) -> bool:

@@ -13,8 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-import yaml
-
+from kube_rdma.core.documents import DocumentError, read_documents
 from kube_rdma.kube.client import call
 from kube_rdma.kube.errors import NotFound
 from kube_rdma.kube.reflector import Reflector
@@ -44,7 +43,11 @@ class StaticNamespaces:
     def from_file(cls, path: Path) -> StaticNamespaces:
         """Read Namespace objects from YAML or JSON: a list, a `kind: List`, or documents."""
         objects: list[Any] = []
-        for doc in yaml.safe_load_all(path.read_text()):
+        try:
+            documents = read_documents(path)
+        except DocumentError as e:
+            raise DocumentError(f"namespaces file {path}: {e}") from None
+        for doc in documents:
             if isinstance(doc, list):
                 objects.extend(doc)
             elif isinstance(doc, dict) and "items" in doc:

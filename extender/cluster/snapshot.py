@@ -16,13 +16,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
-import yaml
-
 from extender.cluster.model import Cluster, as_bound, pod_key
 from extender.cluster.owners import WORKLOADS, Owners, WorkloadResource, resource_of
 from extender.cluster.source import BindError
 from extender.cluster.trim import trim_node, trim_pod, trim_workload
+from kube_rdma.core.documents import DocumentError, read_documents
 from kube_rdma.core.objects import Json
 
 KINDS = frozenset({"Node", "Pod", "PodGroup", *(r.kind for r in WORKLOADS)})
@@ -55,7 +53,7 @@ class SnapshotSource:
         """Read Nodes, Pods, PodGroups and workloads from `path`; other kinds are skipped."""
         try:
             return cls(_objects(read_documents(path)))
-        except SnapshotError as e:
+        except (SnapshotError, DocumentError) as e:
             raise SnapshotError(f"{path}: {e}") from None
 
     def ready(self) -> bool:
@@ -83,33 +81,6 @@ class SnapshotSource:
 
 def _resource(obj: Json) -> WorkloadResource | None:
     return resource_of(str(obj.get("apiVersion")), str(obj.get("kind")))
-
-
-def read_documents(path: Path) -> list[Any]:
-    """The YAML (or, for `.json`, JSON) documents of a snapshot file; SnapshotError says what is
-    wrong with it, without the path."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise SnapshotError("not UTF-8 text") from None
-    except OSError as e:
-        raise SnapshotError(f"cannot read it: {e.strerror or e}") from None
-    if path.suffix.lower() == ".json":
-        try:
-            return [orjson.loads(text)]
-        except orjson.JSONDecodeError as e:
-            raise SnapshotError(f"not valid JSON: {e}") from None
-    try:
-        return list(yaml.safe_load_all(text))
-    except yaml.YAMLError as e:
-        raise SnapshotError(f"not valid YAML: {_yaml_problem(e)}") from None
-
-
-def _yaml_problem(error: yaml.YAMLError) -> str:
-    if isinstance(error, yaml.MarkedYAMLError) and error.problem_mark is not None:
-        mark = error.problem_mark
-        return f"{error.problem} (line {mark.line + 1}, column {mark.column + 1})"
-    return str(error).splitlines()[0]
 
 
 def _objects(documents: list[Any]) -> list[Json]:

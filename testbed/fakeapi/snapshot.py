@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from extender.cluster.snapshot import SnapshotError as ExtenderSnapshotError
-from extender.cluster.snapshot import read_documents
+from kube_rdma.core.documents import DocumentError, read_documents
 from kube_rdma.core.objects import Json
 from testbed.fakeapi.store import Resource
 
@@ -72,7 +71,7 @@ def _documents(path: Path) -> list[Any]:
     """The snapshot file's documents, read as the extender reads them."""
     try:
         return read_documents(path)
-    except ExtenderSnapshotError as e:
+    except DocumentError as e:
         raise SnapshotError(str(e)) from None
 
 

@@ -23,3 +23,12 @@ def test_node_names_that_are_not_all_strings_are_refused(names: list[object]) ->
 def test_node_names_that_are_strings_are_kept_in_order() -> None:
     body = orjson.dumps({"Pod": POD, "NodeNames": ["b", "a", "", "a"]})
     assert protocol.decode_args(body).names == ["b", "a", "", "a"]
+
+
+@pytest.mark.parametrize(
+    "item", [{}, {"metadata": [1]}, {"metadata": {"name": 3}}, {"metadata": {}}]
+)
+def test_nodes_without_a_name_are_refused(item: dict[str, object]) -> None:
+    body = orjson.dumps({"Pod": POD, "Nodes": {"items": [{"metadata": {"name": "a"}}, item]}})
+    with pytest.raises(protocol.ProtocolError, match=r"Nodes.items\[1\] has no metadata.name"):
+        protocol.decode_args(body)

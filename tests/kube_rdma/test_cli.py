@@ -58,7 +58,7 @@ def bad_inputs(tmp: Path, port: int) -> list[tuple[list[str], str]]:
         (["extender", *snapshot, "--port", str(port), "--host", "127.0.0.1"], "another process"),
         (["webhook", *tls, "--profiles", str(tmp / "broken.yaml")], "broken.yaml"),
         (["webhook", *tls, "--profiles", str(tmp / "missing.yaml")], "missing.yaml"),
-        (["webhook", *tls, "--namespaces-file", str(tmp / "latin1.yaml")], "UTF-8"),
+        (["webhook", *tls, "--namespaces-file", str(tmp / "latin1.yaml")], "latin1.yaml"),
         (["extender", *snapshot, "--weights", str(tmp / "binary")], "binary"),
         (["extender", "--cluster-snapshot", str(tmp / "broken.yaml")], "broken.yaml"),
     ]

@@ -174,7 +174,7 @@ BAD_FILES = [
         '{"kind": "Node",}',
         "not valid JSON: trailing comma is not allowed: line 1 column 16 (char 15)",
     ),
-    ("a.yaml", b"kind: Node\xff\n", "not UTF-8 text"),
+    ("a.yaml", b"kind: Node\xff\n", "not UTF-8 text (byte 10)"),
     ("a.yaml", "just text\n", "document 1 is 'just text', not an object or a list"),
     ("a.yaml", "kind: List\nitems: {a: 1}\n", "document 1: List.items is not a list"),
     ("a.yaml", "- kind: Node\n  metadata: {name: n1}\n- 3\n", "object 2 is 3, not an object"),
