@@ -22,7 +22,7 @@ from testbed.builders import nodes
 from testbed.fakeapi import FakeApiServer, eventually
 
 RECORD = PlanRecord(("team-a", "llama"), 2, "leaf-b", ("b0", "b1"), "extender-1")
-CONFIGMAP = {
+CONFIGMAP: Json = {
     "apiVersion": "v1",
     "kind": "ConfigMap",
     "metadata": {
