@@ -51,6 +51,7 @@ class FailoverRun:
     nodes: int = 8
     leaf_size: int = 4
     gangs: int = 10
+    """Gangs created at once; a new batch when they are all done before the last kill."""
     sizes: tuple[int, ...] = (2, 3, 4)
     """Members per gang (one node each), drawn at random."""
     kills: int = 3
@@ -65,6 +66,9 @@ class FailoverRun:
 
 @dataclass
 class Report:
+    gangs: dict[str, int] = field(default_factory=dict)
+    """Every gang created, and its size: `run.gangs` at first, as many more while kills are
+    still to come."""
     takeovers: list[float] = field(default_factory=list)
     """Seconds from each kill until the other pod held the Lease."""
     first_binds: list[float] = field(default_factory=list)
@@ -237,13 +241,10 @@ async def _drive(run: FailoverRun, url: str, replicas: list[Replica]) -> Report:
         )
         watch = asyncio.create_task(watching.run())
         await eventually(watching.synced.is_set, within=30)
-        gangs = {f"g{i:02}": rng.choice(run.sizes) for i in range(run.gangs)}
-        for name, size in gangs.items():
-            for pod in gang_pods(name, size):
-                await core.create_namespaced_pod("team-a", pod)
+        await _create_gangs(run, rng, core, report)
         killing = asyncio.create_task(_kill(run, rng, core, leases, replicas, observer, report))
         try:
-            await _run_gangs(run, core, gangs, report, started)
+            await _run_gangs(run, rng, core, report, started, killing)
             await killing
         finally:
             killing.cancel()
@@ -255,19 +256,38 @@ async def _drive(run: FailoverRun, url: str, replicas: list[Replica]) -> Report:
     return report
 
 
+async def _create_gangs(run: FailoverRun, rng: random.Random, core: Any, report: Report) -> None:
+    """`run.gangs` more gangs, all at once."""
+    for _ in range(run.gangs):
+        name, size = f"g{len(report.gangs):03}", rng.choice(run.sizes)
+        report.gangs[name] = size
+        for pod in gang_pods(name, size):
+            await core.create_namespaced_pod("team-a", pod)
+
+
 async def _run_gangs(
-    run: FailoverRun, core: Any, gangs: dict[str, int], report: Report, started: float
+    run: FailoverRun,
+    rng: random.Random,
+    core: Any,
+    report: Report,
+    started: float,
+    killing: asyncio.Task[None],
 ) -> None:
-    """Delete each gang `hold` seconds after it is whole, until every gang has been."""
+    """Delete each gang `hold` seconds after it is whole, until every gang has been; while
+    kills are still to come, a new batch of gangs follows."""
     whole_at: dict[str, float] = {}
-    while len(whole_at) < len(gangs) and time.monotonic() - started < run.deadline:
+    while time.monotonic() - started < run.deadline:
+        if len(whole_at) == len(report.gangs):
+            if killing.done():
+                return
+            await _create_gangs(run, rng, core, report)
         now = time.monotonic()
         for gang in report.gangs_whole - whole_at.keys():
             whole_at[gang] = now
         for gang, at in whole_at.items():
             if at and now - at > run.hold:
                 whole_at[gang] = 0.0  # deleted
-                for i in range(gangs[gang]):
+                for i in range(report.gangs[gang]):
                     with contextlib.suppress(NotFound):
                         await call(
                             "delete pod", core.delete_namespaced_pod, f"{gang}-{i}", "team-a"

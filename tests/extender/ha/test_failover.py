@@ -14,7 +14,8 @@ async def test_killing_the_serving_scheduler_pod_mid_gang_loses_nothing() -> Non
     assert report.bound_twice == []
     assert report.overcommitted == []
     assert report.partly_bound == []
-    assert report.gangs_whole == {f"g{i:02}" for i in range(10)}
+    assert len(report.gangs) >= 10
+    assert report.gangs_whole == report.gangs.keys()
     assert len(report.takeovers) == 3
     # The standby takes over a lease duration and up to two retry periods after the last
     # renewal; more on a loaded machine.
