@@ -48,8 +48,8 @@ class PlanRecord:
 
 
 def record_name(gang: GangKey) -> str:
-    """The ConfigMap's name: readable, and unique per gang (namespace and name cannot contain
-    dots and dashes in a way that makes two gangs meet, thanks to the hash)."""
+    """The ConfigMap's name: readable, and made unique by a hash of namespace/name (the
+    readable part alone is the same for a/b-c and a-b/c)."""
     namespace, name = gang
     digest = hashlib.sha256(f"{namespace}/{name}".encode()).hexdigest()[:10]
     readable = f"gang-{namespace}-{name}"[: NAME_LIMIT - len(digest) - 1].rstrip(".-")

@@ -308,7 +308,7 @@ async def test_two_groups_may_serve_one_plural() -> None:
 
 async def test_leases_update_with_optimistic_concurrency(fake_api: FakeApiServer) -> None:
     async with fake_api.api_client() as api_client:
-        leases = client.CoordinationV1Api(api_client)
+        leases: Any = client.CoordinationV1Api(api_client)
         lease = {"metadata": {"name": "l"}, "spec": {"holderIdentity": "a"}}
         created = await leases.create_namespaced_lease("ns", lease)
         assert (created.kind, created.api_version) == ("Lease", "coordination.k8s.io/v1")
