@@ -33,6 +33,7 @@ from extender import protocol
 from extender.cluster.source import BindError, ClusterSource
 from extender.explain import table
 from extender.gangs.planner import GangSettings, Planner
+from extender.gangs.records import PlanRecords
 from extender.scheduling import Scheduler
 from extender.weights import DEFAULT, Weights, parse_weights
 from kube_rdma.core.config_file import WatchedFile
@@ -102,9 +103,13 @@ Handler = Callable[[web.Request], Awaitable[web.Response]]
 
 
 def create_app(
-    settings: Settings, source: ClusterSource, tls: CertificateReloader | None = None
+    settings: Settings,
+    source: ClusterSource,
+    tls: CertificateReloader | None = None,
+    records: PlanRecords | None = None,
 ) -> web.Application:
-    """The extender app; raises ConfigError when the weights file is unusable at start-up."""
+    """The extender app, its gang plans written to `records` (default: kept in memory only);
+    raises ConfigError when the weights file is unusable at start-up."""
     metrics = Metrics()
     weights = WatchedFile(
         settings.weights_file,
@@ -119,6 +124,7 @@ def create_app(
         settings.gangs,
         settings.gpu_resources,
         settings.rdma_resources,
+        records,
     )
     app = web.Application(client_max_size=settings.max_body_bytes)
     app[EXTENDER] = Extender(settings, source, weights, scheduler, metrics)
@@ -146,6 +152,7 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
         asyncio.create_task(extender.weights.watch(extender.settings.reload_interval)),
         asyncio.create_task(_freeze_when_synced(extender.source)),
         asyncio.create_task(_sweep(extender)),
+        asyncio.create_task(extender.scheduler.planner.records.run()),
     ]
     yield
     for task in tasks:
@@ -260,7 +267,7 @@ async def handle_healthz(request: web.Request) -> web.Response:
 
 
 async def handle_readyz(request: web.Request) -> web.Response:
-    if not request.app[EXTENDER].source.ready():
+    if not request.app[EXTENDER].scheduler.ready():
         return web.Response(status=503, text="cluster cache not synced yet\n")
     return web.Response(text="ok\n")
 

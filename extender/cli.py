@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,12 @@ def _register_extender(subcommands: argparse._SubParsersAction[argparse.Argument
         default=30.0,
         help="seconds a gang waits at the bind barrier for its next member before it is "
         "given up and planned again",
+    )
+    extender.add_argument(
+        "--plan-namespace",
+        default=os.environ.get("POD_NAMESPACE", "kube-rdma"),
+        help="namespace of the ConfigMaps that record gang plans, so that the extender that "
+        "serves next finishes the gangs in flight (default: $POD_NAMESPACE, else kube-rdma)",
     )
     where = extender.add_mutually_exclusive_group(required=True)
     where.add_argument("--cluster-snapshot", type=Path, help="a JSON/YAML file of Nodes and Pods")
@@ -126,6 +133,7 @@ async def _extender_app(args: argparse.Namespace, tls: Any = None) -> Any:
     from extender.app import Settings, create_app
     from extender.cluster.live import LiveSource
     from extender.cluster.snapshot import SnapshotSource
+    from extender.gangs.configmaps import ConfigMapRecords
     from extender.gangs.planner import GangSettings
     from kube_rdma.kube.kubeconfig import load_config
 
@@ -147,13 +155,22 @@ async def _extender_app(args: argparse.Namespace, tls: Any = None) -> Any:
     await load_config(args.kubeconfig)
     api = client.ApiClient()
     source = LiveSource(client.CoreV1Api(api), custom_api=client.CustomObjectsApi(api))
-    app = create_app(settings, source, tls)
+    records = ConfigMapRecords(client.CoreV1Api(api), args.plan_namespace, _identity())
+    app = create_app(settings, source, tls, records)
 
     async def close(_: Any) -> None:
         await api.close()
 
     app.on_cleanup.append(close)
     return app
+
+
+def _identity() -> str:
+    """This process, as its gang plan records name it: the pod, and one run of it."""
+    import socket
+    import uuid
+
+    return f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
 
 
 def run_explain(args: argparse.Namespace) -> int:

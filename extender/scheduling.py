@@ -5,11 +5,17 @@ engine alone otherwise.
 its core once as well, like scheduler-plugins' coscheduling.New building its core.Manager: the
 book of gang plans, the engine reading that book, the planner writing it, and the bind barrier.
 The HTTP handlers decode a request, make one call here and encode the answer.
+
+Gang plans are also written to the API (extender/gangs/records.py). Before answering, the
+scheduler checks whether another process has written records since it last looked: if so it
+serves after a takeover or a restart, and first adopts the recorded plans
+(extender/gangs/resume.py). A standby that is never called never adopts, never sweeps and so
+never writes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from extender.binding import node_settings
 from extender.cluster.model import PodKey
@@ -20,7 +26,9 @@ from extender.gangs.barrier import Barrier
 from extender.gangs.identity import Gang, Singleton, gang_of
 from extender.gangs.ownership import owner_gang
 from extender.gangs.planner import GangSettings, Planner
-from extender.gangs.reservations import Reservations
+from extender.gangs.records import PlanRecords
+from extender.gangs.reservations import GangKey, Reservations
+from extender.gangs.resume import Members, resume
 from extender.podview import PodView, pod_view
 from extender.weights import Weights
 from kube_rdma.core.objects import Json
@@ -34,6 +42,7 @@ class Scheduler:
         gangs: GangSettings,
         gpu_resources: Sequence[str],
         rdma_resources: Sequence[str],
+        records: PlanRecords | None = None,
     ) -> None:
         self._source = source
         self._weights = weights
@@ -41,7 +50,10 @@ class Scheduler:
         cluster = source.cluster
         book = Reservations(gangs.domains[0] if gangs.domains else None)
         self.engine = Engine(cluster, weights, book)
-        self.planner = Planner(cluster, self.engine, book, gangs)
+        self.planner = Planner(cluster, self.engine, book, gangs, records=records)
+        self._records = self.planner.records
+        self._adopted = 0
+        """The records' foreign changes when this process last adopted them."""
         self._barrier = Barrier(self.planner, cluster, gangs.barrier_timeout, self._bind_member)
 
     def view(self, pod: Json) -> PodView:
@@ -57,7 +69,15 @@ class Scheduler:
         """Whether a workload's pod template requests GPUs or RDMA."""
         return self.view(template).relevant
 
+    def ready(self) -> bool:
+        """The cluster and the gang plan records have been read."""
+        return self._source.ready() and self._records.ready()
+
     def filter(self, pod: Json, names: list[str]) -> FilterOutcome:
+        if not self.ready():
+            reason = "the kube-rdma extender is starting: cluster not read yet"
+            return FilterOutcome([], {}, dict.fromkeys(names, reason))
+        self._take_over()
         view, gang = self.view(pod), self.gang(pod)
         if isinstance(gang, Gang) and view.relevant:
             outcome = self.planner.filter(view, gang, names)
@@ -66,16 +86,22 @@ class Scheduler:
         return self.engine.filter(view, names, _key(gang))
 
     def prioritize(self, pod: Json, names: list[str]) -> dict[str, float]:
+        self._take_over()
         return self.engine.prioritize(self.view(pod), names, _key(self.gang(pod)))
 
     async def bind(self, namespace: str, name: str, uid: str, node: str) -> dict[str, str]:
         """Bind the pod, a gang member together with the others; the annotations written.
         Raises BindError with the reason kube-scheduler is told."""
+        if not self.ready():
+            raise BindError("the kube-rdma extender is starting: cluster not read yet")
+        self._take_over()
         pod = self._pod(namespace, name)
         gang = self.gang(pod)
         if isinstance(gang, Gang):
             if _bound_to(pod, uid) == node:
                 return {}  # the extender bound it when its gang's last member arrived
+            if not await self._records.flush(gang.key):
+                raise BindError(f"gang {gang}: its plan could not be written to the API yet")
             # All or nothing: wait for every member to reach bind, or fail.
             relevant = self.view(pod).relevant
             if not await self._barrier.wait((namespace, name), uid, gang, node, relevant):
@@ -139,8 +165,40 @@ class Scheduler:
         return summary
 
     def sweep(self) -> None:
-        """Gang plan upkeep as time passes and pods come and go."""
-        self.planner.sweep()
+        """Gang plan upkeep as time passes and pods come and go; none while another process
+        may have written plans since this one last adopted them (a standby, or a leader that
+        lost its place)."""
+        if self._adopted == self._records.foreign_changes:
+            self.planner.sweep()
+
+    def _take_over(self) -> None:
+        """Adopt the recorded plans when another process has written some since last time."""
+        foreign = self._records.foreign_changes
+        if foreign == self._adopted:
+            return
+        self._adopted = foreign
+        saved = dict(self._records.saved())
+        reason = "another kube-rdma extender served meanwhile; the pod is retried"
+        resume(self.planner, saved, self._members(saved.keys()), reason)
+
+    def _members(self, gangs: Collection[GangKey]) -> dict[GangKey, Members]:
+        """What the cache shows of each gang: a member with GPU or RDMA requests, and the
+        members bound."""
+        found: dict[GangKey, Members] = {}
+        namespaces = {namespace for namespace, _ in gangs}
+        for pod in self._source.cluster.pods():
+            if (pod.get("metadata") or {}).get("namespace") not in namespaces:
+                continue
+            gang = self.gang(pod)
+            if not isinstance(gang, Gang) or gang.key not in gangs:
+                continue
+            view = self.view(pod)
+            entry = found.get(gang.key)
+            if entry is None or (view.relevant and not entry.member.relevant):
+                entry = found[gang.key] = Members(gang, view, entry.bound if entry else {})
+            if node := (pod.get("spec") or {}).get("nodeName"):
+                entry.bound[view.key] = str(node)
+        return found
 
 
 def _key(gang: Gang | Singleton) -> tuple[str, str] | None:

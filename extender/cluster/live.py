@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -36,7 +37,7 @@ from extender.cluster.trim import trim_node, trim_pod, trim_workload
 from kube_rdma.core.objects import Json
 from kube_rdma.kube.client import call
 from kube_rdma.kube.discovery import RECHECK_SECONDS, ApiResource, Discovery
-from kube_rdma.kube.errors import ApiError, Unreachable
+from kube_rdma.kube.errors import ApiError, Conflict, Unreachable
 from kube_rdma.kube.reflector import INITIAL_BACKOFF_SECONDS, STALE_AFTER_SECONDS, Reflector
 
 log = logging.getLogger(__name__)
@@ -210,6 +211,8 @@ class LiveSource:
         deadline = asyncio.get_running_loop().time() + BIND_TIMEOUT_SECONDS
         request = _Bind(namespace, name, uid, node, dict(annotations), deadline)
         if bound := self._bound_node(request):
+            if bound == node:
+                return  # an earlier bind of this pod, whose answer was lost, went through
             raise BindError(f"cannot bind {request}: it is already bound to node {bound}")
         try:
             await call(
@@ -226,6 +229,11 @@ class LiveSource:
                 f"cannot bind {request}: no answer from the apiserver to the binding "
                 f"({e.message}); the pod may be bound"
             ) from e
+        except Conflict as e:
+            if _assigned_node(e) != node:
+                raise BindError(f"cannot bind {request}: {e}") from e
+            # A retry of a bind that timed out on the caller's side but was applied: done.
+            log.info("already bound", extra={"pod": f"{namespace}/{name}", "node": node})
         except ApiError as e:
             raise BindError(f"cannot bind {request}: {e}") from e
         self._assume(request)
@@ -279,3 +287,14 @@ class _Bind:
             "metadata": metadata,
             "target": {"apiVersion": "v1", "kind": "Node", "name": self.node},
         }
+
+
+ASSIGNED = re.compile(r'is already assigned to node "([^"]*)"')
+"""The apiserver's 409 for a pod bound before (assignPod in pkg/registry/core/pod/storage)."""
+
+
+def _assigned_node(error: Conflict) -> str | None:
+    """The node a 409 on pods/binding says the pod is bound to; None for other conflicts (a
+    stale uid)."""
+    found = ASSIGNED.search(error.message)
+    return found.group(1) if found else None

@@ -28,6 +28,7 @@ from extender.engine import Engine, FilterOutcome
 from extender.gangs.choose import Fit, Fits, choose, members_fitting, narrowest_fit, no_fit_reason
 from extender.gangs.identity import Gang
 from extender.gangs.plan import Plan
+from extender.gangs.records import MemoryRecords, PlanRecord, PlanRecords
 from extender.gangs.reservations import GangKey, Reservations
 from extender.podview import PodView
 from kube_rdma.core import keys
@@ -75,8 +76,11 @@ class Planner:
         book: Reservations,
         settings: GangSettings,
         clock: Callable[[], float] = time.monotonic,
+        records: PlanRecords | None = None,
     ) -> None:
         self._cluster = cluster
+        self.records = records or MemoryRecords()
+        """Where each plan is written when made and removed when dropped."""
         self._engine = engine
         self._book = book
         self.settings = settings
@@ -189,6 +193,7 @@ class Planner:
             plan.assigned[key] = i
         self.plans[gang.key] = plan
         self._reserve(plan)
+        self.records.put(record_of(plan))
         log.info(
             "planned gang %s: %d pods on %d nodes in %s",
             gang,
@@ -235,7 +240,13 @@ class Planner:
         return {plan.member.gpu_resource: plan.member.gpus, **plan.member.rdma}
 
     def drop(self, gang: GangKey, reason: str | None = None) -> None:
-        """Forget the gang's plan; the binds waiting on it fail with `reason`."""
+        """Forget the gang's plan and remove its record; the binds waiting on it fail with
+        `reason`."""
+        self.forget(gang, reason)
+        self.records.remove(gang)
+
+    def forget(self, gang: GangKey, reason: str | None = None) -> None:
+        """Forget the gang's plan here only, as `drop` without removing the record."""
         plan = self.plans.pop(gang, None)
         self._book.release(gang)
         if plan is not None:
@@ -270,6 +281,15 @@ class Planner:
         else:
             self._reserve(plan)
 
+    def adopt(self, plan: Plan, bound: dict[PodKey, str]) -> None:
+        """Take over a plan another process made (extender/gangs/resume.py rebuilt it), with
+        the members bound so far; the record now names this process."""
+        plan.created = plan.progress = self._clock()
+        self.plans[plan.gang.key] = plan
+        self.bound_members[plan.gang.key] = dict(bound)
+        self._reserve(plan)
+        self.records.put(record_of(plan))
+
     # Upkeep
 
     def sweep(self) -> None:
@@ -297,3 +317,7 @@ class Planner:
                 self.drop(key)
             elif gone:
                 self._reserve(plan)
+
+
+def record_of(plan: Plan) -> PlanRecord:
+    return PlanRecord(plan.gang.key, plan.gang.size, plan.domain, tuple(plan.slots))

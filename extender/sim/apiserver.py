@@ -125,6 +125,10 @@ class Apiserver:
             request_timeout=TIMEOUT,
         )
 
+    def leases(self) -> Any:
+        """A CoordinationV1Api on the same connection, for leader election."""
+        return client.CoordinationV1Api(self._core.api_client)
+
     def _lister(self, plural: str) -> Method:
         method: Method = getattr(self._core, LISTS[plural])
         return method

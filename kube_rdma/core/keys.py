@@ -50,6 +50,9 @@ GANG_SIZE = PREFIX + "gang-size"
 LEAF = PREFIX + "leaf"
 SPINE = PREFIX + "spine"
 
+# ConfigMap label of the extender's gang plan records, in its own namespace.
+GANG_PLAN = PREFIX + "gang-plan"
+
 ALL = (
     INJECT,
     PROFILE,
@@ -69,4 +72,5 @@ ALL = (
     GANG_SIZE,
     LEAF,
     SPINE,
+    GANG_PLAN,
 )

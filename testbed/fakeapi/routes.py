@@ -116,7 +116,9 @@ def _item(request: web.Request, store: Store, target: Target, name: str) -> web.
     if request.method == "PATCH":
         return json_response(store.patch(plural, name, body, request.content_type, namespace))
     if request.method == "DELETE":
-        return json_response(store.delete(plural, name, namespace))
+        options = body if isinstance(body, dict) else {}
+        preconditions = options.get("preconditions") or {}
+        return json_response(store.delete(plural, name, namespace, preconditions))
     raise ApiError(405, f"fake apiserver: {request.method} is not supported on {request.path}")
 
 

@@ -63,6 +63,9 @@ RESOURCES: Final[Mapping[str, Resource]] = {
     "namespaces": Resource("Namespace", namespaced=False),
     "nodes": Resource("Node", namespaced=False),
     "pods": Resource("Pod", namespaced=True),
+    # What controllers coordinate through: records in ConfigMaps, leader election in Leases.
+    "configmaps": Resource("ConfigMap", namespaced=True),
+    "leases": Resource("Lease", namespaced=True, api_version="coordination.k8s.io/v1"),
 }
 
 
@@ -163,8 +166,22 @@ class Store:
         check_name(patched, name)
         return self.update(plural, patched, namespace)
 
-    def delete(self, plural: str, name: str, namespace: str | None = None) -> Json:
+    def delete(
+        self,
+        plural: str,
+        name: str,
+        namespace: str | None = None,
+        preconditions: Json | None = None,
+    ) -> Json:
+        """Delete; 409 when DeleteOptions' preconditions name another uid or resourceVersion."""
         current = self._stored(plural, name, namespace)
+        for field, label in (("uid", "UID"), ("resourceVersion", "ResourceVersion")):
+            wanted, stored = (preconditions or {}).get(field), current["metadata"][field]
+            if wanted and wanted != stored:
+                why = f"Precondition failed: {label} in precondition: {wanted}, "
+                raise conflict(
+                    self._qualified(plural), name, why + f"{label} in object meta: {stored}", plural
+                )
         return self._commit(plural, "DELETED", copy.deepcopy(current))
 
     def bind(self, namespace: str, binding: Json) -> Json:

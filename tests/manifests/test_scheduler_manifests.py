@@ -5,8 +5,8 @@ Every object validates strictly against the oldest and the newest Kubernetes sch
 test_manifests.py. The KubeSchedulerConfiguration is not an API object (it is a file inside a
 ConfigMap), so it is parsed and pinned field by field, and each field that names something
 elsewhere is checked against it: the verbs are routes of the real extender app, the URL reaches
-the extender's Service and container port, the managed resources are ones the extender serves
-and the webhook adds, the lease is one the scheduler's RBAC lets it hold.
+the extender container of the scheduler's own pod, the managed resources are ones the extender
+serves and the webhook adds, the lease is one the scheduler's RBAC lets it hold.
 
 The extender's RBAC is exactly the set of calls the real extender makes against a fake
 apiserver through a sync and a scheduling cycle (filter, prioritize, bind, explain); its args
@@ -36,6 +36,8 @@ from aiohttp import web
 from extender.app import Settings, create_app
 from extender.cluster.live import BIND_TIMEOUT_SECONDS, LiveSource
 from extender.cluster.snapshot import SnapshotSource
+from extender.gangs.configmaps import ConfigMapRecords
+from extender.gangs.records import PlanRecord
 from extender.weights import DEFAULT, parse_weights
 from kube_rdma.cli import build_parser
 from kube_rdma.core import keys
@@ -53,7 +55,6 @@ from tests.manifests.test_manifests import (
     VERBS,
     failures,
     find,
-    granted_rules,
     selects,
 )
 from webhook.mutate import Target, mutate
@@ -63,7 +64,9 @@ DIRECTORIES = ("extender", "scheduler")
 DOCS = [(name, doc) for name, doc in DOCUMENTS if name.split("/")[0] in DIRECTORIES]
 
 NAMESPACE = "kube-rdma"  # created by manifests/webhook
-EXTENDER = "kube-rdma-extender"  # Deployment, Service, ServiceAccount, ClusterRole, ...
+EXTENDER = "kube-rdma-extender"  # ClusterRole, ...
+EXTENDER_CONTAINER = "extender"
+SCHEDULER_CONTAINER = "kube-scheduler"
 WEIGHTS_CONFIGMAP = "kube-rdma-weights"
 SCHEDULER = "rdma-scheduler"  # scheduler name, Deployment, ServiceAccount, lease, ...
 SCHEDULER_CONFIGMAP = "rdma-scheduler-config"
@@ -85,7 +88,7 @@ SCHEDULER_CONFIG: Json = {
     "percentageOfNodesToScore": 100,
     "extenders": [
         {
-            "urlPrefix": f"http://{EXTENDER}.{NAMESPACE}.svc:8888",
+            "urlPrefix": "http://127.0.0.1:8888",
             "filterVerb": "filter",
             "prioritizeVerb": "prioritize",
             "bindVerb": "bind",
@@ -125,22 +128,23 @@ def pod_labels(deployment: str) -> dict[str, str]:
     return labels
 
 
-def container(deployment: str) -> Json:
-    containers: list[Json] = pod_spec(deployment)["containers"]
-    assert len(containers) == 1
-    return containers[0]
+def container(name: str) -> Json:
+    """A container of the scheduler's pod: kube-scheduler, or the extender beside it."""
+    containers: list[Json] = pod_spec(SCHEDULER)["containers"]
+    assert [c["name"] for c in containers] == [SCHEDULER_CONTAINER, EXTENDER_CONTAINER]
+    return next(c for c in containers if c["name"] == name)
 
 
-def container_port(deployment: str, port: int | str) -> int:
+def container_port(name: str, port: int | str) -> int:
     """A port number, resolving a named container port."""
     if isinstance(port, int):
         return port
-    ports = container(deployment)["ports"]
+    ports = container(name)["ports"]
     return int(next(p["containerPort"] for p in ports if p["name"] == port))
 
 
 def extender_args() -> Any:
-    spec = container(EXTENDER)
+    spec = container(EXTENDER_CONTAINER)
     assert "command" not in spec, "the image's ENTRYPOINT (kube-rdma) must stay in charge"
     return build_parser().parse_args(spec["args"])
 
@@ -169,13 +173,10 @@ def seconds(duration: str) -> float:
 def test_manifests_exist() -> None:
     assert [name for name, _ in DOCS] == [
         "extender/configmap.yaml:ConfigMap/kube-rdma-weights",
-        "extender/deployment.yaml:Deployment/kube-rdma-extender",
-        "extender/networkpolicy.yaml:NetworkPolicy/kube-rdma-extender",
-        "extender/priorityclass.yaml:PriorityClass/kube-rdma-extender",
-        "extender/rbac.yaml:ServiceAccount/kube-rdma-extender",
         "extender/rbac.yaml:ClusterRole/kube-rdma-extender",
         "extender/rbac.yaml:ClusterRoleBinding/kube-rdma-extender",
-        "extender/service.yaml:Service/kube-rdma-extender",
+        "extender/rbac.yaml:Role/kube-rdma-extender-gang-plans",
+        "extender/rbac.yaml:RoleBinding/kube-rdma-extender-gang-plans",
         "scheduler/configmap.yaml:ConfigMap/rdma-scheduler-config",
         "scheduler/deployment.yaml:Deployment/rdma-scheduler",
         "scheduler/poddisruptionbudget.yaml:PodDisruptionBudget/rdma-scheduler",
@@ -233,14 +234,14 @@ def test_kustomization_lists_every_manifest(directory: str) -> None:
 
 def test_extender_runs_the_kube_rdma_image() -> None:
     version = PYPROJECT["project"]["version"]
-    assert kustomization("extender")["images"] == [{"name": IMAGE, "newTag": version}]
-    assert container(EXTENDER)["image"] == f"{IMAGE}:{version}"
+    assert {"name": IMAGE, "newTag": version} in kustomization("scheduler")["images"]
+    assert container(EXTENDER_CONTAINER)["image"] == f"{IMAGE}:{version}"
 
 
 def test_scheduler_runs_kube_scheduler_of_the_oldest_supported_minor() -> None:
     images = kustomization("scheduler")["images"]
-    assert images == [{"name": SCHEDULER_IMAGE, "newTag": SCHEDULER_TAG}]
-    assert container(SCHEDULER)["image"] == f"{SCHEDULER_IMAGE}:{SCHEDULER_TAG}"
+    assert {"name": SCHEDULER_IMAGE, "newTag": SCHEDULER_TAG} in images
+    assert container(SCHEDULER_CONTAINER)["image"] == f"{SCHEDULER_IMAGE}:{SCHEDULER_TAG}"
     oldest = K8S_VERSIONS[0].rsplit(".", 1)[0]  # 1.30
     assert SCHEDULER_TAG.startswith(f"v{oldest}.")
 
@@ -291,13 +292,16 @@ def test_url_prefix_reaches_the_extender_container() -> None:
     assert (url.scheme, url.path, url.query) == ("http", "", "")
     assert extender_config()["enableHTTPS"] is False
     assert (args.tls_cert_file, args.tls_key_file) == (None, None)  # the extender serves HTTP
-    service = find("Service", EXTENDER)
-    assert url.hostname == f"{service['metadata']['name']}.{service['metadata']['namespace']}.svc"
-    [port] = service["spec"]["ports"]
-    assert url.port == port["port"]
-    assert container_port(EXTENDER, port["targetPort"]) == args.port
-    assert service["spec"]["selector"].items() <= pod_labels(EXTENDER).items()
-    assert not service["spec"]["selector"].items() <= pod_labels(SCHEDULER).items()
+    # The extender of the scheduler's own pod, on the loopback: no Service reaches it.
+    assert (url.hostname, url.port) == ("127.0.0.1", args.port) == (args.host, 8888)
+    assert container_port(EXTENDER_CONTAINER, "extender") == args.port
+    assert not [
+        doc
+        for _, doc in DOCUMENTS
+        if doc["kind"] == "Service"
+        and selects({"matchLabels": doc["spec"].get("selector") or {}}, pod_labels(SCHEDULER))
+        and doc["spec"].get("selector")
+    ]
 
 
 def test_extender_is_sent_node_names_only() -> None:
@@ -378,8 +382,11 @@ def test_scheduler_holds_the_kube_scheduler_roles_and_its_own_lease() -> None:
     account = pod_spec(SCHEDULER)["serviceAccountName"]
     assert find("ServiceAccount", account)["metadata"]["namespace"] == NAMESPACE
     assert bindings_of(account) == [
+        # The extender container's, under the pod's one ServiceAccount.
+        ("ClusterRoleBinding", "", "ClusterRole", "kube-rdma-extender"),
         ("ClusterRoleBinding", "", "ClusterRole", "system:kube-scheduler"),
         ("ClusterRoleBinding", "", "ClusterRole", "system:volume-scheduler"),
+        ("RoleBinding", "kube-rdma", "Role", "kube-rdma-extender-gang-plans"),
         ("RoleBinding", "kube-rdma", "Role", "rdma-scheduler-leader-election"),
         ("RoleBinding", "kube-system", "Role", "extension-apiserver-authentication-reader"),
     ]
@@ -401,7 +408,7 @@ def test_scheduler_holds_the_kube_scheduler_roles_and_its_own_lease() -> None:
 
 
 def test_scheduler_reads_its_configuration_from_the_configmap() -> None:
-    spec = container(SCHEDULER)
+    spec = container(SCHEDULER_CONTAINER)
     assert spec["command"] == ["kube-scheduler"]
     [flag] = spec["args"]
     path = Path(flag.removeprefix("--config="))
@@ -419,13 +426,13 @@ def test_scheduler_reads_its_configuration_from_the_configmap() -> None:
 @pytest.mark.parametrize("probe", ["readinessProbe", "livenessProbe"])
 def test_scheduler_probes_use_healthz_on_the_secure_port(probe: str) -> None:
     # kube-scheduler 1.30 serves /healthz only on 10259; /readyz and /livez came in 1.31.
-    http_get = container(SCHEDULER)[probe]["httpGet"]
+    http_get = container(SCHEDULER_CONTAINER)[probe]["httpGet"]
     assert (http_get["path"], http_get["scheme"]) == ("/healthz", "HTTPS")
-    assert container_port(SCHEDULER, http_get["port"]) == 10259
+    assert container_port(SCHEDULER_CONTAINER, http_get["port"]) == 10259
 
 
 def test_scheduler_go_runtime_follows_its_cpu_limit() -> None:
-    spec = container(SCHEDULER)
+    spec = container(SCHEDULER_CONTAINER)
     assert spec["env"] == [
         {
             "name": "GOMAXPROCS",
@@ -458,22 +465,33 @@ def test_extender_args_parse_with_the_cli() -> None:
     assert args.in_cluster is True
     assert (args.kubeconfig, args.cluster_snapshot) == (None, None)
     assert args.weights == Path("/config/weights.yaml")
-    assert (args.host, args.port) == ("0.0.0.0", 8888)
-    assert container(EXTENDER)["ports"] == [
-        {"name": "http", "containerPort": args.port, "protocol": "TCP"}
+    assert (args.host, args.port) == ("127.0.0.1", 8888)
+    assert container(EXTENDER_CONTAINER)["ports"] == [
+        {"name": "extender", "containerPort": args.port, "protocol": "TCP"}
     ]
+    # Gang plan records go to the pod's own namespace, where the extender's Role lets it write.
+    [env] = container(EXTENDER_CONTAINER)["env"]
+    assert env == {
+        "name": "POD_NAMESPACE",
+        "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}},
+    }
+    assert find("Role", "kube-rdma-extender-gang-plans")["metadata"]["namespace"] == NAMESPACE
     # --in-cluster authenticates with the pod's ServiceAccount token.
-    assert pod_spec(EXTENDER).get("automountServiceAccountToken", True) is True
+    assert pod_spec(SCHEDULER).get("automountServiceAccountToken", True) is True
 
 
 def test_weights_file_comes_from_the_configmap_directory() -> None:
     path: Path = extender_args().weights
-    mounts = [m for m in container(EXTENDER)["volumeMounts"] if Path(m["mountPath"]) == path.parent]
+    mounts = [
+        m
+        for m in container(EXTENDER_CONTAINER)["volumeMounts"]
+        if Path(m["mountPath"]) == path.parent
+    ]
     assert len(mounts) == 1
     # A whole-directory mount: kubelet never updates files mounted with subPath.
     assert mounts[0]["readOnly"] is True
     assert "subPath" not in mounts[0]
-    volume = next(v for v in pod_spec(EXTENDER)["volumes"] if v["name"] == mounts[0]["name"])
+    volume = next(v for v in pod_spec(SCHEDULER)["volumes"] if v["name"] == mounts[0]["name"])
     assert volume == {"name": mounts[0]["name"], "configMap": {"name": WEIGHTS_CONFIGMAP}}
     assert path.name in find("ConfigMap", WEIGHTS_CONFIGMAP)["data"]
 
@@ -485,39 +503,20 @@ def test_weights_are_the_builtin_written_out() -> None:
     assert weights.as_dict() == {"affinity": 3.0, "rate": 1.0, "binpack": 2.0, "locality": 1.0}
 
 
-PROBES = [("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")]
+def test_the_extender_serves_only_beside_the_leading_scheduler() -> None:
+    # No Deployment of its own: it runs in each scheduler replica, and only the replica holding
+    # the Lease calls it, so two extenders never answer at once.
+    assert not [
+        doc
+        for _, doc in DOCUMENTS
+        if doc["metadata"]["name"] == EXTENDER
+        and doc["kind"] in ("Deployment", "Service", "NetworkPolicy")
+    ]
+    # Probes would reach the pod's IP, where the extender does not listen.
+    assert not {"readinessProbe", "livenessProbe"} & container(EXTENDER_CONTAINER).keys()
 
 
-@pytest.mark.parametrize(("probe", "path"), PROBES, ids=[p[0] for p in PROBES])
-def test_extender_probes_are_routes_of_the_app(probe: str, path: str) -> None:
-    http_get = container(EXTENDER)[probe]["httpGet"]
-    assert (http_get["path"], http_get["scheme"]) == (path, "HTTP")
-    assert container_port(EXTENDER, http_get["port"]) == extender_args().port
-    assert ("GET", path) in extender_routes()
-
-
-def test_one_extender_replica_never_two() -> None:
-    spec = find("Deployment", EXTENDER)["spec"]
-    assert spec["replicas"] == 1
-    assert spec["strategy"] == {"type": "Recreate"}
-    assert spec["selector"]["matchLabels"] == pod_labels(EXTENDER)
-    budgets = [doc for _, doc in DOCUMENTS if doc["kind"] == "PodDisruptionBudget"]
-    assert not any(selects(b["spec"]["selector"], pod_labels(EXTENDER)) for b in budgets)
-
-
-def test_only_the_scheduler_may_call_the_extender() -> None:
-    policy = find("NetworkPolicy", EXTENDER)["spec"]
-    assert selects(policy["podSelector"], pod_labels(EXTENDER))
-    assert policy["policyTypes"] == ["Ingress"]
-    [rule] = policy["ingress"]
-    [peer] = rule["from"]
-    assert peer.keys() == {"podSelector"}  # pods of the policy's own namespace
-    assert selects(peer["podSelector"], pod_labels(SCHEDULER))
-    assert not selects(peer["podSelector"], pod_labels(EXTENDER))
-    assert rule["ports"] == [{"port": extender_args().port, "protocol": "TCP"}]
-
-
-@pytest.mark.parametrize("deployment", [EXTENDER, SCHEDULER])
+@pytest.mark.parametrize("deployment", [SCHEDULER])
 def test_priority_class_is_our_own(deployment: str) -> None:
     name = pod_spec(deployment)["priorityClassName"]
     assert not name.startswith("system-"), "system classes are admitted in kube-system only"
@@ -553,9 +552,11 @@ def discovery(request: RecordedRequest) -> bool:
 
 
 @asynccontextmanager
-async def serving(source: LiveSource) -> AsyncIterator[tuple[aiohttp.ClientSession, str]]:
+async def serving(
+    source: LiveSource, records: ConfigMapRecords
+) -> AsyncIterator[tuple[aiohttp.ClientSession, str]]:
     """The real extender app around `source`, on a loopback port."""
-    runner = web.AppRunner(create_app(Settings(), source), access_log=None)
+    runner = web.AppRunner(create_app(Settings(), source, None, records), access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
@@ -578,14 +579,16 @@ async def test_extender_rbac_is_exactly_what_the_extender_calls(
     from kubernetes_asyncio import client
 
     source = LiveSource(core_v1, custom_api=client.CustomObjectsApi(core_v1.api_client))
-    async with serving(source) as (session, base):
+    records = ConfigMapRecords(core_v1, NAMESPACE, "extender-1")
+    async with serving(source, records) as (session, base):
 
         async def ready() -> bool:
             async with session.get(f"{base}/readyz") as response:
                 return response.status == 200
 
         await eventually(ready)
-        await eventually(lambda: fake_api.watching == 2 + len(WORKLOAD_RESOURCES))
+        # nodes, pods, gang plan records and every workload resource
+        await eventually(lambda: fake_api.watching == 3 + len(WORKLOAD_RESOURCES))
         # One scheduling cycle, as rdma-scheduler drives it, and an admin's explain.
         args = {"Pod": pod, "NodeNames": ["gpu-1", "gpu-2"], "Nodes": None}
         async with session.post(f"{base}/filter", data=orjson.dumps(args)) as response:
@@ -599,6 +602,7 @@ async def test_extender_rbac_is_exactly_what_the_extender_calls(
             assert await response.json() == {"Error": ""}
         async with session.get(f"{base}/explain?namespace=team-a&name=worker-0") as response:
             assert response.status == 200
+        await write_gang_plan_records(fake_api, records)
     # API discovery (GET /apis/GROUP/VERSION) is a non-resource URL that every authenticated
     # user may read (the system:discovery ClusterRole), so it needs no rule of ours.
     called = sorted({authorized_as(r) for r in fake_api.requests if not discovery(r)})
@@ -612,6 +616,12 @@ async def test_extender_rbac_is_exactly_what_the_extender_calls(
         ("scheduling.x-k8s.io", "podgroups"),
     ]
     assert called == [
+        ("", "configmaps", "create"),
+        ("", "configmaps", "delete"),
+        ("", "configmaps", "get"),
+        ("", "configmaps", "list"),
+        ("", "configmaps", "update"),
+        ("", "configmaps", "watch"),
         ("", "nodes", "list"),
         ("", "nodes", "watch"),
         ("", "pods", "list"),
@@ -620,11 +630,9 @@ async def test_extender_rbac_is_exactly_what_the_extender_calls(
         *((group, plural, verb) for group, plural in optional for verb in ("list", "watch")),
     ]
     # The bind verb is how the node's NCCL settings reach the pod: in the Binding itself.
-    [posted] = [r for r in fake_api.requests if r.method == "POST"]
+    [posted] = [r for r in fake_api.requests if r.path.endswith("/binding")]
     assert {keys.GID_INDEX, keys.HCA} <= posted.body["metadata"]["annotations"].keys()
-    account = pod_spec(EXTENDER)["serviceAccountName"]
-    assert find("ServiceAccount", account)["metadata"]["namespace"] == NAMESPACE
-    rules = granted_rules(NAMESPACE, account)
+    rules = extender_rules()
     assert all(rule.keys() == {"apiGroups", "resources", "verbs"} for rule in rules)
     granted = sorted(
         {
@@ -638,16 +646,50 @@ async def test_extender_rbac_is_exactly_what_the_extender_calls(
     assert granted == called
 
 
+async def write_gang_plan_records(api: FakeApiServer, records: ConfigMapRecords) -> None:
+    """Every write a gang plan record sees: made, made again (replaced), replaced after another
+    process wrote it (read again), and removed."""
+    record = PlanRecord(("team-a", "llama"), 2, "leaf-a", ("gpu-1", "gpu-1"))
+    for slots in [("gpu-1", "gpu-1"), ("gpu-1", "gpu-2")]:
+        records.put(PlanRecord(record.gang, 2, "leaf-a", slots))
+        assert await records.flush(record.gang)
+    [stored] = api.objects("configmaps", NAMESPACE)
+    api.update("configmaps", {**stored, "data": {**stored["data"], "holder": "x"}}, NAMESPACE)
+    records._versions[record.gang] = stored["metadata"]["resourceVersion"]  # now stale
+    records.put(record)
+    assert await records.flush(record.gang)
+    records.remove(record.gang)
+    assert await records.flush(record.gang)
+    assert api.objects("configmaps", NAMESPACE) == []
+
+
+def extender_rules() -> list[Json]:
+    """The rules of the extender's roles, bound to the scheduler pod's ServiceAccount (the
+    extender container runs under it)."""
+    account = pod_spec(SCHEDULER)["serviceAccountName"]
+    assert find("ServiceAccount", account)["metadata"]["namespace"] == NAMESPACE
+    subject = {"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}
+    bindings = [
+        doc
+        for _, doc in DOCUMENTS
+        if doc["kind"] in ("ClusterRoleBinding", "RoleBinding")
+        and doc["metadata"]["name"].startswith(EXTENDER)
+    ]
+    assert [b["subjects"] for b in bindings] == [[subject], [subject]]
+    roles = [find(b["roleRef"]["kind"], b["roleRef"]["name"]) for b in bindings]
+    return [rule for role in roles for rule in role["rules"]]
+
+
 # --- Pod Security ---------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("check", LOCKED_DOWN)
-@pytest.mark.parametrize("deployment", [EXTENDER, SCHEDULER])
+@pytest.mark.parametrize("deployment", [SCHEDULER])
 def test_pod_is_locked_down(deployment: str, check: str) -> None:
     assert failures({check: LOCKED_DOWN[check]}, pod_spec(deployment)) == []
 
 
-@pytest.mark.parametrize("deployment", [EXTENDER, SCHEDULER])
+@pytest.mark.parametrize("deployment", [SCHEDULER])
 def test_namespace_enforces_restricted_and_that_admits_the_pod(deployment: str) -> None:
     namespace = find("Deployment", deployment)["metadata"]["namespace"]
     labels = find("Namespace", namespace)["metadata"]["labels"]

@@ -304,3 +304,37 @@ async def test_two_groups_may_serve_one_plural() -> None:
             orjson.loads(missing.value.body or b"{}")["message"]
             == 'jobs.batch "batch.volcano.sh" not found'
         )
+
+
+async def test_leases_update_with_optimistic_concurrency(fake_api: FakeApiServer) -> None:
+    async with fake_api.api_client() as api_client:
+        leases: Any = client.CoordinationV1Api(api_client)
+        lease = {"metadata": {"name": "l"}, "spec": {"holderIdentity": "a"}}
+        created = await leases.create_namespaced_lease("ns", lease)
+        assert (created.kind, created.api_version) == ("Lease", "coordination.k8s.io/v1")
+        taken = {
+            "metadata": {"name": "l", "resourceVersion": "101"},
+            "spec": {"holderIdentity": "b"},
+        }
+        updated = await leases.replace_namespaced_lease("l", "ns", taken)
+        assert (updated.spec.holder_identity, updated.metadata.resource_version) == ("b", "102")
+        with pytest.raises(ApiException) as e:  # "a" read version 101 too: it lost the race
+            await leases.replace_namespaced_lease(
+                "l", "ns", lease | {"metadata": taken["metadata"]}
+            )
+        assert e.value.status == 409
+        assert (await leases.read_namespaced_lease("l", "ns")).spec.holder_identity == "b"
+
+
+async def test_delete_preconditions(fake_api: FakeApiServer, core_v1: Any) -> None:
+    await core_v1.create_namespaced_config_map("ns", {"metadata": {"name": "c"}})  # 101
+    stale = client.V1DeleteOptions(preconditions=client.V1Preconditions(resource_version="100"))
+    with pytest.raises(ApiException) as e:
+        await core_v1.delete_namespaced_config_map("c", "ns", body=stale)
+    assert orjson.loads(e.value.body or b"")["message"] == (
+        'Operation cannot be fulfilled on configmaps "c": Precondition failed: ResourceVersion '
+        "in precondition: 100, ResourceVersion in object meta: 101"
+    )
+    current = client.V1DeleteOptions(preconditions=client.V1Preconditions(resource_version="101"))
+    await core_v1.delete_namespaced_config_map("c", "ns", body=current)
+    assert fake_api.objects("configmaps") == []

@@ -430,3 +430,27 @@ async def test_the_owners_of_training_pods_are_watched_where_their_crds_exist() 
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+
+async def test_a_binding_applied_before_its_answer_was_lost_is_success(
+    fake_api: FakeApiServer, core_v1: Any
+) -> None:
+    # The first bind timed out on the caller's side but the apiserver applied it: the retry's
+    # 409 names the very node asked for, so the retry succeeds and the pod counts there.
+    fake_api.create("nodes", node("n1"))
+    fake_api.create("pods", pod("w0", 2))
+    fake_api.patch("pods", "w0", {"spec": {"nodeName": "n1"}}, namespace="team-a")
+    fake_api.requests.clear()
+    source = LiveSource(core_v1)  # not running: the model has not seen the first bind
+    await source.bind("team-a", "w0", uid(fake_api), "n1", NCCL)
+    assert writes(fake_api) == [binding(uid(fake_api), NCCL)]
+
+
+async def test_a_pod_the_model_knows_bound_to_the_same_node_is_bound(
+    fake_api: FakeApiServer, core_v1: Any
+) -> None:
+    fake_api.create("nodes", node("n1"))
+    fake_api.create("pods", pod("w0", 2, on="n1"))
+    async with running(core_v1) as source:
+        await source.bind("team-a", "w0", uid(fake_api), "n1", NCCL)
+    assert writes(fake_api) == []

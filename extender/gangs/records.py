@@ -1,0 +1,154 @@
+"""Gang plans as records in the API, so that no plan lives only in one extender's memory.
+
+An extender that restarts, or the standby that takes over from a leader that died, must finish
+the gangs in flight without double-booking their nodes or binding a gang partly: it needs each
+plan (the node of every member slot, the domain) and which members are bound. Members bound
+are in the pods themselves (spec.nodeName); the plan is written here once per plan made, one
+ConfigMap per gang in the extender's namespace, labelled `kube-rdma.io/gang-plan`, and removed
+when the gang is bound whole or the plan is dropped. Which member takes which slot is not
+written: members bound take the slot of their node, the others the free slots in turn, as
+they are filtered. Arrivals at the bind barrier are not written either: kube-scheduler retries
+every member whose bind failed, and the retried binds arrive again.
+
+Each record names the extender process that wrote it (`holder`). A record written by another
+process tells an extender that someone else acted since (a takeover, or a restart of its own):
+before it answers again it adopts the records as they stand (extender/scheduling.py).
+
+`PlanRecords` is what the planner writes to and the scheduler reads; `MemoryRecords` keeps them
+in memory only (a cluster snapshot, unit tests); extender/gangs/configmaps.py keeps them in
+ConfigMaps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+import orjson
+
+from extender.gangs.reservations import GangKey
+from kube_rdma.core import keys
+from kube_rdma.core.objects import Json
+
+NAME_LIMIT = 253
+
+
+@dataclass(frozen=True)
+class PlanRecord:
+    gang: GangKey
+    size: int
+    domain: str
+    slots: tuple[str, ...]
+    """The node of each member slot (a node once per member it takes)."""
+    holder: str = ""
+    """The extender process that wrote the record."""
+
+
+def record_name(gang: GangKey) -> str:
+    """The ConfigMap's name: readable, and made unique by a hash of namespace/name (the
+    readable part alone is the same for a/b-c and a-b/c)."""
+    namespace, name = gang
+    digest = hashlib.sha256(f"{namespace}/{name}".encode()).hexdigest()[:10]
+    readable = f"gang-{namespace}-{name}"[: NAME_LIMIT - len(digest) - 1].rstrip(".-")
+    return f"{readable}-{digest}"
+
+
+def encode(record: PlanRecord, namespace: str) -> Json:
+    """The ConfigMap that holds `record`."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": record_name(record.gang),
+            "namespace": namespace,
+            "labels": {keys.GANG_PLAN: "true"},
+        },
+        "data": {
+            "namespace": record.gang[0],
+            "gang": record.gang[1],
+            "size": str(record.size),
+            "domain": record.domain,
+            "slots": orjson.dumps(list(record.slots)).decode(),
+            "holder": record.holder,
+        },
+    }
+
+
+def decode(configmap: Json) -> PlanRecord | None:
+    """The record a ConfigMap holds; None when it holds none (edited by hand, say)."""
+    data = configmap.get("data") or {}
+    try:
+        slots = orjson.loads(data["slots"])
+        record = PlanRecord(
+            (str(data["namespace"]), str(data["gang"])),
+            int(data["size"]),
+            str(data["domain"]),
+            tuple(str(s) for s in slots),
+            str(data.get("holder") or ""),
+        )
+    except (KeyError, ValueError, TypeError):
+        return None
+    return record
+
+
+class PlanRecords(Protocol):
+    def ready(self) -> bool:
+        """Whether the records have been read (listed) once."""
+        ...
+
+    def saved(self) -> Mapping[GangKey, PlanRecord]:
+        """The records as last read."""
+        ...
+
+    @property
+    def foreign_changes(self) -> int:
+        """How many records written or removed by another process were seen, so far."""
+        ...
+
+    def put(self, record: PlanRecord) -> None:
+        """Write the gang's record (in the background)."""
+        ...
+
+    def remove(self, gang: GangKey) -> None:
+        """Remove the gang's record (in the background)."""
+        ...
+
+    async def flush(self, gang: GangKey) -> bool:
+        """Wait for the gang's writes; whether its record is as last put or removed."""
+        ...
+
+    async def run(self) -> None:
+        """Follow the records (until cancelled)."""
+        ...
+
+
+class MemoryRecords:
+    """Records that live only in this process."""
+
+    def __init__(self) -> None:
+        self._saved: dict[GangKey, PlanRecord] = {}
+
+    def ready(self) -> bool:
+        return True
+
+    def saved(self) -> Mapping[GangKey, PlanRecord]:
+        return self._saved
+
+    @property
+    def foreign_changes(self) -> int:
+        return 0
+
+    def put(self, record: PlanRecord) -> None:
+        self._saved[record.gang] = record
+
+    def remove(self, gang: GangKey) -> None:
+        self._saved.pop(gang, None)
+
+    async def flush(self, gang: GangKey) -> bool:
+        return True
+
+    async def run(self) -> None:
+        await asyncio.Event().wait()

@@ -1,0 +1,71 @@
+"""Taking over the gangs in flight from their records (extender/gangs/records.py) and the pods.
+
+When this process starts serving after another one served (a takeover, a restart), what it may
+hold in memory is stale and what the records say is current. It forgets its own plans (their
+waiting binds fail and are retried) and adopts every record: the plan's slots and domain as
+recorded, each bound member in the slot of its node, the capacity of the other slots held
+again. So the gang is finished on the nodes it was planned on: nothing is booked twice, and a
+gang the previous process had begun to bind is completed rather than planned anew. A record
+whose gang has no pod left is removed, and so is one whose gang is bound whole.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from extender.cluster.model import PodKey
+from extender.gangs.identity import Gang
+from extender.gangs.plan import Plan
+from extender.gangs.planner import Planner
+from extender.gangs.records import PlanRecord
+from extender.gangs.reservations import GangKey
+from extender.podview import PodView
+
+log = logging.getLogger("kube_rdma.extender")
+
+
+@dataclass
+class Members:
+    """What the cluster shows of one gang: a member to plan for, and the members bound."""
+
+    gang: Gang
+    member: PodView
+    bound: dict[PodKey, str] = field(default_factory=dict)
+
+
+def resume(
+    planner: Planner,
+    saved: Mapping[GangKey, PlanRecord],
+    members: Mapping[GangKey, Members],
+    reason: str,
+) -> None:
+    """Replace the planner's plans with the recorded ones; binds waiting fail with `reason`."""
+    for key in list(planner.plans):
+        planner.forget(key, reason)
+    planner.bound_members.clear()
+    for key, record in saved.items():
+        found = members.get(key)
+        if found is None:
+            planner.records.remove(key)
+            continue
+        planner.adopt(rebuilt(record, found), found.bound)
+        if planner.complete(found.gang):
+            planner.drop(key)
+    log.info("took over %d gang plans from their records", len(planner.plans))
+
+
+def rebuilt(record: PlanRecord, members: Members) -> Plan:
+    """The recorded plan, each bound member in a slot of its node."""
+    plan = Plan(members.gang, members.member, list(record.slots), record.domain, 0.0, 0.0)
+    for pod, node in members.bound.items():
+        free = (
+            i
+            for i, slot in enumerate(plan.slots)
+            if slot == node and i not in plan.assigned.values()
+        )
+        index = next(free, None)
+        if index is not None:
+            plan.assigned[pod] = index
+    return plan

@@ -1,0 +1,340 @@
+"""Kill the serving scheduler mid-gang, again and again, and check that nothing goes wrong.
+
+Everything runs as real processes, as in a cluster: the fake apiserver (`python -m
+testbed.fakeapi`), and two "scheduler pods", each an emulated kube-scheduler (`python -m
+extender.sim`, leader election on a Lease) with the real extender beside it on 127.0.0.1
+(`kube-rdma extender`). A contended stream of gangs (more than the cluster holds at once; a
+gang whole runs for a while and is then deleted) is placed while the harness SIGKILLs the whole
+pod that holds the Lease at random moments, waits until the other pod has taken the Lease
+over, and starts the killed pod again (the kubelet's restart), which becomes the standby.
+
+Watching every pod through the apiserver, it records what must never happen: a pod bound to a
+second node, a node given more GPUs than it has, and a gang left partly bound at the end; and
+the takeover time of each kill (until the other pod holds the Lease, and until the next bind).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from kubernetes_asyncio import client
+
+from kube_rdma.core import keys
+from kube_rdma.core.objects import Json
+from kube_rdma.kube.client import call
+from kube_rdma.kube.errors import NotFound
+from kube_rdma.kube.lease import LeaseTiming
+from kube_rdma.kube.reflector import Reflector
+from testbed.builders import nodes
+from testbed.clustergen import write_snapshot
+from testbed.net import free_port, wait_listening
+from testbed.wait import eventually
+
+GPUS_PER_NODE = 8
+LEASE = ("kube-rdma", "rdma-scheduler")
+POLL_SECONDS = 0.02
+REPO = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class FailoverRun:
+    nodes: int = 8
+    leaf_size: int = 4
+    gangs: int = 10
+    """Gangs created at once; a new batch when they are all done before the last kill."""
+    sizes: tuple[int, ...] = (2, 3, 4)
+    """Members per gang (one node each), drawn at random."""
+    kills: int = 3
+    hold: float = 1.0
+    """Seconds a gang runs once bound whole, before its pods are deleted."""
+    timing: LeaseTiming = field(default_factory=lambda: LeaseTiming(2.0, 1.5, 0.5))
+    barrier_timeout: float = 1.0
+    http_timeout: float = 2.5
+    seed: int = 0
+    deadline: float = 100.0
+
+
+@dataclass
+class Report:
+    gangs: dict[str, int] = field(default_factory=dict)
+    """Every gang created, and its size: `run.gangs` at first, as many more while kills are
+    still to come."""
+    takeovers: list[float] = field(default_factory=list)
+    """Seconds from each kill until the other pod held the Lease."""
+    first_binds: list[float] = field(default_factory=list)
+    """Seconds from each kill until the next pod was bound."""
+    gangs_whole: set[str] = field(default_factory=set)
+    bound_twice: list[str] = field(default_factory=list)
+    overcommitted: list[str] = field(default_factory=list)
+    partly_bound: list[str] = field(default_factory=list)
+    """Gangs partly bound when the run ended."""
+    plans_at_kills: list[int] = field(default_factory=list)
+    """Gang plans recorded (gangs being placed) at each kill."""
+    elapsed: float = 0.0
+
+
+class Replica:
+    """One scheduler pod: an emulated kube-scheduler and its extender sidecar."""
+
+    def __init__(self, name: str, run: FailoverRun, apiserver: str, kubeconfig: Path, logs: Path):
+        self.name, self._run, self._apiserver, self._kubeconfig = name, run, apiserver, kubeconfig
+        self._logs, self.generation, self.identity = logs, 0, ""
+        self._processes: list[subprocess.Popen[bytes]] = []
+
+    def start(self) -> None:
+        self.generation += 1
+        self.identity = f"{self.name}-{self.generation}"
+        port, timing = free_port(), self._run.timing
+        self._spawn(
+            "kube_rdma.cli",
+            "extender",
+            f"--kubeconfig={self._kubeconfig}",
+            "--host=127.0.0.1",
+            f"--port={port}",
+            f"--barrier-timeout={self._run.barrier_timeout}",
+            "--plan-namespace=kube-rdma",
+        )
+        self._spawn(
+            "extender.sim",
+            f"--apiserver={self._apiserver}",
+            f"--extender=http://127.0.0.1:{port}",
+            f"--identity={self.identity}",
+            f"--lease={'/'.join(LEASE)}",
+            f"--lease-duration={timing.duration}",
+            f"--renew-deadline={timing.renew_deadline}",
+            f"--retry-period={timing.retry_period}",
+            f"--http-timeout={self._run.http_timeout}",
+            "--backoff-initial=0.2",
+            "--backoff-max=1",
+        )
+
+    def _spawn(self, module: str, *args: str) -> None:
+        log: IO[bytes] = (self._logs / f"{self.identity}-{module}.log").open("wb")
+        command = [sys.executable, "-m", module, *args]
+        self._processes.append(
+            subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+        )
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown, no released Lease, binds cut wherever they are."""
+        for process in self._processes:
+            process.kill()
+        for process in self._processes:
+            process.wait()
+        self._processes.clear()
+
+
+class Observer:
+    """Every pod as the apiserver shows it, checked at each change."""
+
+    def __init__(self, report: Report) -> None:
+        self.report = report
+        self.nodes: dict[tuple[str, str], str] = {}
+        self.gpus: dict[tuple[str, str], int] = {}
+        self.gangs: dict[tuple[str, str], str] = {}
+        self.last_bind = 0.0
+
+    def replace(self, items: list[Json]) -> None:
+        for item in items:
+            self.event("ADDED", item)
+
+    def event(self, kind: str, pod: Json) -> None:
+        meta = pod["metadata"]
+        key = (meta["namespace"], meta["name"])
+        if kind == "DELETED":
+            self.nodes.pop(key, None)
+            return
+        node = (pod.get("spec") or {}).get("nodeName") or ""
+        before = self.nodes.get(key, "")
+        self.gangs[key] = (meta.get("annotations") or {}).get(keys.GANG, "")
+        self.gpus[key] = GPUS_PER_NODE
+        self.nodes[key] = node
+        if before and node != before:
+            self.report.bound_twice.append(f"{key[1]}: {before}, then {node}")
+        if node and not before:
+            self.last_bind = time.monotonic()
+            self._check(node)
+            self._whole(key)
+
+    def bound_since(self, moment: float) -> bool:
+        return self.last_bind >= moment
+
+    def _check(self, node: str) -> None:
+        used = sum(self.gpus[k] for k, n in self.nodes.items() if n == node)
+        if used > GPUS_PER_NODE:
+            self.report.overcommitted.append(f"{node}: {used} GPUs")
+
+    def _whole(self, key: tuple[str, str]) -> None:
+        gang = self.gangs[key]
+        members = [n for k, n in self.nodes.items() if self.gangs.get(k) == gang]
+        if all(members):
+            self.report.gangs_whole.add(gang)
+
+    def partly_bound(self) -> list[str]:
+        by_gang: dict[str, list[str]] = {}
+        for key, node in self.nodes.items():
+            by_gang.setdefault(self.gangs[key], []).append(node)
+        return sorted(g for g, members in by_gang.items() if any(members) and not all(members))
+
+
+def cluster(run: FailoverRun) -> list[Json]:
+    return [
+        nodes.node(f"n{i:03}", nodes.hgx(), labels={keys.LEAF: f"leaf-{i // run.leaf_size}"})
+        for i in range(run.nodes)
+    ]
+
+
+def gang_pods(name: str, size: int) -> list[Json]:
+    annotations = {keys.GANG: name, keys.GANG_SIZE: str(size)}
+    return [nodes.pod(f"{name}-{i}", annotations=annotations) for i in range(size)]
+
+
+async def failover(run: FailoverRun) -> Report:
+    """Run the workload to its end with `run.kills` kills of the serving pod."""
+    with tempfile.TemporaryDirectory(prefix="failover-") as folder:
+        logs = Path(folder)
+        write_snapshot(cluster(run), logs / "cluster.json")
+        port, kubeconfig = free_port(), logs / "kubeconfig"
+        apiserver = _serve(logs / "cluster.json", port, kubeconfig)
+        replicas: list[Replica] = []
+        try:
+            if not wait_listening(port, 30):
+                raise RuntimeError("the fake apiserver did not start")
+            url = f"http://127.0.0.1:{port}"
+            replicas = [Replica(n, run, url, kubeconfig, logs) for n in ("a", "b")]
+            for replica in replicas:
+                replica.start()
+            return await _drive(run, url, replicas)
+        finally:
+            for replica in replicas:
+                replica.kill()
+            apiserver.kill()
+            apiserver.wait()
+
+
+def _serve(snapshot: Path, port: int, kubeconfig: Path) -> subprocess.Popen[bytes]:
+    """The fake apiserver process."""
+    command = [sys.executable, "-m", "testbed.fakeapi", f"--port={port}", f"--load={snapshot}"]
+    command.append(f"--kubeconfig-out={kubeconfig}")
+    return subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL)
+
+
+async def _drive(run: FailoverRun, url: str, replicas: list[Replica]) -> Report:
+    report, started = Report(), time.monotonic()
+    observer = Observer(report)
+    rng = random.Random(run.seed)
+    async with client.ApiClient(client.Configuration(host=url)) as api:
+        core: Any = client.CoreV1Api(api)
+        leases: Any = client.CoordinationV1Api(api)
+        watching = Reflector(
+            core.list_pod_for_all_namespaces, observer.replace, observer.event, "pods"
+        )
+        watch = asyncio.create_task(watching.run())
+        await eventually(watching.synced.is_set, within=30)
+        await _create_gangs(run, rng, core, report)
+        killing = asyncio.create_task(_kill(run, rng, core, leases, replicas, observer, report))
+        try:
+            await _run_gangs(run, rng, core, report, started, killing)
+            await killing
+        finally:
+            killing.cancel()
+            watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watch
+    report.partly_bound = observer.partly_bound()
+    report.elapsed = time.monotonic() - started
+    return report
+
+
+async def _create_gangs(run: FailoverRun, rng: random.Random, core: Any, report: Report) -> None:
+    """`run.gangs` more gangs, all at once."""
+    for _ in range(run.gangs):
+        name, size = f"g{len(report.gangs):03}", rng.choice(run.sizes)
+        report.gangs[name] = size
+        for pod in gang_pods(name, size):
+            await core.create_namespaced_pod("team-a", pod)
+
+
+async def _run_gangs(
+    run: FailoverRun,
+    rng: random.Random,
+    core: Any,
+    report: Report,
+    started: float,
+    killing: asyncio.Task[None],
+) -> None:
+    """Delete each gang `hold` seconds after it is whole, until every gang has been; while
+    kills are still to come, a new batch of gangs follows."""
+    whole_at: dict[str, float] = {}
+    while time.monotonic() - started < run.deadline:
+        if len(whole_at) == len(report.gangs):
+            if killing.done():
+                return
+            await _create_gangs(run, rng, core, report)
+        now = time.monotonic()
+        for gang in report.gangs_whole - whole_at.keys():
+            whole_at[gang] = now
+        for gang, at in whole_at.items():
+            if at and now - at > run.hold:
+                whole_at[gang] = 0.0  # deleted
+                for i in range(report.gangs[gang]):
+                    with contextlib.suppress(NotFound):
+                        await call(
+                            "delete pod", core.delete_namespaced_pod, f"{gang}-{i}", "team-a"
+                        )
+        await asyncio.sleep(0.05)
+
+
+async def _kill(
+    run: FailoverRun,
+    rng: random.Random,
+    core: Any,
+    leases: Any,
+    replicas: list[Replica],
+    observer: Observer,
+    report: Report,
+) -> None:
+    """Kill the serving pod `run.kills` times, each at a random moment after the last takeover
+    when some gang is being placed; restart it once the other pod holds the Lease."""
+    for _ in range(run.kills):
+        await asyncio.sleep(rng.uniform(0.5, 2.5))
+        holder = ""
+        while not (serving := next((r for r in replicas if r.identity == holder), None)):
+            holder = await _holder(leases)
+            await asyncio.sleep(POLL_SECONDS)
+        with contextlib.suppress(AssertionError):  # strike while a gang is being placed
+            await eventually(functools.partial(_plans, core), within=5)
+        report.plans_at_kills.append(await _plans(core))
+        killed_at = time.monotonic()
+        serving.kill()
+        while (await _holder(leases)) in ("", holder):  # noqa: ASYNC110 - polling the apiserver
+            await asyncio.sleep(POLL_SECONDS)
+        report.takeovers.append(time.monotonic() - killed_at)
+        serving.start()  # the kubelet restarts it: the standby from now on
+        with contextlib.suppress(AssertionError):
+            await eventually(functools.partial(observer.bound_since, killed_at), within=30)
+            report.first_binds.append(observer.last_bind - killed_at)
+
+
+async def _plans(core: Any) -> int:
+    """Gang plans recorded: gangs planned and not yet bound whole."""
+    records = await call("list plan records", core.list_namespaced_config_map, "kube-rdma")
+    return len(records["items"])
+
+
+async def _holder(leases: Any) -> str:
+    try:
+        lease = await call("read lease", leases.read_namespaced_lease, LEASE[1], LEASE[0])
+    except NotFound:
+        return ""
+    return str((lease.get("spec") or {}).get("holderIdentity") or "")

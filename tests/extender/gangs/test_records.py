@@ -1,0 +1,185 @@
+"""Gang plan records: the ConfigMap a plan is written as, the records kept in ConfigMaps on the
+fake apiserver, and a scheduler that takes over the recorded plans with the members bound."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from extender.cluster.snapshot import SnapshotSource
+from extender.gangs.configmaps import ConfigMapRecords
+from extender.gangs.planner import GangSettings
+from extender.gangs.records import MemoryRecords, PlanRecord, decode, encode, record_name
+from extender.scheduling import Scheduler
+from extender.weights import Weights
+from kube_rdma.core import keys
+from kube_rdma.core.objects import Json
+from kube_rdma.core.resources import DEFAULT_RDMA_PATTERNS
+from testbed.builders import nodes
+from testbed.fakeapi import FakeApiServer, eventually
+
+RECORD = PlanRecord(("team-a", "llama"), 2, "leaf-b", ("b0", "b1"), "extender-1")
+CONFIGMAP: Json = {
+    "apiVersion": "v1",
+    "kind": "ConfigMap",
+    "metadata": {
+        "name": "gang-team-a-llama-" + record_name(("team-a", "llama"))[-10:],
+        "namespace": "kube-rdma",
+        "labels": {keys.GANG_PLAN: "true"},
+    },
+    "data": {
+        "namespace": "team-a",
+        "gang": "llama",
+        "size": "2",
+        "domain": "leaf-b",
+        "slots": '["b0","b1"]',
+        "holder": "extender-1",
+    },
+}
+
+
+def test_a_record_is_one_configmap() -> None:
+    assert encode(RECORD, "kube-rdma") == CONFIGMAP
+    assert decode(CONFIGMAP) == RECORD
+    assert decode({"data": {"gang": "x"}}) is None
+
+
+def test_record_names_are_unique_and_short_enough() -> None:
+    assert record_name(("a-b", "c")) != record_name(("a", "b-c"))
+    assert len(record_name(("n" * 63, "g" * 253))) == 253
+
+
+@pytest.fixture
+async def records(fake_api: FakeApiServer, core_v1: Any) -> AsyncIterator[ConfigMapRecords]:
+    records = ConfigMapRecords(core_v1, "kube-rdma", "extender-2")
+    async with _running(records):
+        yield records
+
+
+class _running:
+    def __init__(self, records: ConfigMapRecords) -> None:
+        self._records = records
+
+    async def __aenter__(self) -> None:
+        self._task = asyncio.create_task(self._records.run())
+        await eventually(self._records.ready)
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._task.cancel()
+
+
+def stored(api: FakeApiServer) -> list[Json]:
+    return [o["data"] for o in api.objects("configmaps", "kube-rdma")]
+
+
+async def test_records_are_written_read_back_and_removed(
+    fake_api: FakeApiServer, records: ConfigMapRecords
+) -> None:
+    records.put(RECORD)
+    assert await records.flush(RECORD.gang)
+    assert stored(fake_api) == [{**CONFIGMAP["data"], "holder": "extender-2"}]
+    await eventually(lambda: RECORD.gang in records.saved())
+    assert records.foreign_changes == 0  # its own write
+    records.put(PlanRecord(RECORD.gang, 2, "leaf-a", ("a0", "a1")))  # a new plan
+    assert await records.flush(RECORD.gang)
+    assert [d["slots"] for d in stored(fake_api)] == ['["a0","a1"]']
+    records.remove(RECORD.gang)
+    assert await records.flush(RECORD.gang)
+    assert stored(fake_api) == []
+
+
+async def test_another_process_s_records_are_foreign_and_not_removed_under_it(
+    fake_api: FakeApiServer, records: ConfigMapRecords
+) -> None:
+    records.put(RECORD)
+    assert await records.flush(RECORD.gang)
+    await eventually(lambda: RECORD.gang in records.saved())
+    # Another extender takes the record over (it writes it with its name) ...
+    taken = fake_api.get("configmaps", CONFIGMAP["metadata"]["name"], "kube-rdma")
+    taken["data"]["holder"] = "extender-3"
+    fake_api.update("configmaps", taken, "kube-rdma")
+    await eventually(lambda: records.foreign_changes == 1)
+    assert records.saved()[RECORD.gang].holder == "extender-3"
+    # ... before this one's removal, conditional on the version it wrote, reaches the apiserver.
+    records._versions[RECORD.gang] = "101"
+    records.remove(RECORD.gang)
+    assert await records.flush(RECORD.gang)
+    assert [d["holder"] for d in stored(fake_api)] == ["extender-3"]
+
+
+class Recorded(MemoryRecords):
+    """Records as another process left them."""
+
+    def __init__(self, *saved: PlanRecord) -> None:
+        super().__init__()
+        for record in saved:
+            super().put(record)
+        self.foreign = len(saved)
+
+    @property
+    def foreign_changes(self) -> int:
+        return self.foreign
+
+
+def member(index: int, node: str | None = None) -> Json:
+    annotations = {keys.GANG: "llama", keys.GANG_SIZE: "3"}
+    return nodes.pod(f"llama-{index}", annotations=annotations, node_name=node)
+
+
+def cluster(*pods: Json) -> SnapshotSource:
+    leaf_a = [nodes.node(f"a{i}", nodes.hgx(), labels={keys.LEAF: "leaf-a"}) for i in range(3)]
+    leaf_b = [nodes.node(f"b{i}", nodes.hgx(), labels={keys.LEAF: "leaf-b"}) for i in range(3)]
+    return SnapshotSource([*leaf_a, *leaf_b, *pods])
+
+
+def scheduler(source: SnapshotSource, records: MemoryRecords) -> Scheduler:
+    return Scheduler(
+        source, Weights, GangSettings(), ("nvidia.com/gpu",), DEFAULT_RDMA_PATTERNS, records
+    )
+
+
+NAMES = ["a0", "a1", "a2", "b0", "b1", "b2"]
+
+
+async def test_a_gang_half_bound_by_another_process_is_finished_on_its_planned_nodes() -> None:
+    recorded = PlanRecord(("team-a", "llama"), 3, "leaf-b", ("b0", "b1", "b2"), "extender-1")
+    records = Recorded(recorded)
+    source = cluster(member(0, "b1"), member(1), member(2))
+    served = scheduler(source, records)
+    # The members not bound yet go to the free slots, not to the bound member's node.
+    assert served.filter(member(1), NAMES).passed == ["b0"]
+    assert served.filter(member(2), NAMES).passed == ["b2"]
+    assert served.planner.bound_members == {("team-a", "llama"): {("team-a", "llama-0"): "b1"}}
+    # The slots not bound are held: another pod is kept off them.
+    assert served.filter(nodes.pod("solo"), NAMES).passed == ["a0", "a1", "a2"]
+    assert records.saved()[recorded.gang] == PlanRecord(recorded.gang, 3, "leaf-b", recorded.slots)
+    # The two members left arrive at the barrier, which counts the bound one: the gang binds.
+    await asyncio.gather(
+        served.bind("team-a", "llama-1", "", "b0"), served.bind("team-a", "llama-2", "", "b2")
+    )
+    bound = {p["metadata"]["name"]: p["spec"].get("nodeName") for p in source.cluster.pods()}
+    assert bound == {"llama-0": "b1", "llama-1": "b0", "llama-2": "b2"}
+    assert served.planner.plans == {}
+    assert records.saved() == {}  # bound whole: the record is removed
+
+
+async def test_nothing_is_adopted_before_another_process_wrote() -> None:
+    records = Recorded(PlanRecord(("team-a", "llama"), 3, "leaf-b", ("b0", "b1", "b2")))
+    records.foreign = 0  # as this process's own records
+    served = scheduler(cluster(member(0), member(1), member(2)), records)
+    served.sweep()
+    assert served.planner.plans == {}
+    records.foreign = 1
+    served.sweep()  # a standby never called does not sweep what another process wrote
+    assert served.planner.plans == {}
+    assert len(records.saved()) == 1
+
+
+async def test_a_record_of_a_gang_without_pods_is_removed() -> None:
+    records = Recorded(PlanRecord(("team-a", "gone"), 2, "leaf-b", ("b0", "b1"), "extender-1"))
+    served = scheduler(cluster(member(0)), records)
+    served.filter(member(0), NAMES)
+    assert ("team-a", "gone") not in records.saved()

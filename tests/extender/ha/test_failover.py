@@ -1,0 +1,23 @@
+"""The extender survives the death of the scheduler pod that serves, mid-gang: real processes
+(the fake apiserver, two emulated kube-schedulers with leader election, each with its extender
+beside it), the serving pod SIGKILLed three times during a contended stream of gangs, with a
+2 s lease so that each takeover takes seconds."""
+
+from __future__ import annotations
+
+from testbed.failover import FailoverRun, failover
+
+
+async def test_killing_the_serving_scheduler_pod_mid_gang_loses_nothing() -> None:
+    run = FailoverRun(nodes=8, leaf_size=4, gangs=10, sizes=(2, 3, 4), kills=3, seed=7)
+    report = await failover(run)
+    assert report.bound_twice == []
+    assert report.overcommitted == []
+    assert report.partly_bound == []
+    assert len(report.gangs) >= 10
+    assert report.gangs_whole == report.gangs.keys()
+    assert len(report.takeovers) == 3
+    # The standby takes over a lease duration and up to two retry periods after the last
+    # renewal; more on a loaded machine.
+    assert max(report.takeovers) < 3 * run.timing.duration
+    assert all(report.plans_at_kills), "a kill struck while no gang was being placed"
