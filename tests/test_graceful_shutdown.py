@@ -159,5 +159,5 @@ def test_extender_answers_the_bind_in_flight(tmp_path: Path) -> None:
         conn = socket.create_connection(("127.0.0.1", port))
         binding = {"PodName": "w-0", "PodNamespace": "team-a", "PodUID": "uid-w-0", "Node": "gpu-1"}
         send(conn, "/bind", orjson.dumps(binding))
-        grace = grace_seconds("manifests/extender/deployment.yaml")
+        grace = grace_seconds("manifests/scheduler/deployment.yaml")
         assert terminate_while_in_flight(process, port, conn, grace) == b"HTTP/1.1 200 OK\r\n"
