@@ -13,10 +13,11 @@ from collections.abc import Sequence
 from agent import cli as agent_cli
 from certs import cli as certs_cli
 from extender import cli as extender_cli
+from fabric import cli as fabric_cli
 from kube_rdma.core import logs
 from webhook import cli as webhook_cli
 
-PARTS = (webhook_cli, certs_cli, agent_cli, extender_cli)
+PARTS = (webhook_cli, certs_cli, agent_cli, extender_cli, fabric_cli)
 
 
 def build_parser() -> argparse.ArgumentParser:

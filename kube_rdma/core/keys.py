@@ -50,6 +50,26 @@ GANG_SIZE = PREFIX + "gang-size"
 LEAF = PREFIX + "leaf"
 SPINE = PREFIX + "spine"
 
+# Pod annotation: "true" makes the webhook add NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=INIT,NET, the
+# lines `kube-rdma diagnose` reads to tell which transport NCCL chose.
+DEBUG = PREFIX + "debug"
+
+# Node label `kube-rdma acceptance run --label` sets (ACCEPTANCE_PASSED or ACCEPTANCE_FAILED), and
+# the node annotation saying when; the extender's --require-acceptance admits only passed nodes.
+ACCEPTANCE = PREFIX + "acceptance"
+ACCEPTANCE_PASSED = "passed"
+ACCEPTANCE_FAILED = "failed"
+ACCEPTANCE_TIME = PREFIX + "acceptance-time"
+
+# Pod label on the pods an acceptance run creates (its value: the run's name): they must run on
+# nodes not accepted yet, so --require-acceptance lets them through.
+ACCEPTANCE_RUN = PREFIX + "acceptance-run"
+# Pod labels grouping one test's pods (the headless Service selects its workers) and saying
+# which pod is a worker and which the launcher; the annotation numbers the test's round.
+ACCEPTANCE_GROUP = PREFIX + "acceptance-group"
+ACCEPTANCE_ROLE = PREFIX + "acceptance-role"
+ACCEPTANCE_ROUND = PREFIX + "acceptance-round"
+
 ALL = (
     INJECT,
     PROFILE,
@@ -69,4 +89,11 @@ ALL = (
     GANG_SIZE,
     LEAF,
     SPINE,
+    DEBUG,
+    ACCEPTANCE,
+    ACCEPTANCE_TIME,
+    ACCEPTANCE_RUN,
+    ACCEPTANCE_GROUP,
+    ACCEPTANCE_ROLE,
+    ACCEPTANCE_ROUND,
 )
