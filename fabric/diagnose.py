@@ -52,8 +52,8 @@ def notes(report: LogReport) -> list[str]:
         )
     elif report.network == "Socket":
         found.append(
-            "NCCL found no RDMA device and chose the Socket network; this run stayed inside one "
-            "node, but a job across nodes would use TCP"
+            "NCCL found no RDMA device and chose the Socket network: any traffic between nodes "
+            "goes over TCP"
         )
     if report.gdr is False:
         found.append(

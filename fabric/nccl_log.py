@@ -33,7 +33,8 @@ GID_ENV = re.compile(r"NCCL_IB_GID_INDEX set by environment to (-?\d+)")
 GID_QP = re.compile(r"\bGID (\d+) \(")
 
 Transport = str
-"""`IB`, `RoCE`, `Socket`, `P2P/SHM` (only connections inside a node), or `unknown`."""
+"""`IB`, `RoCE`, `Socket`, `P2P/SHM` (nothing left the node: connections inside it only, or a
+communicator on one node), or `unknown`."""
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,8 @@ class LogReport:
             return "RoCE" if used and all(d.endswith("/RoCE") for d in used) else "IB"
         if net:
             return "unknown"
-        return "P2P/SHM" if self.connections else "unknown"
+        inside = self.connections or self.nodes == 1
+        return "P2P/SHM" if inside else "unknown"
 
     @property
     def rdma(self) -> bool:
