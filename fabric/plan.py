@@ -67,13 +67,13 @@ def _within_leaves(by_leaf: Mapping[str, list[str]]) -> list[Round]:
 
 
 def _across_leaves(nodes: Sequence[str], leaves: Mapping[str, str]) -> list[Round]:
-    """Nodes sorted by leaf, node i with node i + n/2: different leaves whenever no leaf holds
-    more than half the nodes; an odd node out pairs with the first node in a second round.
-    Nothing when all nodes share one leaf."""
+    """Nodes sorted by leaf, node i with node i + ceil(n/2): different leaves whenever no leaf
+    holds more than half the nodes; with an odd count, the middle node pairs with node
+    ceil(n/2) in a second round. Nothing when all nodes share one leaf."""
     if len({leaves.get(n, "") for n in nodes}) < 2:
         return []
     ordered = sorted(nodes, key=lambda n: (leaves.get(n, ""), n))
-    half = len(ordered) // 2
-    first: Round = [(ordered[i], ordered[i + half]) for i in range(half)]
-    second: Round = [(ordered[-1], ordered[0])] if len(ordered) % 2 else []
+    half = (len(ordered) + 1) // 2
+    first: Round = [(ordered[i], ordered[i + half]) for i in range(len(ordered) - half)]
+    second: Round = [(ordered[half - 1], ordered[half])] if len(ordered) % 2 else []
     return [first, second]

@@ -14,6 +14,7 @@ from kubernetes_asyncio import client
 
 from kube_rdma.core.objects import Json
 from testbed.fakeapi.kubeconfig import write_kubeconfig
+from testbed.fakeapi.logs import PodLogs
 from testbed.fakeapi.patches import MERGE_PATCH
 from testbed.fakeapi.recording import Failure, RecordedRequest, Recorder
 from testbed.fakeapi.routes import create_app
@@ -39,6 +40,8 @@ class FakeApiServer:
         self._watches = Watches(bookmark_interval)
         self._store = Store(resources, clock=clock, seed=seed, on_change=self._watches.publish)
         self._runner: web.AppRunner | None = None
+        self.logs = PodLogs()
+        """What pods printed, served on pods/NAME/log (the test plays the kubelet)."""
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -62,7 +65,7 @@ class FakeApiServer:
         await self.stop()
 
     def create_app(self) -> web.Application:
-        return create_app(self._store, self._watches, self._recorder)
+        return create_app(self._store, self._watches, self._recorder, self.logs)
 
     def api_client(self) -> Any:
         """A kubernetes-asyncio ApiClient for this server; use it as `async with`."""
