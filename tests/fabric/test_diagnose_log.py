@@ -19,7 +19,12 @@ NO_RDMA_NOTE = (
     "NCCL found no RDMA device and chose the Socket network: any traffic between nodes goes "
     "over TCP"
 )
-H200 = {"nccl_version": "2.28.9+cuda13.0", "devices": [], "connections": {}, "gdr": None}
+H200: dict[str, object] = {
+    "nccl_version": "2.28.9+cuda13.0",
+    "devices": [],
+    "connections": {},
+    "gdr": None,
+}
 
 
 def diagnose(capsys: pytest.CaptureFixture[str], path: Path) -> tuple[int, dict[str, object]]:

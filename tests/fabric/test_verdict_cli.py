@@ -173,8 +173,8 @@ def test_every_field_of_the_verdict(
 
 
 def write_topology(path: Path, active: int, down: int) -> str:
-    up = Port(port=1, state="ACTIVE", linkLayer="InfiniBand", rateGbps=400.0, healthy=True)
-    off = Port(port=1, state="DOWN", linkLayer="InfiniBand", rateGbps=400.0, healthy=False)
+    up = Port(port=1, state="ACTIVE", link_layer="InfiniBand", rate_gbps=400.0, healthy=True)
+    off = Port(port=1, state="DOWN", link_layer="InfiniBand", rate_gbps=400.0, healthy=False)
     nics = [Nic(name=f"mlx5_{i}", ports=(up if i < active else off,)) for i in range(active + down)]
     path.write_text(Topology(nics=tuple(nics)).model_dump_json(by_alias=True))
     return str(path)
