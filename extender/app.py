@@ -56,6 +56,8 @@ class Settings:
     max_body_bytes: int = 16 << 20
     gangs: GangSettings = field(default_factory=GangSettings)
     sweep_interval: float = 1.0
+    require_acceptance: bool = False
+    """Only nodes labelled kube-rdma.io/acceptance=passed take RDMA pods."""
 
 
 class Metrics:
@@ -125,6 +127,7 @@ def create_app(
         settings.gpu_resources,
         settings.rdma_resources,
         records,
+        settings.require_acceptance,
     )
     app = web.Application(client_max_size=settings.max_body_bytes)
     app[EXTENDER] = Extender(settings, source, weights, scheduler, metrics)

@@ -70,6 +70,11 @@ def _register_extender(subcommands: argparse._SubParsersAction[argparse.Argument
         help="namespace of the ConfigMaps that record gang plans, so that the extender that "
         "serves next finishes the gangs in flight (default: $POD_NAMESPACE, else kube-rdma)",
     )
+    extender.add_argument(
+        "--require-acceptance",
+        action="store_true",
+        help="only nodes that passed `kube-rdma acceptance run --label` take RDMA pods",
+    )
     where = extender.add_mutually_exclusive_group(required=True)
     where.add_argument("--cluster-snapshot", type=Path, help="a JSON/YAML file of Nodes and Pods")
     where.add_argument("--kubeconfig", type=Path)
@@ -149,6 +154,7 @@ async def _extender_app(args: argparse.Namespace, tls: Any = None) -> Any:
         gpu_resources=tuple(args.gpu_resource or ("nvidia.com/gpu",)),
         rdma_resources=tuple(args.rdma_resource or DEFAULT_RDMA_PATTERNS),
         gangs=gangs,
+        require_acceptance=args.require_acceptance,
     )
     if args.cluster_snapshot:
         return create_app(settings, SnapshotSource.from_file(args.cluster_snapshot), tls)

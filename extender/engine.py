@@ -67,12 +67,17 @@ class Engine:
     counted as used by everyone but the gang itself (`plans`, read only)."""
 
     def __init__(
-        self, cluster: Cluster, weights: Callable[[], Weights], plans: GangPlans = NO_PLANS
+        self,
+        cluster: Cluster,
+        weights: Callable[[], Weights],
+        plans: GangPlans = NO_PLANS,
+        require_acceptance: bool = False,
     ) -> None:
         self._cluster = cluster
         self._weights = weights
         self._plans = plans
-        self._filters: list[tuple[str, Filter]] = filter_registry()
+        self._filters: list[tuple[str, Filter]] = filter_registry(require_acceptance)
+        self.require_acceptance = require_acceptance
         self._criteria: dict[str, Criterion] = score_registry(plans)
         self._live = {name: c for name, c in self._criteria.items() if c.live is not None}
         self._shapes: dict[tuple[Any, ...], int] = {}

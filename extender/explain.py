@@ -66,6 +66,7 @@ def table(body: Json) -> str:
         + (f", min rate {asks['minRateGbps']:g} Gb/s" if "minRateGbps" in asks else "")
         + (", GPUDirect RDMA" if asks.get("requireGdr") else ""),
         *_gang_line(body.get("gang")),
+        *(["nodes must have passed fabric acceptance"] if body.get("requireAcceptance") else []),
         "nodes: " + ", ".join(f"{v} {k}" for k, v in body["summary"].items()),
         "",
     ]

@@ -45,6 +45,8 @@ class PodView:
     min_affinity: Level | None = None
     require_gdr: bool = False
     """Only nodes with a GPUDirect RDMA path (`kube-rdma.io/require-gdr: "true"`)."""
+    acceptance_test: bool = False
+    """One of `kube-rdma acceptance`'s own pods: it runs on nodes not accepted yet."""
     node_settings: bool = False
     """The pod reads NCCL_IB_GID_INDEX / NCCL_IB_HCA from annotations the bind must write."""
     problems: tuple[str, ...] = field(default=())
@@ -74,6 +76,7 @@ class PodView:
             self.min_rate,
             self.min_affinity,
             self.require_gdr,
+            self.acceptance_test,
             self.problems,
         )
 
@@ -105,6 +108,7 @@ def pod_view(
         min_rate=_number(annotations, keys.MIN_RATE, problems),
         min_affinity=_level(annotations, problems),
         require_gdr=_flag(annotations, keys.REQUIRE_GDR, problems),
+        acceptance_test=keys.ACCEPTANCE_RUN in (meta.get("labels") or {}),
         node_settings=_reads_node_settings(pod),
         problems=tuple(problems),
     )

@@ -43,13 +43,14 @@ class Scheduler:
         gpu_resources: Sequence[str],
         rdma_resources: Sequence[str],
         records: PlanRecords | None = None,
+        require_acceptance: bool = False,
     ) -> None:
         self._source = source
         self._weights = weights
         self._resources = (tuple(gpu_resources), tuple(rdma_resources))
         cluster = source.cluster
         book = Reservations(gangs.domains[0] if gangs.domains else None)
-        self.engine = Engine(cluster, weights, book)
+        self.engine = Engine(cluster, weights, book, require_acceptance)
         self.planner = Planner(cluster, self.engine, book, gangs, records=records)
         self._records = self.planner.records
         self._adopted = 0
@@ -152,6 +153,8 @@ class Scheduler:
         view, gang = self.view(pod), self.gang(pod)
         body = explanation(view, self.engine.explain(view, _key(gang)), self._weights())
         body["gang"] = self._gang_summary(gang)
+        if self.engine.require_acceptance:
+            body["requireAcceptance"] = True
         return body
 
     def _gang_summary(self, gang: Gang | Singleton) -> Json:

@@ -28,6 +28,16 @@ def nccl_env(profile: Profile, plan: Plan) -> list[Json]:
     return env
 
 
+def debug_env(metadata: Json) -> list[Json]:
+    """NCCL's transport lines, which `kube-rdma diagnose` reads, for a pod that asks for them."""
+    if (metadata.get("annotations") or {}).get(keys.DEBUG) != "true":
+        return []
+    return [
+        {"name": "NCCL_DEBUG", "value": "INFO"},
+        {"name": "NCCL_DEBUG_SUBSYS", "value": "INIT,NET"},
+    ]
+
+
 def _hca_env(nccl: Nccl) -> list[Json]:
     # One leading '=' (or '^=') makes NCCL match every listed name exactly: NCCL strips a
     # single '^' and then a single '=' from the front of the whole list (net_ib.cc), so '=' per

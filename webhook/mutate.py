@@ -21,7 +21,7 @@ from kube_rdma.core.quantity import QuantityError
 from webhook import lints, ncclconf
 from webhook.denied import Denied
 from webhook.devices import add_ipc_lock, add_resources, mount_infiniband
-from webhook.env import add_env, nccl_env
+from webhook.env import add_env, debug_env, nccl_env
 from webhook.network import Plan, host_network_warnings, plan, set_network
 from webhook.placement import set_placement
 from webhook.podsecurity import Item, Level, forbidden
@@ -74,6 +74,7 @@ def _apply(out: Mutation, name: str, profile: Profile, target: Target) -> None:
     size = shm_size(selected, profile.shm, out.warnings) if profile.shm.enabled else None
     for container in selected:
         _prepare(container, spec, profile, pod_plan, skipped, size is not None, out.warnings)
+        add_env(container, debug_env(metadata), out.warnings)
     ensure_volumes(spec, size)
     if pod_plan.resolves:
         settings = ncclconf.file_settings(nccl_env(profile, pod_plan))

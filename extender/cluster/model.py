@@ -91,7 +91,7 @@ class NodeInfo:
     summaries (extender/pairing.py) are the same."""
     state: int = field(default=0, compare=False)
     """Equal for nodes that any pod must judge and score alike: the same rails_key, topology
-    error and allocatable and requested resources."""
+    error, allocatable and requested resources, and fabric acceptance label."""
 
     def free(self, resource: str) -> int:
         return self.allocatable.get(resource, 0) - self.requested.get(resource, 0)
@@ -255,11 +255,18 @@ class Cluster:
                 requested[resource] = requested.get(resource, 0) + amount
         meta = entry.obj.get("metadata") or {}
         allocatable = extended_resources((entry.obj.get("status") or {}).get("allocatable"))
-        state = (entry.rails_key, entry.topology_error, _sorted(allocatable), _sorted(requested))
+        labels = dict(meta.get("labels") or {})
+        state = (
+            entry.rails_key,
+            entry.topology_error,
+            _sorted(allocatable),
+            _sorted(requested),
+            labels.get(keys.ACCEPTANCE),
+        )
         self._note(name)
         self._views[name] = NodeInfo(
             name=name,
-            labels=dict(meta.get("labels") or {}),
+            labels=labels,
             allocatable=allocatable,
             requested=requested,
             topology=entry.topology,

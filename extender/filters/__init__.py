@@ -7,14 +7,18 @@ no RDMA hardware, the wrong link layer, too few rails at all, a rail down, no GP
 
 from __future__ import annotations
 
-from extender.filters import affinity, gdr, rdma
+from extender.filters import acceptance, affinity, gdr, rdma
 from extender.filters.verdict import PASS, Filter, Verdict, fail, never
 
 __all__ = ["PASS", "Filter", "Verdict", "fail", "never", "registry"]
 
 
-def registry() -> list[tuple[str, Filter]]:
+def registry(require_acceptance: bool = False) -> list[tuple[str, Filter]]:
     """The filters in the order they run; the first failure is the node's verdict. GPUDirect
     RDMA runs first: a node without it must be unresolvable even while it is busy, or
-    kube-scheduler would preempt pods there for a pod that can never run on it."""
-    return [("gdr", gdr.check), ("rdma", rdma.check), ("affinity", affinity.check)]
+    kube-scheduler would preempt pods there for a pod that can never run on it; fabric acceptance,
+    when required, runs before it for the same reason."""
+    checks: list[tuple[str, Filter]] = (
+        [("acceptance", acceptance.check)] if require_acceptance else []
+    )
+    return [*checks, ("gdr", gdr.check), ("rdma", rdma.check), ("affinity", affinity.check)]

@@ -53,6 +53,26 @@ SPINE = PREFIX + "spine"
 # ConfigMap label of the extender's gang plan records, in its own namespace.
 GANG_PLAN = PREFIX + "gang-plan"
 
+# Pod annotation: "true" makes the webhook add NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=INIT,NET, the
+# lines `kube-rdma diagnose` reads to tell which transport NCCL chose.
+DEBUG = PREFIX + "debug"
+
+# Node label `kube-rdma acceptance run --label` sets (ACCEPTANCE_PASSED or ACCEPTANCE_FAILED), and
+# the node annotation saying when; the extender's --require-acceptance admits only passed nodes.
+ACCEPTANCE = PREFIX + "acceptance"
+ACCEPTANCE_PASSED = "passed"
+ACCEPTANCE_FAILED = "failed"
+ACCEPTANCE_TIME = PREFIX + "acceptance-time"
+
+# Pod label on the pods an acceptance run creates (its value: the run's name): they must run on
+# nodes not accepted yet, so --require-acceptance lets them through.
+ACCEPTANCE_RUN = PREFIX + "acceptance-run"
+# Pod labels grouping one test's pods (the headless Service selects its workers) and saying
+# which pod is a worker and which the launcher; the annotation numbers the test's round.
+ACCEPTANCE_GROUP = PREFIX + "acceptance-group"
+ACCEPTANCE_ROLE = PREFIX + "acceptance-role"
+ACCEPTANCE_ROUND = PREFIX + "acceptance-round"
+
 ALL = (
     INJECT,
     PROFILE,
@@ -73,4 +93,11 @@ ALL = (
     LEAF,
     SPINE,
     GANG_PLAN,
+    DEBUG,
+    ACCEPTANCE,
+    ACCEPTANCE_TIME,
+    ACCEPTANCE_RUN,
+    ACCEPTANCE_GROUP,
+    ACCEPTANCE_ROLE,
+    ACCEPTANCE_ROUND,
 )

@@ -17,6 +17,7 @@ from aiohttp import web
 
 from kube_rdma.core.objects import Json
 from testbed.fakeapi.errors import NO_RESOURCE, ApiError, integer, json_response
+from testbed.fakeapi.logs import LOGS, PodLogs, serve_log
 from testbed.fakeapi.recording import BODY, TRUE, Recorder
 from testbed.fakeapi.selectors import Selector
 from testbed.fakeapi.store import Store, check_name
@@ -37,9 +38,11 @@ class Target:
     subresource: str | None
 
 
-def create_app(store: Store, watches: Watches, recorder: Recorder) -> web.Application:
+def create_app(
+    store: Store, watches: Watches, recorder: Recorder, logs: PodLogs | None = None
+) -> web.Application:
     app = web.Application(middlewares=[recorder.middleware])
-    app[STORE], app[WATCHES] = store, watches
+    app[STORE], app[WATCHES], app[LOGS] = store, watches, logs or PodLogs()
     app.router.add_route("*", "/api/{version}/{path:.*}", dispatch)
     app.router.add_route("*", "/apis/{group}/{version}/{path:.*}", dispatch)
     return app
@@ -53,6 +56,8 @@ async def dispatch(request: web.Request) -> web.StreamResponse:
             raise ApiError(405, f"fake apiserver: {request.method} is not supported on bindings")
         binding = _named(request[BODY], target.name)
         return json_response(store.bind(target.namespace, binding), 201)
+    if target.plural == "pods" and target.subresource == "log" and target.name is not None:
+        return serve_log(request, store, target.namespace, target.name)
     if target.subresource not in (None, "status"):
         raise ApiError(404, NO_RESOURCE)
     if target.name is None:

@@ -20,6 +20,7 @@ from testbed.fakeapi.discovery import add_discovery_routes
 from testbed.fakeapi.errors import ApiError
 from testbed.fakeapi.faults import Faults, StreamFault
 from testbed.fakeapi.kubeconfig import write_kubeconfig
+from testbed.fakeapi.logs import PodLogs
 from testbed.fakeapi.patches import MERGE_PATCH
 from testbed.fakeapi.recording import Failure, RecordedRequest, Recorder
 from testbed.fakeapi.routes import create_app
@@ -49,6 +50,8 @@ class FakeApiServer:
         self._site: web.TCPSite | None = None
         self._address: tuple[str, int] = ("127.0.0.1", 0)
         self._refusing = False
+        self.logs = PodLogs()
+        """What pods printed, served on pods/NAME/log (the test plays the kubelet)."""
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -74,7 +77,7 @@ class FakeApiServer:
         await self.stop()
 
     def create_app(self) -> web.Application:
-        app = create_app(self._store, self._watches, self._recorder)
+        app = create_app(self._store, self._watches, self._recorder, self.logs)
         app.middlewares.append(self.faults.middleware)
         add_discovery_routes(app)
         return app

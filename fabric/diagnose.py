@@ -1,0 +1,91 @@
+"""`kube-rdma diagnose`'s answer on an NCCL log: did NCCL use RDMA, and if not, why.
+
+Pure: a `LogReport` in, the JSON answer, its readable form and the exit status out. Exit 0 when
+every connection that left a host used RDMA (a log with connections inside one node only is
+fine too), 1 when something fell back to sockets or an error was logged.
+"""
+
+from __future__ import annotations
+
+from fabric.nccl_log import LogReport
+from kube_rdma.core import keys
+from kube_rdma.core.objects import Json
+
+NO_LINES = (
+    "no NCCL INFO lines found; run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET (the "
+    f'{keys.DEBUG}: "true" pod annotation sets both)'
+)
+
+
+def log_answer(report: LogReport) -> Json:
+    return {
+        "nccl_version": report.nccl_version,
+        "transport": report.transport,
+        "network": report.network,
+        "nodes": report.nodes,
+        "devices": [report.ib_devices[i] for i in sorted(report.ib_devices)],
+        "connections": report.connections,
+        "gdr": report.gdr,
+        "gid_index": report.gid_index,
+        "rdma": report.rdma,
+        "errors": [
+            {
+                "error": e.error,
+                "line": e.line,
+                "text": e.text,
+                "meaning": e.meaning,
+                "check": e.check,
+            }
+            for e in report.errors
+        ],
+        "notes": notes(report),
+    }
+
+
+def notes(report: LogReport) -> list[str]:
+    found = []
+    if report.transport == "Socket":
+        found.append(
+            "NCCL sent inter-node traffic over TCP sockets: no usable RDMA device in the pod "
+            "(check /dev/infiniband, the RDMA resource, IPC_LOCK, NCCL_IB_HCA and "
+            "NCCL_IB_DISABLE)"
+        )
+    elif report.network == "Socket":
+        found.append(
+            "NCCL found no RDMA device and chose the Socket network: any traffic between nodes "
+            "goes over TCP"
+        )
+    if report.gdr is False:
+        found.append(
+            "RDMA without GPUDirect RDMA: transfers are staged through host memory (check "
+            "nvidia_peermem or dma-buf, and the GPU-NIC PCIe path)"
+        )
+    return found
+
+
+def exit_status(report: LogReport) -> int:
+    return 0 if report.rdma else 1
+
+
+def text(answer: Json) -> str:
+    lines = [
+        f"NCCL {answer['nccl_version'] or 'version unknown'}: transport {answer['transport']}"
+        + (f" over {', '.join(answer['devices'])}" if answer["devices"] else "")
+        + (f", GID index {answer['gid_index']}" if answer["gid_index"] is not None else ""),
+        "connections: "
+        + (", ".join(f"{k} {v}" for k, v in answer["connections"].items()) or "none logged"),
+        f"GPUDirect RDMA: {_tri(answer['gdr'])}",
+    ]
+    for error in answer["errors"]:
+        lines += [
+            f"error: {error['error']} (line {error['line']})",
+            f"  {error['text']}",
+            f"  means: {error['meaning']}",
+            f"  check: {error['check']}",
+        ]
+    lines += [f"note: {note}" for note in answer["notes"]]
+    return "\n".join(lines) + "\n"
+
+
+def _tri(value: bool | None) -> str:
+    return "not used" if value is None else ("yes" if value else "no")

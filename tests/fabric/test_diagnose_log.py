@@ -1,0 +1,266 @@
+"""`kube-rdma diagnose --nccl-log`: four logs captured from NCCL 2.28.9 on a real H200 without an
+RDMA NIC (tests/fixtures/nccl-logs/h200-*), and logs written in the shapes of published
+multi-node runs (IB with GPUDirect RDMA, RoCE with a GID index, a socket fallback, a completion
+error)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fabric import known_errors
+from fabric.nccl_log import analyze
+from kube_rdma.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent / "fixtures"
+NO_RDMA_NOTE = (
+    "NCCL found no RDMA device and chose the Socket network: any traffic between nodes goes "
+    "over TCP"
+)
+H200: dict[str, object] = {
+    "nccl_version": "2.28.9+cuda13.0",
+    "devices": [],
+    "connections": {},
+    "gdr": None,
+}
+
+
+def diagnose(capsys: pytest.CaptureFixture[str], path: Path) -> tuple[int, dict[str, object]]:
+    status = main(["diagnose", "--nccl-log", str(path), "--json"])
+    answer = json.loads(capsys.readouterr().out)
+    for error in answer["errors"]:
+        assert (error.pop("meaning"), error.pop("check")) == _advice(error["error"])
+    return status, answer
+
+
+def _advice(name: str) -> tuple[str, str]:
+    known = next(k for k in known_errors.KNOWN if k.name == name)
+    return known.meaning, known.check
+
+
+CASES = [
+    (
+        "nccl-logs/h200-no-rdma-nic.log",
+        0,
+        {
+            **H200,
+            "transport": "P2P/SHM",
+            "network": "Socket",
+            "nodes": 1,
+            "gid_index": None,
+            "rdma": True,
+            "errors": [],
+            "notes": [NO_RDMA_NOTE],
+        },
+    ),
+    (
+        "nccl-logs/h200-ib-disabled.log",
+        0,
+        {
+            **H200,
+            "transport": "P2P/SHM",
+            "network": "Socket",
+            "nodes": 1,
+            "gid_index": None,
+            "rdma": True,
+            "errors": [],
+            "notes": [NO_RDMA_NOTE],
+        },
+    ),
+    (
+        "nccl-logs/h200-net-ib-forced.log",
+        1,
+        {
+            **H200,
+            "transport": "unknown",
+            "network": None,
+            "nodes": None,
+            "gid_index": None,
+            "rdma": False,
+            "errors": [
+                {
+                    "error": "no NET plugin",
+                    "line": 12,
+                    "text": "[2026-12-01 01:13:51] vm:558:558 [0] plugin/net.cc:379 NCCL WARN "
+                    "Failed to initialize any NET plugin",
+                }
+            ],
+            "notes": [],
+        },
+    ),
+    (
+        "nccl-logs/h200-duplicate-gpu.log",
+        1,
+        {
+            **H200,
+            "transport": "unknown",
+            "network": "Socket",
+            "nodes": None,
+            "gid_index": None,
+            "rdma": False,
+            "errors": [
+                {
+                    "error": "duplicate GPU",
+                    "line": 19,
+                    "text": "[2026-12-01 01:13:56] vm:590:590 [0] init.cc:904 NCCL WARN Duplicate "
+                    "GPU detected : rank 0 and rank 1 both on CUDA device 60",
+                }
+            ],
+            "notes": [NO_RDMA_NOTE],
+        },
+    ),
+    (
+        "nccl-tests/h100-ib-2node.txt",
+        0,
+        {
+            "nccl_version": "2.21.5+cuda12.4",
+            "transport": "IB",
+            "network": "IB",
+            "nodes": 2,
+            "devices": [f"mlx5_{i}:1/IB" for i in (0, 3, 4, 5, 6, 9, 10, 11)],
+            "connections": {"NET/IB": 4, "P2P": 2},
+            "gdr": True,
+            "gid_index": None,
+            "rdma": True,
+            "errors": [],
+            "notes": [],
+        },
+    ),
+    (
+        "nccl-tests/a100-roce-2node.txt",
+        0,
+        {
+            "nccl_version": "2.18.5+cuda12.2",
+            "transport": "RoCE",
+            "network": "IB",
+            "nodes": 2,
+            "devices": [f"mlx5_{i}:1/RoCE" for i in range(4)],
+            "connections": {"NET/IB": 3, "P2P": 1},
+            "gdr": False,
+            "gid_index": 3,
+            "rdma": True,
+            "errors": [],
+            "notes": [
+                "RDMA without GPUDirect RDMA: transfers are staged through host memory (check "
+                "nvidia_peermem or dma-buf, and the GPU-NIC PCIe path)"
+            ],
+        },
+    ),
+    (
+        "nccl-tests/v100-socket-old.txt",
+        1,
+        {
+            "nccl_version": "2.9.6+cuda11.2",
+            "transport": "Socket",
+            "network": "Socket",
+            "nodes": None,
+            "devices": [],
+            "connections": {"NET/Socket": 2},
+            "gdr": None,
+            "gid_index": None,
+            "rdma": False,
+            "errors": [],
+            "notes": [
+                "NCCL sent inter-node traffic over TCP sockets: no usable RDMA device in the pod "
+                "(check /dev/infiniband, the RDMA resource, IPC_LOCK, NCCL_IB_HCA and "
+                "NCCL_IB_DISABLE)"
+            ],
+        },
+    ),
+    (
+        "nccl-logs/roce-completion-error-12.log",
+        1,
+        {
+            "nccl_version": "2.23.4+cuda12.6",
+            "transport": "RoCE",
+            "network": "IB",
+            "nodes": 2,
+            "devices": ["mlx5_2:1/RoCE", "mlx5_3:1/RoCE"],
+            "connections": {"NET/IB": 2, "P2P": 1},
+            "gdr": True,
+            "gid_index": 3,
+            "rdma": False,
+            "errors": [
+                {
+                    "error": "completion error 12",
+                    "line": 12,
+                    "text": "trainer-0:88:140 [0] transport/net_ib.cc:1697 NCCL WARN NET/IB : Got "
+                    "completion from peer 10.152.0.13<41236> with status=12 opcode=0 len=0 vendor "
+                    "err 129 (Recv) localGid ::ffff:10.152.0.12 remoteGids::ffff:10.152.0.13",
+                },
+                {
+                    "error": "timeout",
+                    "line": 18,
+                    "text": "[rank0]:[E1130 09:14:02.117000 88 ProcessGroupNCCL.cpp:616] [Rank 0] "
+                    "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, "
+                    "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600017 "
+                    "milliseconds before timing out.",
+                },
+            ],
+            "notes": [],
+        },
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "status", "expected"), CASES, ids=[c[0] for c in CASES])
+def test_every_field_of_the_diagnosis(
+    name: str, status: int, expected: dict[str, object], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert diagnose(capsys, ROOT / name) == (status, expected)
+
+
+@pytest.mark.parametrize(
+    ("line", "error"),
+    [
+        (
+            "h:1:2 [0] transport/net_ib.cc:839 NCCL WARN NET/IB : Got completion with error 12, "
+            "opcode 0, len 0, vendor err 129",
+            "completion error 12",
+        ),
+        (
+            "h:1:2 [1] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer "
+            "fe80::966d%ib0<33397> with error 4, opcode 32611, len 32611, vendor err 81 (Send)",
+            "completion error 4",
+        ),
+        (
+            "h:1:2 [0] misc/ibvwrap.cc:262 NCCL WARN Call to ibv_modify_qp failed with error "
+            "Connection timed out",
+            "ibv_modify_qp failed",
+        ),
+        (
+            "h:1:2 [0] misc/ibvwrap.cc:234 NCCL WARN Call to ibv_create_qp failed with 12 Cannot "
+            "allocate memory",
+            "ibv_create_qp failed",
+        ),
+        (
+            "h:1:2 [0] NCCL WARN Call to ibv_reg_mr_iova2 failed with error Bad address",
+            "ibv_reg_mr failed",
+        ),
+        (
+            "h:1:2 [0] NCCL WARN NET/Socket : connect to 10.0.0.2<41234> failed : Connection "
+            "timed out",
+            "timeout",
+        ),
+    ],
+)
+def test_each_known_error_is_recognised(line: str, error: str) -> None:
+    (finding,) = analyze(line).errors
+    assert (finding.error, finding.line, finding.text) == (error, 1, line)
+
+
+def test_benign_lines_are_not_errors() -> None:
+    text = "h:1:1 [0] NCCL INFO NCCL_IB_TIMEOUT set by environment to 22.\n"
+    assert analyze(text).errors == ()
+
+
+def test_a_file_without_nccl_lines_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "app.log"
+    log.write_text("epoch 1 loss 0.3\n")
+    assert main(["diagnose", "--nccl-log", str(log)]) == 2
+    assert "no NCCL INFO lines found" in capsys.readouterr().err
+    assert main(["diagnose", "--nccl-log", str(tmp_path / "missing.log")]) == 2
