@@ -14,7 +14,10 @@ workers, 4/2/1-GPU pods, one with min-affinity PIX), with:
 - full Nodes lists of 500 (nodeCacheCapable: false), to show what that costs.
 Latency is the client's round trip: HTTP, JSON decode and encode included. "first" calls are
 the first of each shape (nothing cached for it yet); the others repeat shapes, as the pods of
-one job do. The ratio is the extender's p50 (p99) over the floor's.
+one job do. The ratio is the extender's p50 (p99) over the floor's. "cpu/call" is the CPU time
+each server process spent per call (its threads' schedstat, first calls left out), which other
+work on the machine stretches far less than the round trip: the steadier figure on a shared
+machine.
 
     python -m bench.extender [--nodes 5000] [--calls 300]        (make bench)
 """
@@ -117,11 +120,16 @@ Timings = tuple[list[float], list[float]]
 
 
 def run(
-    servers: list[http.client.HTTPConnection], verb: str, make: Make, calls: int, rng: random.Random
+    servers: list[http.client.HTTPConnection],
+    verb: str,
+    make: Make,
+    calls: range,
+    rng: random.Random,
 ) -> list[Timings]:
-    """Each call sent to every server in turn; per server, the first calls and the rest."""
+    """Each call sent to every server in turn; per server, the first calls (of each shape) and
+    the rest."""
     timings: list[Timings] = [([], []) for _ in servers]
-    for i in range(calls):
+    for i in calls:
         shape = SHAPES[i % len(SHAPES)]
         name = f"{shape['metadata']['name']}-{i}"
         pod = dict(shape, metadata={**shape["metadata"], "name": name})
@@ -129,6 +137,15 @@ def run(
         for connection, (first, rest) in zip(servers, timings, strict=True):
             (first if i < len(SHAPES) else rest).append(post(connection, verb, body))
     return timings
+
+
+def cpu_ns(pid: int) -> int:
+    """Nanoseconds the process's threads have run on a CPU (Linux schedstat): unlike wall time,
+    not stretched when other work preempts the server."""
+    return sum(
+        int(task.joinpath("schedstat").read_text().split()[0])
+        for task in Path(f"/proc/{pid}/task").iterdir()
+    )
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -196,16 +213,23 @@ def main() -> int:
             )
             print(
                 f"  {'verb':<11}{'candidates':<16}{'p50 ms':>8}{'p99 ms':>8}{'first max':>10}"
-                f"{'floor p50':>10}{'p99':>7}{'ratio p50':>10}{'p99':>6}"
+                f"{'floor p50':>10}{'p99':>7}{'ratio p50':>10}{'p99':>6}{'cpu/call':>10}"
+                f"{'floor':>7}{'ratio':>7}"
             )
+            pids = [extender.pid, floor.pid]
             for verb, label, make in cases:
                 calls = args.calls if "Names" in label else max(args.calls // 6, 3 * len(SHAPES))
-                (first, rest), (_, base) = run(servers, verb, make, calls, rng)
+                ((first, _), _) = run(servers, verb, make, range(len(SHAPES)), rng)
+                before = [cpu_ns(pid) for pid in pids]
+                (_, rest), (_, base) = run(servers, verb, make, range(len(SHAPES), calls), rng)
+                spent = [cpu_ns(pid) - b for pid, b in zip(pids, before, strict=True)]
+                used = [ns / 1e6 / len(rest) for ns in spent]
                 p50, p99 = statistics.median(rest), percentile(rest, 0.99)
                 f50, f99 = statistics.median(base), percentile(base, 0.99)
                 print(
                     f"  {verb:<11}{label:<16}{p50:8.2f}{p99:8.2f}{max(first):10.2f}"
                     f"{f50:10.2f}{f99:7.2f}{p50 / f50:10.2f}{p99 / f99:6.2f}"
+                    f"{used[0]:10.2f}{used[1]:7.2f}{used[0] / used[1]:7.2f}"
                 )
         finally:
             for server in (extender, floor):
