@@ -25,6 +25,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import aiohttp
@@ -60,8 +61,16 @@ def pin(core: int) -> None:
         os.sched_setaffinity(0, {core})
 
 
-async def drive(port: int, ca: Path, body: bytes, seconds: float, concurrency: int) -> list[float]:
-    """Client latencies (s) of a closed loop of `concurrency` connections, after a 2 s warm-up."""
+async def drive(
+    port: int,
+    ca: Path,
+    body: bytes,
+    seconds: float,
+    concurrency: int,
+    measured: Callable[[], None] = lambda: None,
+) -> list[float]:
+    """Client latencies (s) of a closed loop of `concurrency` connections, after a 2 s warm-up
+    (`measured` is called when it ends)."""
     context = ssl.create_default_context(cafile=str(ca))
     connector = aiohttp.TCPConnector(ssl=context, limit=concurrency)
     latencies: list[float] = []
@@ -85,6 +94,7 @@ async def drive(port: int, ca: Path, body: bytes, seconds: float, concurrency: i
 
         warm = time.perf_counter() + 2
         await asyncio.gather(*(worker(warm, False) for _ in range(concurrency)))
+        measured()
         end = time.perf_counter() + seconds
         await asyncio.gather(*(worker(end, True) for _ in range(concurrency)))
     return latencies
@@ -155,16 +165,27 @@ def main() -> int:
             pin(1)
             recording.set()
             cpu_before = cpu_seconds(server.pid)
+            marks: list[float] = []
             latencies = asyncio.run(
-                drive(port, work / "ca.crt", review_body(), args.seconds, args.concurrency)
+                drive(
+                    port,
+                    work / "ca.crt",
+                    review_body(),
+                    args.seconds,
+                    args.concurrency,
+                    lambda: marks.append(cpu_seconds(server.pid)),
+                )
             )
             server_cpu = cpu_seconds(server.pid) - cpu_before
+            review_cpu = (cpu_seconds(server.pid) - marks[0]) / len(latencies)
         finally:
             server.terminate()
             server.wait(timeout=10)
             reader.join(timeout=5)
 
-        floor_latencies = drive_floor(work, review_body(), args.seconds, args.concurrency)
+        floor_latencies, floor_cpu = drive_floor(
+            work, review_body(), args.seconds, args.concurrency
+        )
 
     # The first 2 s were warm-up: keep only the server-side samples of the measured window.
     server_ms = server_ms[-len(latencies) :]
@@ -193,11 +214,18 @@ def main() -> int:
         f"  ratio p50 / p99      {statistics.median(client_ms) / f50:8.2f} / "
         f"{percentile(client_ms, 0.99) / f99:.2f}   (goal p50 <= 3x the floor)"
     )
+    print(
+        f"  CPU ms per review    {review_cpu * 1000:8.3f} / floor {floor_cpu * 1000:.3f} = "
+        f"{review_cpu / floor_cpu:.2f}   (the server processes' own time, measured window)"
+    )
     return 0
 
 
-def drive_floor(work: Path, body: bytes, seconds: float, concurrency: int) -> list[float]:
-    """The same closed loop against bench/floor.py serving the webhook's certificate."""
+def drive_floor(
+    work: Path, body: bytes, seconds: float, concurrency: int
+) -> tuple[list[float], float]:
+    """The same closed loop against bench/floor.py serving the webhook's certificate; its
+    latencies and its CPU seconds per review."""
     port = free_port()
     floor = subprocess.Popen(
         [sys.executable, "-m", "bench.floor", "--port", str(port),
@@ -208,7 +236,18 @@ def drive_floor(work: Path, body: bytes, seconds: float, concurrency: int) -> li
     try:
         if not wait_listening(port):
             raise SystemExit("the floor did not start")
-        return asyncio.run(drive(port, work / "ca.crt", body, seconds, concurrency))
+        marks: list[float] = []
+        latencies = asyncio.run(
+            drive(
+                port,
+                work / "ca.crt",
+                body,
+                seconds,
+                concurrency,
+                lambda: marks.append(cpu_seconds(floor.pid)),
+            )
+        )
+        return latencies, (cpu_seconds(floor.pid) - marks[0]) / len(latencies)
     finally:
         floor.terminate()
         floor.wait(timeout=10)

@@ -30,14 +30,20 @@ def diff(old: Json, new: Json, path: str = "") -> list[Operation]:
     return [{"op": "replace", "path": path, "value": new}]
 
 
+def _same(old: Json, new: Json) -> bool:
+    """Equal and of the same type: one comparison in C settles a whole unchanged subtree, with
+    no path built for it (most of a pod is left as it was). Inside containers 1 and True
+    compare equal; the pod comes from Go structs, so no field changes type that way."""
+    return old == new and type(old) is type(new)
+
+
 def _diff_dicts(old: dict[str, Json], new: dict[str, Json], path: str) -> list[Operation]:
     ops: list[Operation] = []
     for key, value in old.items():
-        child = f"{path}/{escape(key)}"
         if key not in new:
-            ops.append({"op": "remove", "path": child})
-        else:
-            ops.extend(diff(value, new[key], child))
+            ops.append({"op": "remove", "path": f"{path}/{escape(key)}"})
+        elif not _same(value, new[key]):
+            ops.extend(diff(value, new[key], f"{path}/{escape(key)}"))
     for key, value in new.items():
         if key not in old:
             ops.append({"op": "add", "path": f"{path}/{escape(key)}", "value": value})
@@ -49,6 +55,7 @@ def _diff_lists(old: list[Json], new: list[Json], path: str) -> list[Operation]:
         return [{"op": "replace", "path": path, "value": new}]
     ops: list[Operation] = []
     for index, (before, after) in enumerate(zip(old, new, strict=False)):
-        ops.extend(diff(before, after, f"{path}/{index}"))
+        if not _same(before, after):
+            ops.extend(diff(before, after, f"{path}/{index}"))
     ops.extend({"op": "add", "path": f"{path}/-", "value": v} for v in new[len(old) :])
     return ops

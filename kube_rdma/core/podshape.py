@@ -90,56 +90,74 @@ _NAMES = {str: "a string", bool: "true or false", int: "an integer", float: "a n
 
 def pod_problem(pod: Any) -> str | None:
     """What is wrong with `pod`'s shape, naming the field (`spec.containers[0].env`), or None."""
-    return problem(pod, POD, "")
-
-
-def problem(value: Any, schema: Schema, path: str) -> str | None:
-    if value is None and path:
+    found = _problem(pod, POD)
+    if found is None:
         return None
+    path = "".join(reversed(found.path)).lstrip(".")
+    return f"{path or 'the pod'} is {found.got}, expected {found.expected}"
+
+
+@dataclass
+class _Wrong:
+    """A field of the wrong shape; `path` is filled in from the field up, on the way out, so
+    that a pod of the right shape costs no path at all."""
+
+    got: str
+    expected: str
+    path: list[str]
+
+
+def _problem(value: Any, schema: Schema) -> _Wrong | None:
     if isinstance(schema, dict):
-        return _object_problem(value, schema, path)
+        return _object_problem(value, schema)
     if isinstance(schema, list):
-        return _list_problem(value, schema[0], path)
+        return _list_problem(value, schema[0])
     if isinstance(schema, MapOf):
-        return _map_problem(value, schema.values, path)
-    return _scalar_problem(value, schema, path)
+        return _map_problem(value, schema.values)
+    return _scalar_problem(value, schema)
 
 
-def _object_problem(value: Any, schema: dict[str, Schema], path: str) -> str | None:
+def _object_problem(value: Any, schema: dict[str, Schema]) -> _Wrong | None:
     if not isinstance(value, dict):
-        return _wrong(value, "an object", path)
+        return _wrong(value, "an object")
     for key, inner in schema.items():
-        found = problem(value.get(key), inner, f"{path}.{key}" if path else key)
+        field = value.get(key)
+        if field is None:  # as in the Kubernetes API, null stands for an absent field
+            continue
+        found = _problem(field, inner)
         if found:
+            found.path.append(f".{key}")
             return found
     return None
 
 
-def _list_problem(value: Any, items: Schema, path: str) -> str | None:
+def _list_problem(value: Any, items: Schema) -> _Wrong | None:
     if not isinstance(value, list):
-        return _wrong(value, "a list", path)
+        return _wrong(value, "a list")
     for index, item in enumerate(value):
-        found = _present(item, items, f"{path}[{index}]")
+        found = _present(item, items)
         if found:
+            found.path.append(f"[{index}]")
             return found
     return None
 
 
-def _map_problem(value: Any, values: Schema, path: str) -> str | None:
+def _map_problem(value: Any, values: Schema) -> _Wrong | None:
     if not isinstance(value, dict):
-        return _wrong(value, "an object", path)
+        return _wrong(value, "an object")
     for key, item in value.items():
-        found = _present(item, values, f"{path}[{key!r}]")
+        found = _present(item, values)
         if found:
+            found.path.append(f"[{key!r}]")
             return found
     return None
 
 
-def _present(value: Any, schema: Schema, path: str) -> str | None:
+def _present(value: Any, schema: Schema) -> _Wrong | None:
     """A list item or a map value, where null is not a value."""
     if value is None:
-        return _wrong(value, _described(schema), path)
-    return problem(value, schema, path)
+        return _wrong(value, _described(schema))
+    return _problem(value, schema)
 
 
 def _described(schema: Schema) -> str:
@@ -150,21 +168,20 @@ def _described(schema: Schema) -> str:
     return _expected(schema if isinstance(schema, tuple) else (schema,))
 
 
-def _scalar_problem(value: Any, types: type | tuple[type, ...], path: str) -> str | None:
+def _scalar_problem(value: Any, types: type | tuple[type, ...]) -> _Wrong | None:
     wanted = types if isinstance(types, tuple) else (types,)
     if isinstance(value, wanted) and (bool in wanted or not isinstance(value, bool)):
         return None
-    return _wrong(value, _expected(wanted), path)
+    return _wrong(value, _expected(wanted))
 
 
 def _expected(types: tuple[type, ...]) -> str:
     return " or ".join(_NAMES.get(t, t.__name__) for t in types)
 
 
-def _wrong(value: Any, expected: str, path: str) -> str:
-    where = path or "the pod"
+def _wrong(value: Any, expected: str) -> _Wrong:
     got = "null" if value is None else f"a JSON {_JSON_NAMES.get(type(value), 'value')}"
-    return f"{where} is {got}, expected {expected}"
+    return _Wrong(got, expected, [])
 
 
 _JSON_NAMES = {
