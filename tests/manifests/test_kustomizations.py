@@ -202,3 +202,10 @@ def test_every_image_of_ours_carries_the_projects_version() -> None:
     version = PYPROJECT["project"]["version"]
     for directory in KUSTOMIZATIONS:
         assert set(IMAGE_REF.findall(built_text(directory))) <= {f"{IMAGE}:{version}"}
+
+
+def test_the_readme_claims_the_versions_tested() -> None:
+    readme = (MANIFESTS.parent / "README.md").read_text()
+    section = readme.split("\n## Compatibility\n", 1)[1].split("\n## ", 1)[0]
+    claimed = re.findall(r"\b1\.(\d+)\b", section)
+    assert [f"1.{minor}.0" for minor in claimed] == list(K8S_VERSIONS)
