@@ -8,7 +8,7 @@ IMAGE  ?= ghcr.io/kube-rdma/kube-rdma:$(VERSION)
 TOOLS  := .tools
 UV_VERSION := 0.13.9
 
-.PHONY: test lint typecheck unit demo bench lock image clean
+.PHONY: test lint typecheck unit demo bench lock image release-manifests clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -54,6 +54,10 @@ image:
 	elif command -v nerdctl >/dev/null && nerdctl info >/dev/null 2>&1; then set -x; nerdctl build -f manifests/Dockerfile -t $(IMAGE) .; \
 	elif command -v docker >/dev/null && docker info >/dev/null 2>&1; then set -x; docker build -f manifests/Dockerfile -t $(IMAGE) .; \
 	else echo "make image: no OCI builder here (podman, buildah, or nerdctl/docker with a running daemon); install one, or build manifests/Dockerfile elsewhere" >&2; exit 1; fi
+
+# One all-in-one YAML of the root kustomization, the image tags stamped with pyproject's version.
+release-manifests:
+	$(PYTHON) -m testbed.release_manifests --out dist/kube-rdma.yaml
 
 clean:
 	rm -rf $(VENV) $(TOOLS) .mypy_cache .pytest_cache .ruff_cache

@@ -127,7 +127,7 @@ def test_certificates_yaml_holds_the_issuer_chain_in_order() -> None:
         (CERT_MANAGER, "Issuer", "kube-rdma-ca"),
         (CERT_MANAGER, "Certificate", "kube-rdma-webhook"),
     ]
-    # The webhook's namespace, which ../webhook creates.
+    # The webhook's namespace, which manifests/namespaces creates.
     assert {d["metadata"]["namespace"] for d in docs} == {NAMESPACE}
     assert find("Namespace", NAMESPACE)
 

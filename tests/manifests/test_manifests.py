@@ -1,7 +1,8 @@
 """The deployment manifests, checked against the Kubernetes API schemas and against the code.
 
-Every YAML document under manifests/ must validate strictly (no unknown fields) against the
-oldest Kubernetes version kube-rdma supports and the newest schema kubernetes-validate ships.
+Every YAML document under manifests/ must validate strictly (no unknown fields) against each
+Kubernetes minor version the README claims (the kustomize builds of every kustomization are
+validated the same way in test_kustomizations.py).
 The rest pins what the design depends on and what would otherwise drift silently: both webhook
 entries fail closed on a narrow scope, the Deployment's args parse with the real CLI and point
 at files its volumes provide, the ConfigMap's profiles parse with the real loader, and the
@@ -41,8 +42,9 @@ MANIFESTS = ROOT / "manifests"
 KUSTOMIZE_DIRS = ("webhook", "agent")
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 
-# The first release with matchConditions GA, and the newest schema shipped.
-K8S_VERSIONS = ("1.30.0", kubernetes_validate.utils.latest_version())
+# The Kubernetes minor versions kube-rdma claims (README.md, "Compatibility"), named one by one
+# rather than as the validator's newest schema: 1.30 is the first with matchConditions GA.
+K8S_VERSIONS = ("1.30.0", "1.31.0", "1.32.0", "1.33.0", "1.34.0")
 
 NAMESPACE = "kube-rdma"
 SERVICE = "kube-rdma-webhook"
@@ -76,9 +78,11 @@ def load_documents() -> list[tuple[str, Json]]:
     for path in sorted(MANIFESTS.rglob("*")):
         if path.suffix not in (".yaml", ".yml") or path.name == "kustomization.yaml":
             continue
-        if path.parent.name in ("cert-manager", "self-provision"):  # overlays of webhook/
-            continue
-        if path.parent.name == "monitoring":  # CRDs: tests/manifests/test_monitoring.py
+        # Overlays of webhook/ (test_cert_manager.py, test_self_provision_manifests.py), the
+        # Prometheus operator's objects (test_monitoring.py) and the stack's overlays
+        # (test_kustomizations.py).
+        top = path.relative_to(MANIFESTS).parts[0]
+        if top in ("cert-manager", "self-provision", "monitoring", "overlays"):
             continue
         for doc in yaml.safe_load_all(path.read_text()):
             if doc is not None:
@@ -164,7 +168,6 @@ def test_manifests_exist() -> None:
     ours = [name for name, _ in DOCUMENTS if name.split("/")[0] in KUSTOMIZE_DIRS]
     assert ours == [
         "agent/daemonset.yaml:DaemonSet/kube-rdma-agent",
-        "agent/namespace.yaml:Namespace/kube-rdma-agent",
         "agent/networkpolicy.yaml:NetworkPolicy/kube-rdma-agent",
         "agent/priorityclass.yaml:PriorityClass/kube-rdma-agent",
         "agent/rbac.yaml:ServiceAccount/kube-rdma-agent",
@@ -173,7 +176,6 @@ def test_manifests_exist() -> None:
         "webhook/configmap.yaml:ConfigMap/kube-rdma-profiles",
         "webhook/deployment.yaml:Deployment/kube-rdma-webhook",
         "webhook/mutatingwebhookconfiguration.yaml:MutatingWebhookConfiguration/kube-rdma",
-        "webhook/namespace.yaml:Namespace/kube-rdma",
         "webhook/networkpolicy.yaml:NetworkPolicy/kube-rdma-webhook",
         "webhook/poddisruptionbudget.yaml:PodDisruptionBudget/kube-rdma-webhook",
         "webhook/priorityclass.yaml:PriorityClass/kube-rdma-webhook",
@@ -190,7 +192,8 @@ def test_validates_against_the_kubernetes_schema(doc: Json, version: str) -> Non
     kubernetes_validate.validate(doc, version, strict=True)
 
 
-# The namespace each directory's namespaced objects live in; the directory also creates it.
+# The namespace each directory's namespaced objects live in. Only manifests/namespaces (part of
+# the root kustomization) creates it, so deleting one directory never deletes the others' objects.
 NAMESPACES = {"webhook": NAMESPACE, "agent": AGENT}
 CLUSTER_SCOPED = {
     "Namespace",
@@ -210,7 +213,7 @@ def test_namespaced_objects_live_in_their_directorys_namespace(name: str, doc: J
     assert doc["metadata"].get("namespace") == (
         None if doc["kind"] in CLUSTER_SCOPED else namespace
     )
-    assert f"{name.split('/')[0]}/namespace.yaml:Namespace/{namespace}" in dict(DOCUMENTS)
+    assert f"namespaces/namespaces.yaml:Namespace/{namespace}" in dict(DOCUMENTS)
 
 
 # --- kustomize ------------------------------------------------------------------------------

@@ -1,7 +1,10 @@
-"""manifests/monitoring: the opt-in PrometheusRule, checked against the metrics the code exports.
+"""manifests/monitoring: the opt-in ServiceMonitor and PrometheusRule, checked against the
+webhook's Service and the metrics the code exports.
 
-kubernetes-validate has no schema for the Prometheus operator's resources, so the rule is pinned
-here: it builds with kustomize, every expression names only metrics that the webhook, the
+kubernetes-validate has no schema for the Prometheus operator's resources, so both are pinned
+here. The ServiceMonitor scrapes the webhook's Service over HTTPS, verifying the serving
+certificate's name against the CA in the webhook's TLS Secret. The rule builds with kustomize,
+every expression names only metrics that the webhook, the
 extender and the certificate watcher register at runtime (with the suffixes Prometheus sees:
 counters' `_total`, histograms' `_bucket`, `_sum` and `_count`), and every alert says how bad it
 is and what it means. No other kustomization pulls it in, so clusters without the operator's
@@ -21,9 +24,11 @@ import yaml
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 
+from certs.generate import service_dns_names
 from certs.watch import watch_certificate
 from extender.app import Metrics as ExtenderMetrics
 from kube_rdma.core.objects import Json
+from tests.manifests.test_manifests import NAMESPACE, SERVICE, TLS_SECRET, find
 from webhook.metrics import Metrics as WebhookMetrics
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,11 +75,34 @@ def names_in(expr: str) -> set[str]:
 
 
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
-def test_builds_to_one_prometheus_rule() -> None:
+def test_builds_to_a_service_monitor_and_a_prometheus_rule() -> None:
     documents = built()
     assert [(d["apiVersion"], d["kind"], d["metadata"]["name"]) for d in documents] == [
-        ("monitoring.coreos.com/v1", "PrometheusRule", "kube-rdma")
+        ("monitoring.coreos.com/v1", "PrometheusRule", "kube-rdma"),
+        ("monitoring.coreos.com/v1", "ServiceMonitor", "kube-rdma-webhook"),
     ]
+
+
+def service_monitor() -> Json:
+    monitor: Json = yaml.safe_load((MONITORING / "servicemonitor.yaml").read_text())
+    return monitor
+
+
+def test_service_monitor_scrapes_the_webhook_service_over_verified_tls() -> None:
+    service = find("Service", SERVICE)
+    monitor = service_monitor()
+    assert monitor["metadata"]["namespace"] == service["metadata"]["namespace"] == NAMESPACE
+    spec = monitor["spec"]
+    assert spec["selector"] == {"matchLabels": service["metadata"]["labels"]}
+    assert spec["namespaceSelector"] == {"matchNames": [NAMESPACE]}
+    [endpoint] = spec["endpoints"]
+    assert endpoint["port"] in [p["name"] for p in service["spec"]["ports"]]
+    assert (endpoint["scheme"], endpoint["path"]) == ("https", "/metrics")
+    assert endpoint["tlsConfig"] == {
+        "serverName": f"{SERVICE}.{NAMESPACE}.svc",
+        "ca": {"secret": {"name": TLS_SECRET, "key": "ca.crt"}},
+    }
+    assert f"{SERVICE}.{NAMESPACE}.svc" in service_dns_names(SERVICE, NAMESPACE)
 
 
 def test_the_registries_export_what_the_docs_list() -> None:
@@ -124,4 +152,10 @@ def test_every_alert_is_in_the_operations_guide() -> None:
 def test_no_other_kustomization_pulls_it_in() -> None:
     others = [p for p in MANIFESTS.rglob("kustomization.yaml") if p.parent != MONITORING]
     assert others
-    assert [p for p in others if "monitoring" in p.read_text()] == []
+    pulling = [
+        p
+        for p in others
+        for entry in yaml.safe_load(p.read_text()).get("resources", [])
+        if (p.parent / entry).resolve() == MONITORING
+    ]
+    assert pulling == []

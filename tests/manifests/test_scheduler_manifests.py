@@ -63,7 +63,7 @@ from webhook.profiles import Profile
 DIRECTORIES = ("extender", "scheduler")
 DOCS = [(name, doc) for name, doc in DOCUMENTS if name.split("/")[0] in DIRECTORIES]
 
-NAMESPACE = "kube-rdma"  # created by manifests/webhook
+NAMESPACE = "kube-rdma"  # created by manifests/namespaces
 EXTENDER = "kube-rdma-extender"  # ClusterRole, ...
 EXTENDER_CONTAINER = "extender"
 SCHEDULER_CONTAINER = "kube-scheduler"
@@ -209,13 +209,13 @@ def test_namespaced_objects_live_in_kube_rdma(name: str, doc: Json) -> None:
     assert doc["metadata"].get("namespace") == (None if doc["kind"] in CLUSTER_SCOPED else expected)
 
 
-def test_kube_rdma_namespace_is_the_webhooks() -> None:
+def test_kube_rdma_namespace_is_created_by_the_root_only() -> None:
     defined = [
         name
         for name, doc in DOCUMENTS
         if doc["kind"] == "Namespace" and doc["metadata"]["name"] == NAMESPACE
     ]
-    assert defined == ["webhook/namespace.yaml:Namespace/kube-rdma"]
+    assert defined == ["namespaces/namespaces.yaml:Namespace/kube-rdma"]
 
 
 # --- kustomize ------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from certs.provision import Provisioner, ProvisionSettings
 from kube_rdma.cli import build_parser
 from kube_rdma.core.objects import Json
 from testbed.fakeapi import RESOURCES, FakeApiServer, RecordedRequest, Resource
+from tests.manifests.test_manifests import K8S_VERSIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 OVERLAY = ROOT / "manifests/self-provision"
@@ -33,7 +34,7 @@ def documents(name: str) -> list[Json]:
     return [d for d in yaml.safe_load_all((OVERLAY / name).read_text()) if d]
 
 
-@pytest.mark.parametrize("version", ["1.30.0", "1.37.0"])
+@pytest.mark.parametrize("version", K8S_VERSIONS)
 @pytest.mark.parametrize("index", range(4))
 def test_rbac_validates(index: int, version: str) -> None:
     kubernetes_validate.validate(documents("rbac.yaml")[index], version, strict=True)
