@@ -78,7 +78,8 @@ def test_bad_input_never_shows_a_traceback(tmp_path: Path, held_port: int) -> No
 
 def test_services_say_listening_only_after_their_inputs_are_checked(tmp_path: Path) -> None:
     kube_rdma("certs", "generate", "--service", "s", "--namespace", "n", "--out", str(tmp_path))
-    tls = ["--tls-cert-file", str(tmp_path / "tls.crt"), "--tls-key-file", str(tmp_path / "tls.key")]
+    cert, key = str(tmp_path / "tls.crt"), str(tmp_path / "tls.key")
+    tls = ["--tls-cert-file", cert, "--tls-key-file", key]
     port = ["--port", "0", "--host", "127.0.0.1"]
     failing = {
         "no cluster": ["extender", "--in-cluster", *port],
