@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
+from typing import Any
 
 from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
@@ -32,25 +33,27 @@ FINETUNE = "finetune-0"
 
 
 def _hardware() -> dict[str, Json]:
-    ib = {"link_layer": "InfiniBand"}
-    return {
-        "gpu-01": nodes.node("gpu-01", nodes.hgx(**ib), labels=_leaf(1)),
-        "gpu-02": nodes.node(
-            "gpu-02", nodes.hgx(**ib, gpu_links={5: nodes.trained(32.0, 8)}), labels=_leaf(1)
-        ),
-        "gpu-03": nodes.node("gpu-03", nodes.hgx(**ib, rate=200.0), labels=_leaf(1)),
-        "gpu-04": nodes.node("gpu-04", nodes.hgx(**ib), labels=_leaf(1)),
-        "gpu-05": nodes.node("gpu-05", nodes.hgx(**ib, down=(3,)), labels=_leaf(1)),
-        "gpu-06": nodes.node("gpu-06", nodes.hgx(**ib), labels=_leaf(1)),
-        "gpu-07": nodes.node("gpu-07", nodes.hgx(**ib), labels=_leaf(2)),
-        "gpu-08": nodes.node("gpu-08", nodes.hgx(**ib), labels=_leaf(2)),
-        "gpu-09": nodes.node(
-            "gpu-09", nodes.hgx(**ib, pcie=nodes.trained(32.0, 8)), labels=_leaf(2)
-        ),
-        "gpu-10": nodes.node("gpu-10", nodes.hgx(**ib), labels=_leaf(2)),
-        "gpu-11": nodes.node("gpu-11", nodes.hgx(link_layer="Ethernet"), labels=_leaf(2)),
-        "gpu-12": nodes.node("gpu-12", None, labels=_leaf(2)),
-    }
+    x8 = nodes.trained(32.0, 8)
+    made = [
+        _ib("gpu-01", 1),
+        _ib("gpu-02", 1, gpu_links={5: x8}),
+        _ib("gpu-03", 1, rate=200.0),
+        _ib("gpu-04", 1),
+        _ib("gpu-05", 1, down=(3,)),
+        _ib("gpu-06", 1),
+        _ib("gpu-07", 2),
+        _ib("gpu-08", 2),
+        _ib("gpu-09", 2, pcie=x8),
+        _ib("gpu-10", 2),
+        nodes.node("gpu-11", nodes.hgx(link_layer="Ethernet"), labels=_leaf(2)),
+        nodes.node("gpu-12", None, labels=_leaf(2)),
+    ]
+    return {node["metadata"]["name"]: node for node in made}
+
+
+def _ib(name: str, leaf: int, **board: Any) -> Json:
+    """An InfiniBand HGX node; `board` as testbed's `hgx` takes it."""
+    return nodes.node(name, nodes.hgx("InfiniBand", **board), labels=_leaf(leaf))
 
 
 def _leaf(n: int) -> dict[str, str]:
