@@ -50,7 +50,7 @@ def test_every_panel_is_placed_and_queries_the_chosen_datasource() -> None:
     assert all(p["gridPos"]["x"] + p["gridPos"]["w"] <= 24 for p in panels)
     for panel in (p for p in panels if p["type"] != "row"):
         targets = panel["targets"]
-        assert targets and panel["datasource"] == DATASOURCE, panel["title"]
+        assert (len(targets) > 0, panel["datasource"]) == (True, DATASOURCE), panel["title"]
         assert [t["refId"] for t in targets] == [chr(65 + i) for i in range(len(targets))]
         assert all(t["datasource"] == DATASOURCE and t["expr"].strip() for t in targets)
         assert panel["description"], panel["title"]
