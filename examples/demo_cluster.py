@@ -5,9 +5,9 @@ Every difference moves a verdict or a score the demo prints:
   gpu-03 on 200 Gb/s HDR rails (rate); gpu-04 half used and gpu-06 three-quarters used by running
   pods (busy for an 8-GPU pod; a 4-GPU pod packs onto gpu-04: binpack); gpu-05 with a rail down
   (unsuitable for 8 rails, fine for 4).
-- leaf-2: gpu-07, -08 and -10 as they should be; gpu-09 with its NICs' PCIe links at x8, so its
-  400 Gb/s rails move 252 (rate); gpu-11 on RoCE, not InfiniBand, and gpu-12 where the node agent
-  never ran (both unsuitable).
+- leaf-2: gpu-07, -08 and -10 as they should be; gpu-09 with every PCIe link trained at x8, so
+  its 400 Gb/s rails move 252 (rate) and its GPUs reach their NICs a level worse (affinity);
+  gpu-11 on RoCE, not InfiniBand, and gpu-12 where the node agent never ran (both unsuitable).
 
 The pending work: the PyTorchJob llama-70b (1 Master + 3 Workers, 8 GPUs each: a gang of 4,
 read off the job itself), whose pods are the webhook's patched worker as the training operator
