@@ -10,10 +10,14 @@ UV_VERSION := 0.13.9
 
 .PHONY: test lint typecheck unit demo bench lock image release-manifests clean
 
+# Quiet for CI's `make test`; `make demo` shows pip's progress instead of a silent minute.
+PIP_QUIET ?= -q
+
 $(STAMP): pyproject.toml
+	@test -x $(PY) || echo "Creating $(VENV) and installing kube-rdma with its dependencies (first run only, about a minute)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install $(PIP_QUIET) --upgrade pip
+	$(PY) -m pip install $(PIP_QUIET) -e '.[test]'
 	touch $(STAMP)
 
 test: lint typecheck unit
@@ -29,6 +33,8 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	$(PY) -m pytest -q
 
+# Target-specific, so it holds for the install the demo triggers too.
+demo: PIP_QUIET :=
 demo: $(STAMP)
 	$(PY) -m examples.demo
 

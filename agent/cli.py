@@ -143,12 +143,9 @@ def run_inspect(args: argparse.Namespace) -> int:
     from agent.publisher import ScanError
     from kube_rdma.core.topology import encode
 
-    if not args.sysfs_root.is_dir():
-        print(
-            f"kube-rdma agent inspect: --sysfs-root {args.sysfs_root} is not a directory; give "
-            "the root of a sysfs tree (/sys, or a copy of its class/ and bus/ folders)",
-            file=sys.stderr,
-        )
+    problem = _sources_problem(args)
+    if problem:
+        print(f"kube-rdma agent inspect: {problem}", file=sys.stderr)
         return 2
     try:
         document = encode(discover(args.sysfs_root, args.topo_file, args.proc_root))
@@ -185,7 +182,23 @@ def run_agent(args: argparse.Namespace) -> int:
     if args.interval <= 0 or args.recover_after < 1:
         log.error("--interval must be positive and --recover-after at least 1")
         return 2
+    problem = _sources_problem(args)
+    if problem:
+        log.error("cannot start the agent: %s", problem)
+        return 2
     return asyncio.run(_until_signalled(args))
+
+
+def _sources_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with where the scan reads, checked before anything starts."""
+    if not args.sysfs_root.is_dir():
+        return (
+            f"--sysfs-root {args.sysfs_root} is not a directory; give the root of a sysfs tree "
+            "(/sys, or a copy of its class/ and bus/ folders)"
+        )
+    if args.topo_file is not None and not args.topo_file.is_file():
+        return f"{args.topo_file}: cannot read: No such file or directory"
+    return None
 
 
 SHUTDOWN_TIMEOUT_SECONDS = 3.0

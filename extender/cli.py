@@ -113,13 +113,15 @@ def run_extender(args: argparse.Namespace) -> int:
         )
         ssl_context = tls.context if tls else None
         scheme = "https" if ssl_context else "http"
-        log.info("extender listening on %s://%s:%d", scheme, args.host, args.port)
+        url = f"{scheme}://{args.host}:{args.port}"
         web.run_app(
             _extender_app(args, tls),
             host=args.host,
             port=args.port,
             ssl_context=ssl_context,
-            print=None,
+            # aiohttp prints once the app exists (weights, snapshot or kubeconfig read) and the
+            # port is bound: only then is "listening" true.
+            print=lambda _: log.info("extender listening on %s", url),
             access_log=None,
             shutdown_timeout=SHUTDOWN_TIMEOUT_SECONDS,
         )
@@ -199,9 +201,28 @@ def run_explain(args: argparse.Namespace) -> int:
         ) as response:
             sys.stdout.write(response.read().decode())
     except urllib.error.HTTPError as e:
-        print(f"kube-rdma explain: {e.read().decode(errors='replace').strip()}", file=sys.stderr)
+        print(f"kube-rdma explain: {_refusal(e, args)}", file=sys.stderr)
         return 1
     except (urllib.error.URLError, OSError) as e:
         print(f"kube-rdma explain: cannot reach the extender at {args.url}: {e}", file=sys.stderr)
         return 1
     return 0
+
+
+def _refusal(error: Any, args: argparse.Namespace) -> str:
+    """The extender's refusal (an HTTPError) as a sentence, not the JSON it came in."""
+    import json
+
+    text = error.read().decode(errors="replace").strip()
+    try:
+        message = str(json.loads(text)["error"])
+    except (ValueError, KeyError, TypeError):
+        message = text or f"HTTP {error.code}"
+    if error.code == 404:
+        namespace, _, name = args.pod.partition("/")
+        return (
+            f"{message.removesuffix('.')} at {args.url}; check the name "
+            f"(kubectl get pod -n {namespace} {name}), and that the pod is pending on a "
+            "scheduler that calls this extender"
+        )
+    return f"the extender at {args.url} answered {error.code}: {message}"

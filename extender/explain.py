@@ -1,7 +1,9 @@
 """Why is my pod pending? Every node's verdict for a pod, and how the passing ones scored.
 
 The same body serves the JSON answer of `GET /explain` and, rendered by `table`, the readable
-one that `kube-rdma explain NAMESPACE/POD` prints.
+one that `kube-rdma explain NAMESPACE/POD` prints. The JSON keeps kube-scheduler's words (a
+node that fails may fit after preemption, an unresolvable one never); the table says what they
+mean to a reader, in the words the demo uses too: pass, busy, unsuitable.
 """
 
 from __future__ import annotations
@@ -12,6 +14,9 @@ from extender.engine import Assessment
 from extender.podview import PodView
 from extender.weights import Weights
 from kube_rdma.core.objects import Json
+
+SHOWN = {"pass": "pass", "fail": "busy", "unresolvable": "unsuitable"}
+"""The table's word for each verdict."""
 
 
 def explanation(pod: PodView, assessments: list[Assessment], weights: Weights) -> Json:
@@ -67,7 +72,7 @@ def table(body: Json) -> str:
         + (", GPUDirect RDMA" if asks.get("requireGdr") else ""),
         *_gang_line(body.get("gang")),
         *(["nodes must have passed fabric acceptance"] if body.get("requireAcceptance") else []),
-        "nodes: " + ", ".join(f"{v} {k}" for k, v in body["summary"].items()),
+        "nodes: " + ", ".join(f"{v} {SHOWN[k]}" for k, v in body["summary"].items()),
         "",
     ]
     criteria = list(body["weights"])
@@ -84,7 +89,7 @@ def table(body: Json) -> str:
         rows.append(
             [
                 node["node"],
-                node["verdict"],
+                SHOWN[node["verdict"]],
                 f"{node['total']:.2f}" if "total" in node else "-",
                 *(f"{scores[c]:.2f}" if c in scores else "-" for c in criteria),
                 node.get("reason", ""),
@@ -113,6 +118,6 @@ def _gang_line(gang: Json | None) -> list[str]:
     where = (
         f"planned in {plan['domain']} on {len(plan['nodes'])} nodes"
         if plan
-        else "not planned (no plan fits, or it expired)"
+        else "no plan now (a member's next filter plans it; none fit last time, or it expired)"
     )
     return [f"gang {gang['name']} of {gang['size']} ({gang['source']}): {where}"]

@@ -99,13 +99,14 @@ def run_webhook(args: argparse.Namespace) -> int:
         else:
             tls = CertificateReloader(args.tls_cert_file, args.tls_key_file, required)
             app = create_app(settings, tls=tls)
-        log.info("webhook listening on https://%s:%d", args.host, args.port)
         web.run_app(
             app,
             host=args.host,
             port=args.port,
             ssl_context=tls.context,
-            print=None,
+            # aiohttp prints once the app started (profiles, namespaces, kubeconfig and
+            # certificate read) and the port is bound: only then is "listening" true.
+            print=lambda _: log.info("webhook listening on https://%s:%d", args.host, args.port),
             access_log=None,
             shutdown_timeout=SHUTDOWN_TIMEOUT_SECONDS,
         )

@@ -253,15 +253,15 @@ async def test_explain(client: Client) -> None:
     assert status == 200
     assert table.splitlines() == [
         "pod team-a/worker-0: 8 GPUs, RDMA rdma/hca: 1, 8 rails, Ethernet",
-        "nodes: 1 pass, 1 fail, 2 unresolvable",
+        "nodes: 1 pass, 1 busy, 2 unsuitable",
         "",
-        "NODE   VERDICT       TOTAL  affinity(w3)  rate(w1)  binpack(w2)  locality(w1)  REASON",
-        "gpu-1  pass          10.00  10.00         10.00     10.00        10.00",
-        "gpu-2  unresolvable  -      -             -         -            -             "
+        "NODE   VERDICT     TOTAL  affinity(w3)  rate(w1)  binpack(w2)  locality(w1)  REASON",
+        "gpu-1  pass        10.00  10.00         10.00     10.00        10.00",
+        "gpu-2  unsuitable  -      -             -         -            -             "
         + UNRESOLVABLE["gpu-2"],
-        "gpu-3  fail          -      -             -         -            -             "
+        "gpu-3  busy        -      -             -         -            -             "
         + FAILED["gpu-3"],
-        "gpu-4  unresolvable  -      -             -         -            -             "
+        "gpu-4  unsuitable  -      -             -         -            -             "
         + UNRESOLVABLE["gpu-4"],
     ]
     assert await client.get("/explain?namespace=team-a&name=ghost") == (
@@ -308,11 +308,11 @@ async def test_explain_shows_a_gdr_ask_and_the_notes_on_nodes() -> None:
     ]
     assert table.splitlines() == [
         "pod team-a/gdr-0: 8 GPUs, RDMA rdma/hca: 1, 8 rails, Ethernet, GPUDirect RDMA",
-        "nodes: 1 pass, 0 fail, 1 unresolvable",
+        "nodes: 1 pass, 0 busy, 1 unsuitable",
         "",
-        "NODE   VERDICT       TOTAL  affinity(w3)  rate(w1)  binpack(w2)  locality(w1)  REASON",
-        "gpu-5  pass          10.00  10.00         10.00     10.00        10.00",
-        "gpu-6  unresolvable  -      -             -         -            -             " + no_path,
+        "NODE   VERDICT     TOTAL  affinity(w3)  rate(w1)  binpack(w2)  locality(w1)  REASON",
+        "gpu-5  pass        10.00  10.00         10.00     10.00        10.00",
+        "gpu-6  unsuitable  -      -             -         -            -             " + no_path,
         "",
         "notes:",
         "  gpu-5: " + note5,

@@ -59,7 +59,7 @@ def test_explain_prints_the_table(extender: str, capsys: pytest.CaptureFixture[s
     lines = capsys.readouterr().out.splitlines()
     assert lines[:2] == [
         "pod team-a/worker-0: 8 GPUs, RDMA rdma/hca: 1, 8 rails, Ethernet",
-        "nodes: 1 pass, 0 fail, 1 unresolvable",
+        "nodes: 1 pass, 0 busy, 1 unsuitable",
     ]
     assert lines[4].split()[:3] == ["gpu-1", "pass", "10.00"]
     assert lines[5].endswith("rails down: mlx5_3; 7 of 8 Ethernet ports usable, pod needs 8")
@@ -74,7 +74,9 @@ def test_explain_json_and_errors(extender: str, capsys: pytest.CaptureFixture[st
     }
     assert main(["explain", "team-a/ghost", "--url", extender]) == 1
     assert capsys.readouterr().err == (
-        'kube-rdma explain: {"error": "pod team-a/ghost is not in the extender\'s cache"}\n'
+        f"kube-rdma explain: pod team-a/ghost is not in the extender's cache at {extender}; "
+        "check the name (kubectl get pod -n team-a ghost), and that the pod is pending on a "
+        "scheduler that calls this extender\n"
     )
     assert main(["explain", "worker-0", "--url", extender]) == 2
     assert main(["explain", "a/b", "--url", "http://127.0.0.1:9"]) == 1

@@ -61,6 +61,8 @@ def bad_inputs(tmp: Path, port: int) -> list[tuple[list[str], str]]:
         (["webhook", *tls, "--namespaces-file", str(tmp / "latin1.yaml")], "latin1.yaml"),
         (["extender", *snapshot, "--weights", str(tmp / "binary")], "binary"),
         (["extender", "--cluster-snapshot", str(tmp / "broken.yaml")], "broken.yaml"),
+        (["agent", "run", "--kubeconfig", str(tmp / "tls.crt")], "is not a kubeconfig"),
+        (["agent", "run", "--sysfs-root", str(tmp / "nonexistent")], "not a directory"),
     ]
 
 
@@ -72,6 +74,25 @@ def test_bad_input_never_shows_a_traceback(tmp_path: Path, held_port: int) -> No
         if done.returncode == 0 or "Traceback" in done.stderr or words not in last:
             failures.append(f"{argv}: exit {done.returncode}, last line {last!r}")
     assert failures == []
+
+
+def test_services_say_listening_only_after_their_inputs_are_checked(tmp_path: Path) -> None:
+    kube_rdma("certs", "generate", "--service", "s", "--namespace", "n", "--out", str(tmp_path))
+    cert, key = str(tmp_path / "tls.crt"), str(tmp_path / "tls.key")
+    tls = ["--tls-cert-file", cert, "--tls-key-file", key]
+    port = ["--port", "0", "--host", "127.0.0.1"]
+    failing = {
+        "no cluster": ["extender", "--in-cluster", *port],
+        "webhook, no cluster": ["webhook", *tls, "--in-cluster", *port],
+        "no namespaces file": ["webhook", *tls, "--namespaces-file", str(tmp_path / "no"), *port],
+        "agent, no cluster": ["agent", "run"],
+    }
+    said = {}
+    for case, argv in failing.items():
+        done = kube_rdma(*argv)
+        claimed = "listening on" in done.stderr or "agent started" in done.stderr
+        said[case] = (claimed, done.returncode)
+    assert said == dict.fromkeys(said, (False, 2))
 
 
 def test_help_shows_every_default() -> None:
