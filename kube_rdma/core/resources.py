@@ -6,7 +6,8 @@ definition. Device plugins name RDMA resources in many ways: the RDMA shared dev
 (`rdma/hca_shared_devices_a`, `rdma/rdma_shared_device_a`), SR-IOV VFs with RDMA
 (`nvidia.com/sriov_rdma_vf`, `rdma.nvidia.com/hca`), Spiderpool (`spidernet.io/hca_shared_devices`)
 and the NVIDIA Network Operator's example names (`nvidia.com/hostdev`, `nvidia.com/mlnxics`,
-`nvidia.com/sriov_resource`). Plain SR-IOV netdevice pools (`intel.com/sriov_netdevice`,
+`nvidia.com/sriov_resource`), with `nvidia.com/mlnxnics`, the SR-IOV VF pool name most clusters
+use (Azure ND H100 v5 among them). Plain SR-IOV netdevice pools (`intel.com/sriov_netdevice`,
 `nvidia.com/sriov_net`) carry no RDMA device and stay out.
 
 A pattern is a full resource name in which `*` stands for any run of characters, `/` included.
@@ -24,6 +25,7 @@ DEFAULT_RDMA_PATTERNS: tuple[str, ...] = (
     "*/hca*",
     "nvidia.com/hostdev",
     "nvidia.com/mlnxics",
+    "nvidia.com/mlnxnics",
     "nvidia.com/sriov_resource",
 )
 

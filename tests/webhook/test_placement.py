@@ -196,5 +196,5 @@ def test_require_gdr_writes_the_annotation_the_extender_reads(
 
 def test_profiles_without_the_fields_keep_their_hash() -> None:
     plain = parse_profiles("profiles: {default: {scheduling: {}}}", "f").default
-    assert plain.digest == PROFILES.default.digest == "61e375ec418b"
+    assert plain.digest == PROFILES.default.digest == "ffbf4b31ccba"
     assert PROFILES.profiles["ready"].digest != PROFILES.default.digest

@@ -13,6 +13,7 @@ from webhook.app import Settings
 NETWORK_OPERATOR_RESOURCES = [
     "nvidia.com/hostdev",
     "nvidia.com/mlnxics",
+    "nvidia.com/mlnxnics",
     "nvidia.com/sriov_resource",
     "nvidia.com/sriov_rdma_vf",
     "rdma.nvidia.com/hca",

@@ -15,6 +15,7 @@ MATCHES = [
     ("spidernet.io/hca_shared_devices", True),
     ("nvidia.com/hostdev", True),
     ("nvidia.com/mlnxics", True),
+    ("nvidia.com/mlnxnics", True),
     ("nvidia.com/sriov_resource", True),
     ("intel.com/sriov_netdevice", False),
     ("nvidia.com/sriov_net", False),
