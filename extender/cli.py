@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import logging
 import os
 import sys
@@ -22,7 +23,13 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 def _register_extender(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     extender = subcommands.add_parser("extender", help="serve the kube-scheduler extender")
-    extender.add_argument("--host", default="0.0.0.0")
+    extender.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on; the loopback, as beside kube-scheduler in its pod. Another "
+        "address opens /bind (which binds any pod) to whoever reaches it: use it with "
+        "--tls-cert-file",
+    )
     extender.add_argument("--port", type=int, default=8888)
     extender.add_argument("--tls-cert-file", type=Path, help="serve HTTPS with this certificate")
     extender.add_argument("--tls-key-file", type=Path)
@@ -93,6 +100,13 @@ def _register_explain(subcommands: argparse._SubParsersAction[argparse.ArgumentP
     explain.set_defaults(run=run_explain)
 
 
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
 def run_extender(args: argparse.Namespace) -> int:
     from aiohttp import web
 
@@ -114,6 +128,12 @@ def run_extender(args: argparse.Namespace) -> int:
         ssl_context = tls.context if tls else None
         scheme = "https" if ssl_context else "http"
         url = f"{scheme}://{args.host}:{args.port}"
+        if ssl_context is None and not _loopback(args.host):
+            log.warning(
+                "serving plain HTTP on %s: whoever reaches it can bind pods; listen on "
+                "127.0.0.1 beside kube-scheduler, or give --tls-cert-file and --tls-key-file",
+                args.host,
+            )
         web.run_app(
             _extender_app(args, tls),
             host=args.host,

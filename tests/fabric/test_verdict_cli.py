@@ -227,3 +227,17 @@ def test_unreadable_input_exits_2_naming_the_line(
     log.write_text(text)
     assert main(["acceptance", "verdict", "--log", str(log)]) == 2
     assert capsys.readouterr().err == f"kube-rdma acceptance verdict: {log}: {message}\n"
+
+
+def test_one_node_sets_no_nic_bound_and_nodes_overrides_the_hosts_counted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    eight = write_topology(tmp_path / "eight.json", active=8, down=0)
+    single = str(FIXTURES / "h200-single-node.txt")
+    status, answer = verdict(capsys, "--log", single, "--topology", eight)
+    assert (len(answer["hosts"]), answer["expected_busbw"]) == (1, None)
+    two = str(FIXTURES / "h100-ib-2node.txt")
+    status, answer = verdict(capsys, "--log", two, "--topology", eight, "--nodes", "1")
+    assert (status, answer["expected_busbw"]) == (0, None)
+    status, answer = verdict(capsys, "--log", two, "--topology", eight, "--nodes", "2")
+    assert answer["expected_busbw"] == 360.0

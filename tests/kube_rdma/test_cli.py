@@ -5,6 +5,7 @@ that says what is wrong, and a non-zero exit, never a traceback; help shows ever
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -98,9 +99,13 @@ def test_services_say_listening_only_after_their_inputs_are_checked(tmp_path: Pa
 def test_help_shows_every_default() -> None:
     usage = kube_rdma("extender", "--help").stdout
     usage = usage[usage.index("options:") :]
-    for option, default in [("--port", "8888"), ("--host", "0.0.0.0"), ("--plan-timeout", "120")]:
-        line = usage[usage.index(option + " ") :]
-        assert f"(default: {default}" in " ".join(line.split()[:12]), option
+    entries = {e.split()[0]: " ".join(e.split()) for e in re.split(r"\n  (?=-)", usage)[1:]}
+    for option, default in [
+        ("--port", "8888"),
+        ("--host", "127.0.0.1"),
+        ("--plan-timeout", "120.0"),
+    ]:
+        assert f"(default: {default})" in entries[option], entries[option]
 
 
 def test_log_level_goes_before_or_after_the_subcommand() -> None:
