@@ -34,7 +34,7 @@ from extender.cluster.source import BindError, ClusterSource
 from extender.explain import table
 from extender.gangs.planner import GangSettings, Planner
 from extender.gangs.records import PlanRecords
-from extender.scheduling import Scheduler
+from extender.scheduling import NotReady, Scheduler
 from extender.weights import DEFAULT, Weights, parse_weights
 from kube_rdma.core.config_file import WatchedFile
 from kube_rdma.core.resources import DEFAULT_RDMA_PATTERNS
@@ -226,7 +226,10 @@ def _json(body: Any) -> web.Response:
 
 async def handle_filter(request: web.Request) -> web.Response:
     args = protocol.decode_args(await request.read())
-    outcome = request.app[EXTENDER].scheduler.filter(args.pod, args.names)
+    try:
+        outcome = request.app[EXTENDER].scheduler.filter(args.pod, args.names)
+    except NotReady as e:
+        return _json(protocol.filter_result(args, [], {}, {}, str(e)))
     return _json(protocol.filter_result(args, outcome.passed, outcome.failed, outcome.unresolvable))
 
 

@@ -115,14 +115,17 @@ def filter_result(
     passed: list[str],
     failed: Mapping[str, str],
     unresolvable: Mapping[str, str],
+    error: str = "",
 ) -> Json:
     """ExtenderFilterResult. In NodeNames mode the passing names; in Nodes mode the passing Node
-    objects as a NodeList (and their names too: a list is never harmful, a null can be)."""
+    objects as a NodeList (and their names too: a list is never harmful, a null can be). An
+    `error` fails the scheduling cycle: kube-scheduler retries the pod after its backoff, where
+    every node unresolvable would park it until the cluster changes."""
     result: Json = {
         "NodeNames": passed,
         "FailedNodes": _encodable(failed),
         "FailedAndUnresolvableNodes": _encodable(unresolvable),
-        "Error": "",
+        "Error": error,
     }
     if args.nodes is not None:
         keep = set(passed)

@@ -33,6 +33,12 @@ from extender.podview import PodView, pod_view
 from extender.weights import Weights
 from kube_rdma.core.objects import Json
 
+STARTING = "the kube-rdma extender is starting: cluster not read yet; the pod is retried"
+
+
+class NotReady(Exception):
+    """The extender cannot judge yet: the cycle fails and kube-scheduler retries the pod."""
+
 
 class Scheduler:
     def __init__(
@@ -75,9 +81,9 @@ class Scheduler:
         return self._source.ready() and self._records.ready()
 
     def filter(self, pod: Json, names: list[str]) -> FilterOutcome:
+        """Raises NotReady until the cluster and the gang plan records have been read."""
         if not self.ready():
-            reason = "the kube-rdma extender is starting: cluster not read yet"
-            return FilterOutcome([], {}, dict.fromkeys(names, reason))
+            raise NotReady(STARTING)
         self._take_over()
         view, gang = self.view(pod), self.gang(pod)
         if isinstance(gang, Gang) and view.relevant:
@@ -94,7 +100,7 @@ class Scheduler:
         """Bind the pod, a gang member together with the others; the annotations written.
         Raises BindError with the reason kube-scheduler is told."""
         if not self.ready():
-            raise BindError("the kube-rdma extender is starting: cluster not read yet")
+            raise BindError(STARTING)
         self._take_over()
         pod = self._pod(namespace, name)
         gang = self.gang(pod)

@@ -377,3 +377,41 @@ def test_host_priorities_round_half_up_and_clamp(
     assert protocol.host_priorities(scores) == [
         {"Host": host, "Score": score} for host, score in zip(scores, expected, strict=True)
     ]
+
+
+class Unsynced(SnapshotSource):
+    """A source whose first list has not completed (a live source just started)."""
+
+    def ready(self) -> bool:
+        return False
+
+
+async def test_an_extender_that_has_not_read_the_cluster_fails_the_cycle_for_a_retry() -> None:
+    """An Error (the cycle fails, kube-scheduler retries after its backoff), not every node
+    unresolvable, which would park the pod until the cluster changes."""
+    source = Unsynced([*NODES, *PODS])
+    runner = web.AppRunner(create_app(Settings(), source), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    base = f"http://127.0.0.1:{runner.addresses[0][1]}"
+    try:
+        async with aiohttp.ClientSession() as session:
+            client = Client(session, base, source)
+            status, answer = await client.post("filter", {"Pod": WORKER, "NodeNames": NAMES})
+            bind = {"PodName": "w", "PodNamespace": "team-a", "PodUID": "u", "Node": "gpu-1"}
+            bound = await client.post("bind", bind)
+    finally:
+        await runner.cleanup()
+    starting = "the kube-rdma extender is starting: cluster not read yet; the pod is retried"
+    assert (status, answer) == (
+        200,
+        {
+            "NodeNames": [],
+            "FailedNodes": {},
+            "FailedAndUnresolvableNodes": {},
+            "Error": starting,
+            "Nodes": None,
+        },
+    )
+    assert bound == (200, {"Error": starting})
