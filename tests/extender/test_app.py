@@ -49,9 +49,11 @@ class Client:
 
 
 @contextlib.asynccontextmanager
-async def serving(objects: list[Json]) -> AsyncIterator[Client]:
+async def serving(
+    objects: list[Json], source_class: type[SnapshotSource] = SnapshotSource
+) -> AsyncIterator[Client]:
     """The app in snapshot mode over `objects`, and a client for it."""
-    source = SnapshotSource(objects)
+    source = source_class(objects)
     runner = web.AppRunner(create_app(Settings(), source), access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -389,20 +391,10 @@ class Unsynced(SnapshotSource):
 async def test_an_extender_that_has_not_read_the_cluster_fails_the_cycle_for_a_retry() -> None:
     """An Error (the cycle fails, kube-scheduler retries after its backoff), not every node
     unresolvable, which would park the pod until the cluster changes."""
-    source = Unsynced([*NODES, *PODS])
-    runner = web.AppRunner(create_app(Settings(), source), access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    base = f"http://127.0.0.1:{runner.addresses[0][1]}"
-    try:
-        async with aiohttp.ClientSession() as session:
-            client = Client(session, base, source)
-            status, answer = await client.post("filter", {"Pod": WORKER, "NodeNames": NAMES})
-            bind = {"PodName": "w", "PodNamespace": "team-a", "PodUID": "u", "Node": "gpu-1"}
-            bound = await client.post("bind", bind)
-    finally:
-        await runner.cleanup()
+    async with serving([*NODES, *PODS], Unsynced) as client:
+        status, answer = await client.post("filter", {"Pod": WORKER, "NodeNames": NAMES})
+        bind = {"PodName": "w", "PodNamespace": "team-a", "PodUID": "u", "Node": "gpu-1"}
+        bound = await client.post("bind", bind)
     starting = "the kube-rdma extender is starting: cluster not read yet; the pod is retried"
     assert (status, answer) == (
         200,
