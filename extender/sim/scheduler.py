@@ -97,7 +97,10 @@ class EmulatedScheduler:
         self._links = apiserver
         self.extender_url = apiserver.extender_name if self.config.use_extender else None
         self.queue = SchedulingQueue(
-            self.clock, self.config.backoff_initial, self.config.backoff_max
+            self.clock,
+            self.config.backoff_initial,
+            self.config.backoff_max,
+            self.config.max_unschedulable,
         )
         self.usage = NodeUsage()
         self.nodes: dict[str, NodeFacts] = {}
@@ -230,6 +233,7 @@ class EmulatedScheduler:
             self.nodes.pop(name, None)
             self._tree.remove(name)
             return
+        self.queue.move_all()
         facts = node_facts(new)
         self.nodes[facts.name] = facts
         self._tree.upsert(facts.name, zone_key(new))
@@ -241,6 +245,8 @@ class EmulatedScheduler:
         key = pod_key(obj)
         if new is None or bound_node(new):
             self.assumed.pop(key, None)  # bound (the assumption confirmed) or gone
+        if new is None:
+            self.queue.move_all()  # its resources are free: parked pods may fit now
         self._account(key)
         if new is not None and self._schedulable(new):
             if key not in self._in_flight and key not in self.assumed:
@@ -280,7 +286,7 @@ class EmulatedScheduler:
             outcome: Literal["unschedulable", "error"] = (
                 "unschedulable" if isinstance(e, Unschedulable) else "error"
             )
-            self._requeue(queued)
+            self._requeue(queued, parked=outcome == "unschedulable")
             return Attempt(key, now, outcome, message=str(e))
         current = self.informer.pod(key)
         if current is None or not self._schedulable(current):
@@ -298,12 +304,12 @@ class EmulatedScheduler:
         extender = self.connections.extender
         return extender if extender is not None and extender.interested(pod) else None
 
-    def _requeue(self, queued: QueuedPod) -> None:
-        """Back off, unless the pod is gone or bound meanwhile (a bind that timed out may have
-        happened all the same)."""
+    def _requeue(self, queued: QueuedPod, parked: bool = False) -> None:
+        """Back off (`parked`: as unschedulable), unless the pod is gone or bound meanwhile (a
+        bind that timed out may have happened all the same)."""
         pod = self.informer.pod(queued.key)
         if pod is not None and self._schedulable(pod) and queued.key not in self.assumed:
-            self.queue.back_off(queued)
+            (self.queue.park if parked else self.queue.back_off)(queued)
 
     # The binding cycle
 
