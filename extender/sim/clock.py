@@ -39,11 +39,17 @@ class RealClock:
 
 
 class LoopClock:
-    """The running event loop's clock, woken early by events: on a loop whose clock is
-    simulated, idle waits must end at the next thing that happens, not poll."""
+    """The clock of the event loop it is first read on (still readable once that loop has
+    stopped), woken early by events: on a loop whose clock is simulated, idle waits must end
+    at the next thing that happens, not poll."""
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def now(self) -> float:
-        return asyncio.get_running_loop().time()
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+        return self._loop.time()
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(max(seconds, 0.0))

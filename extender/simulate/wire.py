@@ -66,8 +66,12 @@ class InProcessExtender:
             )
         return protocol.host_priorities(scheduler.prioritize(decoded.pod, decoded.names))
 
-    async def sweep(self, interval: float) -> None:
-        """Gang plan upkeep every `interval` seconds, as the app's background task does."""
+    async def sweep(self, interval: float, idle_interval: float) -> None:
+        """Gang plan upkeep every `interval` seconds while some gang has a plan, as the app's
+        background task does; every `idle_interval` while none has: then a sweep only forgets
+        members that are gone, which no decision reads (a day swept every second would spend
+        most of its time there)."""
         while True:
-            await asyncio.sleep(interval)
+            planned = bool(self._scheduler.planner.plans)
+            await asyncio.sleep(interval if planned else idle_interval)
             self._scheduler.sweep()
