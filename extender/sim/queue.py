@@ -142,7 +142,7 @@ class SchedulingQueue:
         now = self._clock.now()
         if self._max_unschedulable is not None:
             for key, parked in list(self._parked.items()):
-                if now - parked < self._max_unschedulable:
+                if parked + self._max_unschedulable > now:  # as next_ready computes it
                     break
                 self._unpark(key)
         while self._backoff and self._backoff[0][0] <= now:

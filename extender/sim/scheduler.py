@@ -41,6 +41,9 @@ from extender.sim.workload import JobRunner, JobStream
 from kube_rdma.core.objects import Json
 from kube_rdma.kube.errors import NotFound
 
+ROUNDING = 1e-6
+"""Seconds an idle wait goes past the next timer."""
+
 
 @dataclass(frozen=True)
 class Attempt:
@@ -205,7 +208,9 @@ class EmulatedScheduler:
         if self.jobs is not None:
             wakes.append(self.jobs.next_event())
         soonest = min((w for w in wakes if w is not None), default=math.inf)
-        return max(0.0, min(self.config.idle_poll, soonest - now))
+        # A microsecond past it: a clock adding the wait to its time must not land a rounding
+        # error short of the deadline, and find nothing due.
+        return max(0.0, min(self.config.idle_poll, soonest - now + ROUNDING))
 
     async def _run_jobs(self, now: float) -> None:
         """What the Job controller does: create the due jobs' pods, delete the finished ones'."""

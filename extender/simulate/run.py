@@ -123,7 +123,7 @@ async def _simulate(
     links = MemoryLinks(store, extender.post if extender else None)
     clock = LoopClock()
     async with EmulatedScheduler(
-        links, None, _config(variant, settings), clock, workload=Jobs(tuple(jobs))
+        links, None, scheduler_config(variant, settings), clock, workload=Jobs(tuple(jobs))
     ) as emulator:
         start = clock.now()
         last = max((j.arrival for j in jobs), default=0.0) + settings.patience
@@ -164,7 +164,8 @@ def _extender(
     return InProcessExtender(scheduler, settings.http_timeout)
 
 
-def _config(variant: Variant, settings: Settings) -> SchedulerConfig:
+def scheduler_config(variant: Variant, settings: Settings) -> SchedulerConfig:
+    """The emulator's configuration for the variant (a real-time run can use it too)."""
     with_extender = variant.weights is not None
     return SchedulerConfig(
         use_extender=with_extender,
