@@ -12,6 +12,7 @@ Node annotations other than kube-rdma's are dropped.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Callable
 from typing import Any
@@ -102,8 +103,8 @@ def topology(annotation: str) -> str:
             for gid in port.get("gids") or []:
                 old_ip, old_gid = gid.get("ip"), gid.get("gid")
                 gid["netdev"] = renamed("netdev", gid.get("netdev"), lambda n: f"rdma{n}")
-                gid["ip"] = renamed("ip", old_ip, lambda n, ip=old_ip: _ip(ip, n))
-                gid["gid"] = renamed("gid", old_gid, lambda n, g=old_gid: _gid(g, n))
+                gid["ip"] = renamed("ip", old_ip, functools.partial(_ip, old_ip))
+                gid["gid"] = renamed("gid", old_gid, functools.partial(_gid, old_gid))
     return orjson.dumps({k: v for k, v in document.items() if v is not None}).decode()
 
 

@@ -4,6 +4,7 @@ matplotlib is an optional extra (`pip install 'kube-rdma[plot]'`)."""
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,7 @@ def plot(document: dict[str, Any], path: Path) -> None:
         over_time.step(hours, shares, where="post", label=variant["name"])
     over_time.set(xlabel="simulated hours", ylabel="GPUs in use (%)", title="GPU utilisation")
     over_time.legend()
-    metrics = {
+    metrics: dict[str, Callable[[dict[str, Any]], float]] = {
         "jobs placed %": lambda v: 100 * v["jobs_placed"] / max(v["jobs"], 1),
         "gangs in one leaf %": lambda v: 100 * v["gangs_in_one_domain"] / max(v["gangs_placed"], 1),
         "GPUs at PIX %": lambda v: (
