@@ -78,8 +78,9 @@ def run_simulate(args: argparse.Namespace) -> int:
 
         check_plotting()
     if getattr(args, "log_level", "info") != "debug":
-        # The extender logs every gang it plans and binds: thousands of lines in a day.
-        logging.getLogger("kube_rdma.extender").setLevel(logging.WARNING)
+        # The extender logs every gang it plans, binds and gives up: thousands of lines in a
+        # day, which the table sums up (--log-level debug shows them).
+        logging.getLogger("kube_rdma.extender").setLevel(logging.ERROR)
     variants = build_variants(args.weights, args.sweep)
     if args.cycle < 0:
         raise ConfigError(f"--cycle must not be negative, got {args.cycle:g}")

@@ -6,7 +6,6 @@ import asyncio
 from pathlib import Path
 
 import orjson
-import pytest
 
 from extender.simulate.cluster import load_cluster
 from extender.simulate.metrics import measure
@@ -53,7 +52,7 @@ async def test_running_pods_and_nodes_are_saved(fake_api: FakeApiServer, tmp_pat
 
 
 async def test_anonymized_snapshots_hide_names_and_simulate_alike(
-    fake_api: FakeApiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    fake_api: FakeApiServer, tmp_path: Path
 ) -> None:
     load(fake_api)
     (tmp_path / "plain").mkdir()
