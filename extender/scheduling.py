@@ -15,6 +15,7 @@ never writes.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Collection, Sequence
 
 from extender.binding import node_settings
@@ -50,14 +51,16 @@ class Scheduler:
         rdma_resources: Sequence[str],
         records: PlanRecords | None = None,
         require_acceptance: bool = False,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """`clock` times the gang plans (seconds): the simulator gives its simulated clock."""
         self._source = source
         self._weights = weights
         self._resources = (tuple(gpu_resources), tuple(rdma_resources))
         cluster = source.cluster
         book = Reservations(gangs.domains[0] if gangs.domains else None)
         self.engine = Engine(cluster, weights, book, require_acceptance)
-        self.planner = Planner(cluster, self.engine, book, gangs, records=records)
+        self.planner = Planner(cluster, self.engine, book, gangs, clock, records)
         self._records = self.planner.records
         self._adopted = 0
         """The records' foreign changes when this process last adopted them."""

@@ -16,6 +16,7 @@ import contextlib
 import time
 from collections.abc import Sequence
 
+from extender.sim.apiserver import Apiserver
 from extender.sim.config import SchedulerConfig
 from extender.sim.scheduler import EmulatedScheduler
 from kube_rdma.kube.lease import LeaseElector, LeaseTiming
@@ -59,7 +60,9 @@ async def run(args: argparse.Namespace) -> int:
     namespace, _, name = args.lease.partition("/")
     async with EmulatedScheduler(args.apiserver, args.extender, config) as scheduler:
         print(f"synced {time.time():.3f}", flush=True)
-        leases = scheduler.connections.apiserver.leases()
+        apiserver = scheduler.connections.apiserver
+        assert isinstance(apiserver, Apiserver)  # an HTTP apiserver, given its URL above
+        leases = apiserver.leases()
         elector = LeaseElector(leases, namespace, name, args.identity, timing)
         await elector.acquire()
         print(f"leading {time.time():.3f}", flush=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import aiohttp
 import orjson
@@ -29,6 +29,20 @@ LISTS: Final = {"nodes": "list_node", "pods": "list_pod_for_all_namespaces"}
 """The CoreV1Api method that lists and watches each plural, across all namespaces."""
 READ_BUFFER: Final = 2**21
 """Bytes aiohttp buffers of an answer, as kubernetes-asyncio sets it: room for a large object."""
+
+
+class ApiCalls(Protocol):
+    """The calls the emulator makes: `Apiserver` over HTTP, or the simulator's in-memory one."""
+
+    async def list(self, plural: str, field_selector: str = "") -> tuple[list[Json], str]: ...
+
+    def watch(self, plural: str, version: str, field_selector: str = "") -> AsyncIterator[Json]: ...
+
+    async def create_pod(self, pod: Json) -> Json: ...
+
+    async def delete_pod(self, namespace: str, name: str) -> None: ...
+
+    async def bind(self, namespace: str, name: str, uid: str | None, node: str) -> None: ...
 
 
 @contextlib.asynccontextmanager

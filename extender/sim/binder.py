@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from extender.sim.apiserver import Apiserver
+from extender.sim.apiserver import ApiCalls
 from extender.sim.clock import Clock
 from extender.sim.extender_client import ExtenderClient, ExtenderError
 from extender.sim.pods import PodKey, pod_key
@@ -38,7 +38,7 @@ class Binder:
     """Binds through `extender` (None: the extender does not bind) for the pods it is interested
     in, through `apiserver` for the others."""
 
-    def __init__(self, apiserver: Apiserver, extender: ExtenderClient | None, clock: Clock) -> None:
+    def __init__(self, apiserver: ApiCalls, extender: ExtenderClient | None, clock: Clock) -> None:
         self._apiserver, self._extender, self._clock = apiserver, extender, clock
 
     async def bind(self, pod: Json, node: str) -> BindOutcome:

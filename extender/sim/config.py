@@ -43,6 +43,10 @@ class SchedulerConfig:
     """Seconds the in-tree plugins take in each scheduling cycle, at least: the cycle waits out
     what the emulator's own fit did not use (kube-scheduler runs in its own process, so this
     time does not hold up the extender)."""
+    max_unschedulable: float | None = None
+    """None: an unschedulable pod is retried after its backoff. Seconds: as kube-scheduler, it
+    waits for a pod to be deleted or a Node to change, or this long at most
+    (`podMaxInUnschedulablePodsDuration`, 300 s by default)."""
     idle_poll: float = 0.002
     """Seconds `run_until` waits when no pod is ready, before looking again."""
 

@@ -6,11 +6,14 @@ else as a NodeList; a returned node name that was not sent fails the call, so do
 `Error`, any HTTP error or a timeout (`httpTimeout`); /bind gets PodName, PodNamespace, PodUID
 and Node. Prioritize errors are the caller's to ignore, as kube-scheduler does. An extender's
 score runs 0 to MaxExtenderPriority (10), and is scaled to the in-tree 0-100 by the caller.
+
+The calls go through a `Post`: `http_post` sends them over HTTP; the simulator hands the same JSON
+bodies to an extender in the same process (extender/simulate/wire.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
@@ -22,24 +25,27 @@ from kube_rdma.core.objects import Json
 
 MAX_EXTENDER_PRIORITY = 10
 
+Post = Callable[[str, Json], Awaitable[Any]]
+"""(verb, request body) -> the decoded answer; raises ExtenderError when the call fails."""
+
 
 class ExtenderError(Exception):
     """An extender call that failed: HTTP error, timeout, bad body or a non-empty `Error`."""
 
 
 class ExtenderClient:
-    """The extender at `url`, called as `config` says; `node` gives a Node object for the
-    NodeList form of the arguments."""
+    """The extender at `url` (named in error messages), called through `post` as `config`
+    says; `node` gives a Node object for the NodeList form of the arguments."""
 
     def __init__(
         self,
         url: str,
         config: SchedulerConfig,
-        session: aiohttp.ClientSession,
+        post: Post,
         node: Callable[[str], Json | None],
     ) -> None:
         self.url = url.rstrip("/")
-        self._config, self._session, self._node = config, session, node
+        self._config, self._post, self._node = config, post, node
 
     def interested(self, pod: Json) -> bool:
         """IsInterested: a container or init container names a managed resource."""
@@ -111,23 +117,34 @@ class ExtenderClient:
         items = [self._node(n) for n in names]
         return {"Pod": pod, "Nodes": {"metadata": {}, "items": items}, "NodeNames": None}
 
-    async def _post(self, verb: str, body: Json) -> Any:
-        url = f"{self.url}/{verb}"
-        timeout = aiohttp.ClientTimeout(total=self._config.http_timeout)
+
+def http_post(url: str, session: aiohttp.ClientSession, http_timeout: float) -> Post:
+    """Calls to the extender at base URL `url` over HTTP, each given `http_timeout` seconds."""
+    base = url.rstrip("/")
+
+    async def post(verb: str, body: Json) -> Any:
+        target = f"{base}/{verb}"
+        timeout = aiohttp.ClientTimeout(total=http_timeout)
         headers = {"Content-Type": "application/json"}
         try:
-            async with self._session.post(
-                url, data=orjson.dumps(body), headers=headers, timeout=timeout
+            async with session.post(
+                target, data=orjson.dumps(body), headers=headers, timeout=timeout
             ) as response:
                 data = await response.read()
         except (aiohttp.ClientError, TimeoutError, OSError) as e:
-            raise ExtenderError(f"{verb} with extender at URL {url}: {_describe(e)}") from None
+            raise ExtenderError(f"{verb} with extender at URL {target}: {_describe(e)}") from None
         if response.status != 200:
-            raise ExtenderError(f"failed {verb} with extender at URL {url}, code {response.status}")
+            raise ExtenderError(
+                f"failed {verb} with extender at URL {target}, code {response.status}"
+            )
         try:
             return orjson.loads(data)
         except orjson.JSONDecodeError:
-            raise ExtenderError(f"{verb} with extender at URL {url}: answer is not JSON") from None
+            raise ExtenderError(
+                f"{verb} with extender at URL {target}: answer is not JSON"
+            ) from None
+
+    return post
 
 
 def _describe(error: BaseException) -> str:

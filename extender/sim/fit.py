@@ -103,6 +103,8 @@ class NodeUsage:
     def __init__(self) -> None:
         self._placed: dict[PodKey, tuple[str, dict[str, int]]] = {}
         self._used: dict[str, dict[str, int]] = {}
+        self.changes: dict[str, int] = {}
+        """Per node, a count that moves whenever its usage does (absent: 0)."""
 
     def of(self, node: str) -> Mapping[str, int]:
         return self._used.get(node, {})
@@ -117,6 +119,7 @@ class NodeUsage:
             self._add(*placed, sign=1)
 
     def _add(self, node: str, requests: Mapping[str, int], sign: int) -> None:
+        self.changes[node] = self.changes.get(node, 0) + 1
         used = self._used.setdefault(node, {})
         for name, amount in requests.items():
             used[name] = used.get(name, 0) + sign * amount

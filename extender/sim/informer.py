@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from extender.sim.apiserver import Apiserver
+from extender.sim.apiserver import ApiCalls
 from extender.sim.pods import PodKey, pod_key
 from kube_rdma.core.objects import Json
 from kube_rdma.kube.errors import ApiError, Gone
@@ -32,7 +32,7 @@ class Informer:
     """Nodes and Pods as the apiserver last showed them; listeners see every change in the
     apiserver's order."""
 
-    def __init__(self, api: Apiserver, on_node: Listener, on_pod: Listener) -> None:
+    def __init__(self, api: ApiCalls, on_node: Listener, on_pod: Listener) -> None:
         self._api = api
         self._listeners = {"nodes": on_node, "pods": on_pod}
         self._stores: dict[str, dict[PodKey, Json]] = {"nodes": {}, "pods": {}}

@@ -12,12 +12,19 @@ Where it follows kube-scheduler:
 
 Where it simplifies, and a careful reader could tell: ties go to the smallest node name
 (kube-scheduler picks at random among the best).
+
+A node's in-tree verdict for a pod depends only on the node, its usage and what the pod asks
+(requests and tolerations), so it is kept until the node or its usage changes: pods of one
+shape, as a gang's members are, are judged once per node state (the simulator's day of
+thousands of pods over thousands of nodes depends on it).
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping
+
+import orjson
 
 from extender.sim.clock import Clock
 from extender.sim.config import SchedulerConfig, num_feasible_nodes_to_find
@@ -55,6 +62,8 @@ class Placement:
         self._config, self._nodes, self._tree, self._usage = config, nodes, tree, usage
         self._clock = clock
         self._next_start = 0
+        self._verdicts: dict[bytes, dict[str, tuple[NodeFacts, int, str | None]]] = {}
+        """Per pod shape: node -> (its facts, its usage's changes, the verdict then)."""
 
     async def find_node(self, pod: Json, extender: ExtenderClient | None) -> tuple[str, int]:
         """The node for the pod, and how many feasible nodes the in-tree pass sampled; `extender`
@@ -67,8 +76,18 @@ class Placement:
         requests = pod_requests(pod)
         tolerations = list((pod.get("spec") or {}).get("tolerations") or [])
 
+        verdicts = self._verdicts.setdefault(
+            orjson.dumps([sorted(requests.items()), tolerations]), {}
+        )
+        nodes, usage, counts = self._nodes, self._usage, self._usage.changes
+
         def check(name: str) -> str | None:
-            return fit_failure(self._nodes[name], self._usage.of(name), requests, tolerations)
+            facts, changes, known = nodes[name], counts.get(name, 0), verdicts.get(name)
+            if known is not None and known[1] == changes and known[0] is facts:
+                return known[2]
+            reason = fit_failure(facts, usage.of(name), requests, tolerations)
+            verdicts[name] = (facts, changes, reason)
+            return reason
 
         wanted = num_feasible_nodes_to_find(len(names), self._config.percentage_of_nodes_to_score)
         feasible, failed, processed = scan(names, self._next_start, wanted, check)

@@ -24,15 +24,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-import aiohttp
-
-from extender.sim.apiserver import Apiserver, connect
+from extender.sim.apiserver import ApiCalls
 from extender.sim.binder import Binder, BindOutcome
 from extender.sim.clock import Clock, RealClock
 from extender.sim.config import SchedulerConfig
 from extender.sim.extender_client import ExtenderClient, ExtenderError
 from extender.sim.fit import NodeFacts, NodeUsage, node_facts
 from extender.sim.informer import Informer
+from extender.sim.links import HttpLinks, Links
 from extender.sim.nodetree import NodeTree, zone_key
 from extender.sim.placement import Placement, Unschedulable
 from extender.sim.pods import DEFAULT_SCHEDULER, TERMINAL, PodKey, bound_node, pod_key, pod_requests
@@ -41,6 +40,9 @@ from extender.sim.recorder import GangOf, Recorder, gang_of
 from extender.sim.workload import JobRunner, JobStream
 from kube_rdma.core.objects import Json
 from kube_rdma.kube.errors import NotFound
+
+ROUNDING = 1e-6
+"""Seconds an idle wait goes past the next timer."""
 
 
 @dataclass(frozen=True)
@@ -61,22 +63,24 @@ class Connections:
     """What an open scheduler talks through; `exits` closes them."""
 
     exits: contextlib.AsyncExitStack
-    apiserver: Apiserver
+    apiserver: ApiCalls
     informer: Informer
     extender: ExtenderClient | None
     binder: Binder
 
 
 class EmulatedScheduler:
-    """Use as `async with`: it lists and watches the apiserver at `apiserver_url` while open.
-    `step()` runs one scheduling cycle (after creating the workload's due pods and deleting its
-    finished ones); binding cycles run as tasks alongside, as kube-scheduler's binding goroutines
-    do. Without `extender_url` (and `use_extender` off) it is a plain kube-scheduler. `gangs`
-    tells the recorder which gang a pod belongs to (kube-rdma's annotations by default)."""
+    """Use as `async with`: it lists and watches the apiserver while open: the one at URL
+    `apiserver` with the extender at `extender_url`, or those `apiserver` links to when it is
+    `Links`. `step()` runs one scheduling cycle (after creating the workload's due pods and
+    deleting its finished ones); binding cycles run as tasks alongside, as kube-scheduler's
+    binding goroutines do. Without an extender (and `use_extender` off) it is a plain
+    kube-scheduler. `gangs` tells the recorder which gang a pod belongs to (kube-rdma's
+    annotations by default)."""
 
     def __init__(
         self,
-        apiserver_url: str,
+        apiserver: str | Links,
         extender_url: str | None,
         config: SchedulerConfig | None = None,
         clock: Clock | None = None,
@@ -84,14 +88,22 @@ class EmulatedScheduler:
         workload: JobStream | None = None,
         gangs: GangOf = gang_of,
     ) -> None:
-        self.apiserver_url = apiserver_url
         self.config = config or SchedulerConfig()
         self.clock: Clock = clock or RealClock()
-        if self.config.use_extender and not extender_url:
-            raise ValueError("use_extender needs an extender_url")
-        self.extender_url = extender_url if self.config.use_extender else None
+        if isinstance(apiserver, str):
+            url = extender_url if self.config.use_extender else None
+            apiserver = HttpLinks(apiserver, url, self.config.http_timeout)
+        elif extender_url is not None:
+            raise ValueError("links name their own extender: extender_url must be None")
+        if self.config.use_extender and not apiserver.extender_name:
+            raise ValueError("use_extender needs an extender")
+        self._links = apiserver
+        self.extender_url = apiserver.extender_name if self.config.use_extender else None
         self.queue = SchedulingQueue(
-            self.clock, self.config.backoff_initial, self.config.backoff_max
+            self.clock,
+            self.config.backoff_initial,
+            self.config.backoff_max,
+            self.config.max_unschedulable,
         )
         self.usage = NodeUsage()
         self.nodes: dict[str, NodeFacts] = {}
@@ -108,6 +120,9 @@ class EmulatedScheduler:
         self._bindings: set[asyncio.Task[None]] = set()
         self._crashes: list[BaseException] = []
         self._connections: Connections | None = None
+        self._activity = asyncio.Event()
+        """Set whenever the informer shows a change or a binding cycle ends: what an idle
+        `run_until` waits for besides its next timer."""
 
     # Lifecycle
 
@@ -120,15 +135,11 @@ class EmulatedScheduler:
 
     async def start(self) -> None:
         exits = contextlib.AsyncExitStack()
-        # Go's HTTP client has no per-host connection cap; aiohttp's default of 100 would queue
-        # the binds a gang barrier holds open.
-        connector = aiohttp.TCPConnector(limit=0)
-        session = await exits.enter_async_context(aiohttp.ClientSession(connector=connector))
-        apiserver = await exits.enter_async_context(connect(self.apiserver_url))
+        apiserver, post = await self._links.open(exits)
         informer = Informer(apiserver, self._node_changed, self._pod_changed)
         extender = None
-        if self.extender_url is not None:
-            extender = ExtenderClient(self.extender_url, self.config, session, informer.node)
+        if self.extender_url is not None and post is not None:
+            extender = ExtenderClient(self.extender_url, self.config, post, informer.node)
         binds_by_extender = extender if self.config.bind_via_extender else None
         binder = Binder(apiserver, binds_by_extender, self.clock)
         self._connections = Connections(exits, apiserver, informer, extender, binder)
@@ -159,6 +170,7 @@ class EmulatedScheduler:
     async def step(self) -> Attempt | None:
         """One scheduling cycle for the next ready pod; None when no pod is ready. Raises what
         a binding cycle or a watch crashed of: a bug in the emulator must not look like a stall."""
+        self._activity.clear()
         await asyncio.sleep(0)  # let the watches and binding cycles run between cycles
         crash = self._crashes[0] if self._crashes else self.informer.crash()
         if crash is not None:
@@ -184,7 +196,7 @@ class EmulatedScheduler:
             if now >= deadline:
                 return False
             if await self.step() is None:
-                await self.clock.sleep(min(self._idle(now), deadline - now))
+                await self.clock.wait(self._activity, min(self._idle(now), deadline - now))
         return True
 
     def workload_done(self) -> bool:
@@ -196,7 +208,9 @@ class EmulatedScheduler:
         if self.jobs is not None:
             wakes.append(self.jobs.next_event())
         soonest = min((w for w in wakes if w is not None), default=math.inf)
-        return max(0.0, min(self.config.idle_poll, soonest - now))
+        # A microsecond past it: a clock adding the wait to its time must not land a rounding
+        # error short of the deadline, and find nothing due.
+        return max(0.0, min(self.config.idle_poll, soonest - now + ROUNDING))
 
     async def _run_jobs(self, now: float) -> None:
         """What the Job controller does: create the due jobs' pods, delete the finished ones'."""
@@ -217,22 +231,27 @@ class EmulatedScheduler:
         return facts.labels if facts is not None else {}
 
     def _node_changed(self, old: Json | None, new: Json | None) -> None:
+        self._activity.set()
         if new is None:
             assert old is not None
             name = str(old["metadata"]["name"])
             self.nodes.pop(name, None)
             self._tree.remove(name)
             return
+        self.queue.move_all()
         facts = node_facts(new)
         self.nodes[facts.name] = facts
         self._tree.upsert(facts.name, zone_key(new))
 
     def _pod_changed(self, old: Json | None, new: Json | None) -> None:
+        self._activity.set()
         obj = new if new is not None else old
         assert obj is not None
         key = pod_key(obj)
         if new is None or bound_node(new):
             self.assumed.pop(key, None)  # bound (the assumption confirmed) or gone
+        if new is None:
+            self.queue.move_all()  # its resources are free: parked pods may fit now
         self._account(key)
         if new is not None and self._schedulable(new):
             if key not in self._in_flight and key not in self.assumed:
@@ -272,7 +291,7 @@ class EmulatedScheduler:
             outcome: Literal["unschedulable", "error"] = (
                 "unschedulable" if isinstance(e, Unschedulable) else "error"
             )
-            self._requeue(queued)
+            self._requeue(queued, parked=outcome == "unschedulable")
             return Attempt(key, now, outcome, message=str(e))
         current = self.informer.pod(key)
         if current is None or not self._schedulable(current):
@@ -290,16 +309,17 @@ class EmulatedScheduler:
         extender = self.connections.extender
         return extender if extender is not None and extender.interested(pod) else None
 
-    def _requeue(self, queued: QueuedPod) -> None:
-        """Back off, unless the pod is gone or bound meanwhile (a bind that timed out may have
-        happened all the same)."""
+    def _requeue(self, queued: QueuedPod, parked: bool = False) -> None:
+        """Back off (`parked`: as unschedulable), unless the pod is gone or bound meanwhile (a
+        bind that timed out may have happened all the same)."""
         pod = self.informer.pod(queued.key)
         if pod is not None and self._schedulable(pod) and queued.key not in self.assumed:
-            self.queue.back_off(queued)
+            (self.queue.park if parked else self.queue.back_off)(queued)
 
     # The binding cycle
 
     def _binding_done(self, task: asyncio.Task[None]) -> None:
+        self._activity.set()
         self._bindings.discard(task)
         if not task.cancelled() and (error := task.exception()) is not None:
             self._crashes.append(error)

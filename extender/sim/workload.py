@@ -13,6 +13,7 @@ import hashlib
 import heapq
 import random
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -45,10 +46,17 @@ class Job:
     network: str = "macvlan"
     cpu_per_gpu: int = 16
     memory_per_gpu_gi: int = 128
+    rdma: int = 1
+    """RDMA units per pod, of `rdma_resource`."""
+    rdma_resource: str = RDMA
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    """Further pod annotations (a profile, kube-rdma.io/min-affinity, kube-rdma.io/rails)."""
+    together: bool = True
+    """False: its pods are independent, not a gang (it still runs once all are bound)."""
 
     @property
     def gang(self) -> bool:
-        return self.members > 1
+        return self.members > 1 and self.together
 
     def pod_names(self) -> list[str]:
         return [f"{self.name}-{index:02d}" for index in range(self.members)]
@@ -59,7 +67,7 @@ class Job:
         ]
 
     def _pod(self, name: str, index: int, scheduler_name: str) -> Json:
-        annotations = {keys.APPLIED: applied(self.network)}
+        annotations = {keys.APPLIED: applied(self.network), **self.annotations}
         if self.gang:
             annotations |= {keys.GANG: self.name, keys.GANG_SIZE: str(self.members)}
         return {
@@ -83,12 +91,13 @@ class Job:
         }
 
     def _container(self) -> Json:
-        amounts = {
-            "cpu": str(self.cpu_per_gpu * self.gpus),
-            "memory": f"{self.memory_per_gpu_gi * self.gpus}Gi",
-            GPU: str(self.gpus),
-            RDMA: "1",
-        }
+        amounts = {GPU: str(self.gpus)}
+        if self.cpu_per_gpu:
+            amounts["cpu"] = str(self.cpu_per_gpu * self.gpus)
+        if self.memory_per_gpu_gi:
+            amounts["memory"] = f"{self.memory_per_gpu_gi * self.gpus}Gi"
+        if self.rdma:
+            amounts[self.rdma_resource] = str(self.rdma)
         return {
             "name": "trainer",
             "image": "nvcr.io/nvidia/pytorch:24.05-py3",
@@ -186,6 +195,11 @@ class JobRunner:
     @property
     def done(self) -> bool:
         return not self._arrivals and not self.jobs
+
+    @property
+    def all_started(self) -> bool:
+        """Every job arrived and has all its pods bound (some may have finished)."""
+        return not self._arrivals and all(s.started is not None for s in self.jobs.values())
 
     def begin(self, now: float) -> None:
         self._start = now
