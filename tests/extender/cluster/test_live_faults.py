@@ -78,7 +78,7 @@ async def live(
         )
         task = asyncio.create_task(source.run())
         try:
-            await eventually(source.ready)
+            await eventually(source.ready, CONVERGED_WITHIN)
             yield api, source
         finally:
             task.cancel()
@@ -167,7 +167,7 @@ async def test_a_node_deleted_during_an_outage_is_never_passed_after_the_resync(
                 await api.go_down()
                 api.delete("nodes", "n2")
                 api.compact()
-                await eventually(lambda: readyz(session, base, 503))
+                await eventually(lambda: readyz(session, base, 503), CONVERGED_WITHIN)
                 await api.come_back()
                 await eventually(lambda: readyz(session, base, 200), CONVERGED_WITHIN)
                 body = {"Pod": running_pod("w0"), "NodeNames": ["n1", "n2"]}
