@@ -89,6 +89,11 @@ class Scheduler:
             raise NotReady(STARTING)
         self._take_over()
         view, gang = self.view(pod), self.gang(pod)
+        if (node := self._already_bound(view)) is not None:
+            reason = f"pod {view.namespace}/{view.name} is already bound to {node}"
+            return FilterOutcome(
+                [n for n in names if n == node], {}, {n: reason for n in names if n != node}
+            )
         if isinstance(gang, Gang) and view.relevant:
             outcome = self.planner.filter(view, gang, names)
             if outcome is not None:
@@ -138,6 +143,14 @@ class Scheduler:
             "again by the extender that serves next"
         )
         await self._barrier.drain()
+
+    def _already_bound(self, view: PodView) -> str | None:
+        """The node this pod (this uid of it) is bound to in the cache: a gang member whose bind
+        request gave up at the barrier was bound when its gang's last member arrived, and
+        kube-scheduler, retrying it before its informer shows that, is steered to the same node,
+        where the bind answers success."""
+        cached = self._source.cluster.pod(view.namespace, view.name)
+        return _bound_to(cached, view.uid) if cached is not None else None
 
     def _pod(self, namespace: str, name: str) -> Json:
         pod = self._source.cluster.pod(namespace, name)

@@ -407,3 +407,13 @@ async def test_an_extender_that_has_not_read_the_cluster_fails_the_cycle_for_a_r
         },
     )
     assert bound == (200, {"Error": starting})
+
+
+async def test_a_pod_already_bound_in_the_cache_is_steered_to_its_node(client: Client) -> None:
+    """kube-scheduler retrying a gang member the extender bound at its gang's barrier, before
+    its informer shows the binding: the one node that passes is the pod's own."""
+    busy = PODS[0]
+    status, answer = await client.post("filter", {"Pod": busy, "NodeNames": NAMES})
+    reason = "pod team-a/busy is already bound to gpu-3"
+    assert (status, answer["NodeNames"], answer["FailedNodes"]) == (200, ["gpu-3"], {})
+    assert answer["FailedAndUnresolvableNodes"] == {n: reason for n in NAMES if n != "gpu-3"}
