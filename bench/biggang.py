@@ -25,7 +25,6 @@ import sys
 import time
 from typing import Any
 
-from aiohttp import web
 from kubernetes_asyncio import client
 
 from extender.app import EXTENDER, Settings, create_app
@@ -33,6 +32,7 @@ from extender.cluster.live import LiveSource
 from extender.sim import EmulatedScheduler, Job, Jobs, SchedulerConfig, Workload, bound_node
 from testbed.clustergen import ClusterSpec, generate
 from testbed.fakeapi import FakeApiServer, eventually
+from testbed.net import serving
 
 CLUSTER = ClusterSpec(nodes=5000, seed=11, nodes_per_leaf=32, leaves_per_spine=8, busy_fraction=0.0)
 CONFIG = SchedulerConfig(percentage_of_nodes_to_score=100, in_tree_time=0.020)
@@ -51,13 +51,8 @@ async def run(size: int, singletons: int, limit: float) -> dict[str, Any]:
                 api.create("nodes", obj)
         source = LiveSource(client.CoreV1Api(api_client))
         app = create_app(Settings(), source)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        try:
+        async with serving(app) as url:
             await eventually(source.ready, within=300.0)
-            url = f"http://127.0.0.1:{runner.addresses[0][1]}"
             async with EmulatedScheduler(api.host, url, CONFIG, workload=jobs) as scheduler:
                 started = time.perf_counter()
                 everyone = size + singletons
@@ -69,8 +64,6 @@ async def run(size: int, singletons: int, limit: float) -> dict[str, Any]:
                 finished = await scheduler.run_until(all_bound, timeout=limit)
                 elapsed = time.perf_counter() - started
                 plans = sum(1 for d in app[EXTENDER].planner.history if d.gang.name == gang.name)
-        finally:
-            await runner.cleanup()
     return summarize(scheduler, gang, finished, elapsed, plans)
 
 

@@ -1,9 +1,13 @@
-"""Loopback helpers for tests and benches that start kube-rdma processes."""
+"""Loopback helpers for tests and benches that start kube-rdma processes or serve its apps."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import time
+from collections.abc import AsyncIterator
+
+from aiohttp import web
 
 
 def free_port() -> int:
@@ -31,3 +35,16 @@ def wait_listening(port: int, seconds: float = 10.0) -> bool:
             return True
         time.sleep(0.1)
     return False
+
+
+@contextlib.asynccontextmanager
+async def serving(app: web.Application) -> AsyncIterator[str]:
+    """`app` served on a free loopback port (no access log), as its base URL; cleaned up after."""
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
+    finally:
+        await runner.cleanup()

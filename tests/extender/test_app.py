@@ -17,6 +17,7 @@ from extender import protocol
 from extender.app import EXTENDER, Settings, create_app
 from extender.cluster.snapshot import SnapshotSource
 from kube_rdma.core.objects import Json
+from testbed import net
 from testbed.builders import nodes
 from testbed.fakeapi import eventually
 
@@ -54,16 +55,8 @@ async def serving(
 ) -> AsyncIterator[Client]:
     """The app in snapshot mode over `objects`, and a client for it."""
     source = source_class(objects)
-    runner = web.AppRunner(create_app(Settings(), source), access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    try:
-        async with aiohttp.ClientSession() as session:
-            yield Client(session, f"http://127.0.0.1:{port}", source)
-    finally:
-        await runner.cleanup()
+    async with net.serving(create_app(Settings(), source)) as base, aiohttp.ClientSession() as s:
+        yield Client(s, base, source)
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ from collections.abc import AsyncIterator, Mapping
 import aiohttp
 import orjson
 import pytest
-from aiohttp import web
 from kubernetes_asyncio import client
 
 from extender.app import Settings, create_app
@@ -25,6 +24,7 @@ from kube_rdma.core.objects import Json
 from testbed.builders import nodes
 from testbed.fakeapi import RESOURCES, WORKLOAD_RESOURCES, FakeApiServer, Resource, eventually
 from testbed.fakeapi.faults import StreamFault
+from testbed.net import serving
 from tests.extender.cluster.truth import differences
 
 STALE_AFTER = 0.2
@@ -156,25 +156,20 @@ async def test_the_cache_equals_the_truth_after_every_fault() -> None:
 
 
 async def test_a_node_deleted_during_an_outage_is_never_passed_after_the_resync() -> None:
-    async with live() as (api, source):
-        runner = web.AppRunner(create_app(Settings(), source), access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        base = f"http://127.0.0.1:{runner.addresses[0][1]}"
-        try:
-            async with aiohttp.ClientSession() as session:
-                await api.go_down()
-                api.delete("nodes", "n2")
-                api.compact()
-                await eventually(lambda: readyz(session, base, 503), CONVERGED_WITHIN)
-                await api.come_back()
-                await eventually(lambda: readyz(session, base, 200), CONVERGED_WITHIN)
-                body = {"Pod": running_pod("w0"), "NodeNames": ["n1", "n2"]}
-                async with session.post(f"{base}/filter", data=orjson.dumps(body)) as response:
-                    answer = orjson.loads(await response.read())
-        finally:
-            await runner.cleanup()
+    async with (
+        live() as (api, source),
+        serving(create_app(Settings(), source)) as base,
+        aiohttp.ClientSession() as session,
+    ):
+        await api.go_down()
+        api.delete("nodes", "n2")
+        api.compact()
+        await eventually(lambda: readyz(session, base, 503), CONVERGED_WITHIN)
+        await api.come_back()
+        await eventually(lambda: readyz(session, base, 200), CONVERGED_WITHIN)
+        body = {"Pod": running_pod("w0"), "NodeNames": ["n1", "n2"]}
+        async with session.post(f"{base}/filter", data=orjson.dumps(body)) as response:
+            answer = orjson.loads(await response.read())
     assert answer["NodeNames"] == ["n1"]
     assert answer["FailedNodes"] == {
         "n2": "node is not in the extender's cache yet (just added?); it is retried"

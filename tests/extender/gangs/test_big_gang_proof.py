@@ -10,8 +10,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from aiohttp import web
-
 from extender.app import EXTENDER, Settings, create_app
 from extender.cluster.live import LiveSource
 from extender.gangs.planner import GangSettings, Planner
@@ -19,6 +17,7 @@ from extender.sim import EmulatedScheduler, Job, Jobs, SchedulerConfig, Workload
 from kube_rdma.core import keys
 from testbed.clustergen import ClusterSpec, generate
 from testbed.fakeapi import FakeApiServer, eventually
+from testbed.net import serving
 
 CLUSTER = ClusterSpec(
     nodes=64,
@@ -57,15 +56,9 @@ async def extender(
             api.create("nodes", obj)
     source = LiveSource(core_v1)
     app = create_app(Settings(gangs=gangs, sweep_interval=0.05), source)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
+    async with serving(app) as url:
         await eventually(source.ready, within=30.0)
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}", app[EXTENDER].planner
-    finally:
-        await runner.cleanup()
+        yield url, app[EXTENDER].planner
 
 
 async def test_a_gang_arriving_over_many_bind_timeouts_is_placed_whole(

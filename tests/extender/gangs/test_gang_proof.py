@@ -21,6 +21,7 @@ from extender.cluster.live import LiveSource
 from extender.sim import EmulatedScheduler, SchedulerConfig, Workload
 from testbed.clustergen import LEAF_LABEL, ClusterSpec, generate
 from testbed.fakeapi import FakeApiServer, eventually
+from testbed.net import serving
 
 CLUSTER = ClusterSpec(nodes=512, seed=11, nodes_per_leaf=32, leaves_per_spine=4, busy_fraction=0.0)
 SMALL = ClusterSpec(
@@ -41,15 +42,9 @@ TRANSIENT = 1.0
 async def extender(api: FakeApiServer, core_v1: Any) -> AsyncIterator[tuple[str, web.Application]]:
     source = LiveSource(core_v1)
     app = create_app(Settings(), source)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
+    async with serving(app) as url:
         await eventually(source.ready, within=30.0)
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}", app
-    finally:
-        await runner.cleanup()
+        yield url, app
 
 
 def load(api: FakeApiServer, spec: ClusterSpec) -> dict[str, str]:
