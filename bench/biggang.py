@@ -1,6 +1,6 @@
 """Gangs of the size real jobs have: one gang of 256, 512 or 1,024 pods x 8 GPUs on a 5,000-node
 cluster, with singletons competing for the same nodes, through the real extender (live mode,
-against the HTTP-level fake apiserver) and an emulated kube-scheduler (extender/sim) whose
+against the HTTP-level fake apiserver) and an emulated kube-scheduler (kubesim/scheduler) whose
 cycles each spend 20 ms in in-tree plugins, with the production barrier settings (a member's
 bind request waits 4 s, the gang 30 s for its next member) and kube-scheduler's default backoff.
 
@@ -29,7 +29,7 @@ from kubernetes_asyncio import client
 
 from extender.app import EXTENDER, Settings, create_app
 from extender.cluster.live import LiveSource
-from extender.sim import EmulatedScheduler, Job, Jobs, SchedulerConfig, Workload, bound_node
+from kubesim.scheduler import EmulatedScheduler, Job, Jobs, SchedulerConfig, Workload, bound_node
 from testbed.clustergen import ClusterSpec, generate
 from testbed.fakeapi import FakeApiServer, eventually
 from testbed.net import serving

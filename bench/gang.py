@@ -1,6 +1,6 @@
 """Gang placement, with and without the extender: the same stream, side by side, simulated.
 
-The simulator (extender/simulate: the emulated kube-scheduler of extender/sim driving the
+The simulator (kubesim/simulate: the emulated kube-scheduler of kubesim/scheduler driving the
 extender's real Scheduler through its wire encoding, on a simulated clock) schedules a
 deterministic stream of training jobs, gangs of 2 to 64 pods x 8 GPUs and singletons, arriving
 and finishing, on a generated 512-node cluster in 16 leaf domains (2 % of nodes with a rail
@@ -27,12 +27,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from extender.sim import Workload
-from extender.simulate.cluster import load_cluster
-from extender.simulate.report import table
-from extender.simulate.run import Settings, Variant
-from extender.simulate.simulation import run_variants
 from extender.weights import DEFAULT
+from kubesim.scheduler import Workload
+from kubesim.simulate.cluster import load_cluster
+from kubesim.simulate.report import table
+from kubesim.simulate.run import Settings, Variant
+from kubesim.simulate.simulation import run_variants
 from testbed.clustergen import ClusterSpec, generate, write_snapshot
 
 CLUSTER = ClusterSpec(nodes=512, seed=11, nodes_per_leaf=32, leaves_per_spine=4, busy_fraction=0.0)

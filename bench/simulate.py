@@ -18,12 +18,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from extender.simulate.cluster import load_cluster
-from extender.simulate.report import table
-from extender.simulate.run import Settings
-from extender.simulate.simulation import run_variants
-from extender.simulate.variants import build_variants
-from extender.simulate.workload import Generated
+from kubesim.simulate.cluster import load_cluster
+from kubesim.simulate.report import table
+from kubesim.simulate.run import Settings
+from kubesim.simulate.simulation import run_variants
+from kubesim.simulate.variants import build_variants
+from kubesim.simulate.workload import Generated
 from testbed.clustergen import ClusterSpec, generate, write_snapshot
 
 

@@ -22,11 +22,11 @@ from typing import Any
 from agent import cli as agent_cli
 from certs import cli as certs_cli
 from extender import cli as extender_cli
-from extender.simulate import cli as simulate_cli
 from fabric import cli as fabric_cli
 from kube_rdma import validate
 from kube_rdma.cli_errors import explain_error
 from kube_rdma.core import logs
+from kubesim.simulate import cli as simulate_cli
 from webhook import cli as webhook_cli
 
 PARTS = (webhook_cli, certs_cli, agent_cli, extender_cli, simulate_cli, fabric_cli, validate)

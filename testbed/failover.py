@@ -2,7 +2,7 @@
 
 Everything runs as real processes, as in a cluster: the fake apiserver (`python -m
 testbed.fakeapi`), and two "scheduler pods", each an emulated kube-scheduler (`python -m
-extender.sim`, leader election on a Lease) with the real extender beside it on 127.0.0.1
+kubesim.scheduler`, leader election on a Lease) with the real extender beside it on 127.0.0.1
 (`kube-rdma extender`). A contended stream of gangs (more than the cluster holds at once; a
 gang whole runs for a while and is then deleted) is placed while the harness SIGKILLs the whole
 pod that holds the Lease at random moments, waits until the other pod has taken the Lease
@@ -105,7 +105,7 @@ class Replica:
             "--plan-namespace=kube-rdma",
         )
         self._spawn(
-            "extender.sim",
+            "kubesim.scheduler",
             f"--apiserver={self._apiserver}",
             f"--extender=http://127.0.0.1:{port}",
             f"--identity={self.identity}",

@@ -13,8 +13,8 @@ from typing import Any
 from extender.app import EXTENDER, Settings, create_app
 from extender.cluster.live import LiveSource
 from extender.gangs.planner import GangSettings, Planner
-from extender.sim import EmulatedScheduler, Job, Jobs, SchedulerConfig, Workload, bound_node
 from kube_rdma.core import keys
+from kubesim.scheduler import EmulatedScheduler, Job, Jobs, SchedulerConfig, Workload, bound_node
 from testbed.clustergen import ClusterSpec, generate
 from testbed.fakeapi import FakeApiServer, eventually
 from testbed.net import serving

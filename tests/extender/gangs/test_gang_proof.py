@@ -18,7 +18,7 @@ from aiohttp import web
 
 from extender.app import EXTENDER, Settings, create_app
 from extender.cluster.live import LiveSource
-from extender.sim import EmulatedScheduler, SchedulerConfig, Workload
+from kubesim.scheduler import EmulatedScheduler, SchedulerConfig, Workload
 from testbed.clustergen import LEAF_LABEL, ClusterSpec, generate
 from testbed.fakeapi import FakeApiServer, eventually
 from testbed.net import serving

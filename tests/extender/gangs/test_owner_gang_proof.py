@@ -21,9 +21,9 @@ from kubernetes_asyncio import client
 from extender.app import Settings, create_app
 from extender.cluster.live import LiveSource
 from extender.cluster.owners import MPI_JOBS_V1, WORKLOADS
-from extender.sim import EmulatedScheduler, SchedulerConfig
-from extender.sim.controllers import Controllers, Replicas
 from kube_rdma.core.objects import Json
+from kubesim.scheduler import EmulatedScheduler, SchedulerConfig
+from kubesim.scheduler.controllers import Controllers, Replicas
 from testbed.fakeapi import RESOURCES, WORKLOAD_RESOURCES, FakeApiServer, eventually
 from tests.extender.gangs.test_gang_proof import CONFIG, SMALL, TRANSIENT, load
 

@@ -1,0 +1,152 @@
+"""kube-scheduler's calls to an HTTP extender, with the rules by which a call fails.
+
+Follows pkg/scheduler/extender.go: a pod is sent only when it requests one of the
+managedResources (IsInterested); the nodes go as NodeNames when the extender is nodeCacheCapable,
+else as a NodeList; a returned node name that was not sent fails the call, so does a non-empty
+`Error`, any HTTP error or a timeout (`httpTimeout`); /bind gets PodName, PodNamespace, PodUID
+and Node. Prioritize errors are the caller's to ignore, as kube-scheduler does. An extender's
+score runs 0 to MaxExtenderPriority (10), and is scaled to the in-tree 0-100 by the caller.
+
+The calls go through a `Post`: `http_post` sends them over HTTP; the simulator hands the same JSON
+bodies to an extender in the same process (kubesim/simulate/wire.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import aiohttp
+import orjson
+
+from extender.protocol import field as wire_field
+from kube_rdma.core.objects import Json
+from kubesim.scheduler.config import SchedulerConfig
+
+MAX_EXTENDER_PRIORITY = 10
+
+Post = Callable[[str, Json], Awaitable[Any]]
+"""(verb, request body) -> the decoded answer; raises ExtenderError when the call fails."""
+
+
+class ExtenderError(Exception):
+    """An extender call that failed: HTTP error, timeout, bad body or a non-empty `Error`."""
+
+
+class ExtenderClient:
+    """The extender at `url` (named in error messages), called through `post` as `config`
+    says; `node` gives a Node object for the NodeList form of the arguments."""
+
+    def __init__(
+        self,
+        url: str,
+        config: SchedulerConfig,
+        post: Post,
+        node: Callable[[str], Json | None],
+    ) -> None:
+        self.url = url.rstrip("/")
+        self._config, self._post, self._node = config, post, node
+
+    def interested(self, pod: Json) -> bool:
+        """IsInterested: a container or init container names a managed resource."""
+        managed = set(self._config.managed_resources)
+        if not managed:
+            return True
+        spec = pod.get("spec") or {}
+        for container in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
+            resources = container.get("resources") or {}
+            named = {*(resources.get("requests") or {}), *(resources.get("limits") or {})}
+            if named & managed:
+                return True
+        return False
+
+    async def filter(self, pod: Json, names: list[str], failed: dict[str, str]) -> list[str]:
+        """The nodes that pass; the reasons of those that fail are added to `failed`."""
+        result = await self._post("filter", self._args(pod, names))
+        if not isinstance(result, dict):
+            raise ExtenderError(f"filter with extender at URL {self.url}: not an object")
+        if error := wire_field(result, "Error"):
+            raise ExtenderError(str(error))
+        for key in ("FailedNodes", "FailedAndUnresolvableNodes"):
+            failed.update({str(n): str(r) for n, r in (wire_field(result, key) or {}).items()})
+        passed = wire_field(result, "NodeNames")
+        if self._config.node_cache_capable and passed is not None:
+            return self._only_sent(passed, names)
+        node_list = wire_field(result, "Nodes")
+        if isinstance(node_list, dict):
+            return [str(item["metadata"]["name"]) for item in node_list.get("items") or []]
+        return []
+
+    async def prioritize(self, pod: Json, names: list[str]) -> dict[str, int]:
+        """Host -> score, 0 to MAX_EXTENDER_PRIORITY; entries without an integer score left out."""
+        result = await self._post("prioritize", self._args(pod, names))
+        if not isinstance(result, list):
+            return {}
+        scores = {}
+        for entry in result:
+            if isinstance(entry, dict) and isinstance(wire_field(entry, "Score"), int):
+                scores[str(wire_field(entry, "Host"))] = int(wire_field(entry, "Score"))
+        return scores
+
+    async def bind(self, pod: Json, node: str) -> None:
+        meta = pod.get("metadata") or {}
+        body = {
+            "PodName": meta.get("name"),
+            "PodNamespace": meta.get("namespace") or "default",
+            "PodUID": meta.get("uid") or "",
+            "Node": node,
+        }
+        result = await self._post("bind", body)
+        error = wire_field(result, "Error") if isinstance(result, dict) else "answer not an object"
+        if error:
+            raise ExtenderError(str(error))
+
+    def _only_sent(self, passed: list[Any], sent: list[str]) -> list[str]:
+        known = set(sent)
+        for name in passed:
+            if name not in known:
+                raise ExtenderError(
+                    f'extender "{self.url}" claims a filtered node "{name}" which is not found '
+                    "in the input node list"
+                )
+        return [str(n) for n in passed]
+
+    def _args(self, pod: Json, names: list[str]) -> Json:
+        if self._config.node_cache_capable:
+            return {"Pod": pod, "Nodes": None, "NodeNames": names}
+        items = [self._node(n) for n in names]
+        return {"Pod": pod, "Nodes": {"metadata": {}, "items": items}, "NodeNames": None}
+
+
+def http_post(url: str, session: aiohttp.ClientSession, http_timeout: float) -> Post:
+    """Calls to the extender at base URL `url` over HTTP, each given `http_timeout` seconds."""
+    base = url.rstrip("/")
+
+    async def post(verb: str, body: Json) -> Any:
+        target = f"{base}/{verb}"
+        timeout = aiohttp.ClientTimeout(total=http_timeout)
+        headers = {"Content-Type": "application/json"}
+        try:
+            async with session.post(
+                target, data=orjson.dumps(body), headers=headers, timeout=timeout
+            ) as response:
+                data = await response.read()
+        except (aiohttp.ClientError, TimeoutError, OSError) as e:
+            raise ExtenderError(f"{verb} with extender at URL {target}: {_describe(e)}") from None
+        if response.status != 200:
+            raise ExtenderError(
+                f"failed {verb} with extender at URL {target}, code {response.status}"
+            )
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError:
+            raise ExtenderError(
+                f"{verb} with extender at URL {target}: answer is not JSON"
+            ) from None
+
+    return post
+
+
+def _describe(error: BaseException) -> str:
+    """The words for a call that went unanswered (a timeout's str() is empty)."""
+    return str(error) or type(error).__name__

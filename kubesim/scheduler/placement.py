@@ -1,0 +1,125 @@
+"""Picking a node for one pod: schedulePod of pkg/scheduler/schedule_one.go, for one profile.
+
+Where it follows kube-scheduler:
+- the in-tree filters run over the nodes in nodeTree order from where the previous cycle stopped,
+  until numFeasibleNodesToFind nodes passed; only those are sent to the extender's /filter; the
+  in-tree part of a cycle takes at least `in_tree_time` (a cluster's plugins cost more than the
+  emulator's fit);
+- the nodes the extender fails join the in-tree failures in FitError's message;
+- with one feasible node left there is nothing to score and /prioritize is not called; its
+  errors are ignored (no extender scores); an extender score is multiplied by the extender's
+  weight and MaxNodeScore / MaxExtenderPriority (100 / 10) and added to the in-tree score.
+
+Where it simplifies, and a careful reader could tell: ties go to the smallest node name
+(kube-scheduler picks at random among the best).
+
+A node's in-tree verdict for a pod depends only on the node, its usage and what the pod asks
+(requests and tolerations), so it is kept until the node or its usage changes: pods of one
+shape, as a gang's members are, are judged once per node state (the simulator's day of
+thousands of pods over thousands of nodes depends on it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+
+import orjson
+
+from kube_rdma.core.objects import Json
+from kubesim.scheduler.clock import Clock
+from kubesim.scheduler.config import SchedulerConfig, num_feasible_nodes_to_find
+from kubesim.scheduler.extender_client import MAX_EXTENDER_PRIORITY, ExtenderClient, ExtenderError
+from kubesim.scheduler.fit import (
+    FIT_WEIGHT,
+    MAX_NODE_SCORE,
+    NodeFacts,
+    NodeUsage,
+    fit_error,
+    fit_failure,
+    gpu_score,
+)
+from kubesim.scheduler.nodetree import NodeTree, scan
+from kubesim.scheduler.pods import pod_requests
+
+
+class Unschedulable(Exception):
+    """No node fits the pod."""
+
+
+class Placement:
+    """Reads the scheduler's node facts, node order and usage, which the scheduler keeps
+    current; remembers where the in-tree pass stopped."""
+
+    def __init__(
+        self,
+        config: SchedulerConfig,
+        nodes: Mapping[str, NodeFacts],
+        tree: NodeTree,
+        usage: NodeUsage,
+        clock: Clock,
+    ) -> None:
+        self._config, self._nodes, self._tree, self._usage = config, nodes, tree, usage
+        self._clock = clock
+        self._next_start = 0
+        self._verdicts: dict[bytes, dict[str, tuple[NodeFacts, int, str | None]]] = {}
+        """Per pod shape: node -> (its facts, its usage's changes, the verdict then)."""
+
+    async def find_node(self, pod: Json, extender: ExtenderClient | None) -> tuple[str, int]:
+        """The node for the pod, and how many feasible nodes the in-tree pass sampled; `extender`
+        None when the pod is not for the extender. Raises Unschedulable, or ExtenderError when
+        /filter failed."""
+        started = self._clock.now()
+        names = self._tree.list()
+        if not names:
+            raise Unschedulable("no nodes available to schedule pods")
+        requests = pod_requests(pod)
+        tolerations = list((pod.get("spec") or {}).get("tolerations") or [])
+
+        verdicts = self._verdicts.setdefault(
+            orjson.dumps([sorted(requests.items()), tolerations]), {}
+        )
+        nodes, usage, counts = self._nodes, self._usage, self._usage.changes
+
+        def check(name: str) -> str | None:
+            facts, changes, known = nodes[name], counts.get(name, 0), verdicts.get(name)
+            if known is not None and known[1] == changes and known[0] is facts:
+                return known[2]
+            reason = fit_failure(facts, usage.of(name), requests, tolerations)
+            verdicts[name] = (facts, changes, reason)
+            return reason
+
+        wanted = num_feasible_nodes_to_find(len(names), self._config.percentage_of_nodes_to_score)
+        feasible, failed, processed = scan(names, self._next_start, wanted, check)
+        self._next_start = (self._next_start + processed) % len(names)
+        sampled = len(feasible)
+        if self._config.in_tree_time > 0:
+            await self._clock.sleep(self._config.in_tree_time - (self._clock.now() - started))
+        if feasible and extender is not None:
+            feasible = await extender.filter(pod, feasible, failed)
+        if not feasible:
+            raise Unschedulable(fit_error(len(names), failed))
+        if len(feasible) == 1:
+            return feasible[0], sampled
+        scores = await self._scores(pod, feasible, requests, extender)
+        return min(feasible, key=lambda n: (-scores[n], n)), sampled
+
+    async def _scores(
+        self,
+        pod: Json,
+        feasible: list[str],
+        requests: Mapping[str, int],
+        extender: ExtenderClient | None,
+    ) -> dict[str, int]:
+        """The in-tree score plus the extender's, scaled."""
+        scores = {
+            n: FIT_WEIGHT * gpu_score(self._nodes[n], self._usage.of(n), requests) for n in feasible
+        }
+        if extender is None:
+            return scores
+        scale = self._config.extender_weight * (MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY)
+        with contextlib.suppress(ExtenderError):
+            for host, score in (await extender.prioritize(pod, feasible)).items():
+                if host in scores:
+                    scores[host] += score * scale
+        return scores

@@ -1,0 +1,344 @@
+"""kube-scheduler with one profile and at most one HTTP extender, over a Kubernetes apiserver.
+
+It plays kube-scheduler's side of the extender protocol as kube-scheduler really plays it, not as
+the extender would like it: one pod at a time from a queue with per-pod backoff, the in-tree fit,
+only a sample of the feasible nodes sent to /filter, /prioritize scores added as
+`score x weight x 10`, the pod *assumed* on its node while an asynchronous binding cycle runs (so
+the next pods are scheduled while a bind is held), and a failed bind forgotten and retried.
+
+Where it follows kube-scheduler (pkg/scheduler/schedule_one.go): the scheduling cycle (pick a
+node, assume the pod on it) and the binding cycle run alongside; a pod that fails either is backed
+off, unless a bind that failed left it bound anyway (handleSchedulingFailure). The scheduler's
+informers, cache and queue are the other modules of this package.
+
+Where it simplifies, and a careful reader could tell: no preemption, no nominated nodes, no
+PreFilter/Permit plugins.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from kube_rdma.core.objects import Json
+from kube_rdma.kube.errors import NotFound
+from kubesim.scheduler.apiserver import ApiCalls
+from kubesim.scheduler.binder import Binder, BindOutcome
+from kubesim.scheduler.clock import Clock, RealClock
+from kubesim.scheduler.config import SchedulerConfig
+from kubesim.scheduler.extender_client import ExtenderClient, ExtenderError
+from kubesim.scheduler.fit import NodeFacts, NodeUsage, node_facts
+from kubesim.scheduler.informer import Informer
+from kubesim.scheduler.links import HttpLinks, Links
+from kubesim.scheduler.nodetree import NodeTree, zone_key
+from kubesim.scheduler.placement import Placement, Unschedulable
+from kubesim.scheduler.pods import (
+    DEFAULT_SCHEDULER,
+    TERMINAL,
+    PodKey,
+    bound_node,
+    pod_key,
+    pod_requests,
+)
+from kubesim.scheduler.queue import QueuedPod, SchedulingQueue
+from kubesim.scheduler.recorder import GangOf, Recorder, gang_of
+from kubesim.scheduler.workload import JobRunner, JobStream
+
+ROUNDING = 1e-6
+"""Seconds an idle wait goes past the next timer."""
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One scheduling cycle."""
+
+    pod: PodKey
+    at: float
+    outcome: Literal["assumed", "unschedulable", "error", "gone"]
+    node: str | None = None
+    message: str = ""
+    sampled: int = 0
+    """Feasible nodes the in-tree pass found (what /filter was sent)."""
+
+
+@dataclass(frozen=True)
+class Connections:
+    """What an open scheduler talks through; `exits` closes them."""
+
+    exits: contextlib.AsyncExitStack
+    apiserver: ApiCalls
+    informer: Informer
+    extender: ExtenderClient | None
+    binder: Binder
+
+
+class EmulatedScheduler:
+    """Use as `async with`: it lists and watches the apiserver while open: the one at URL
+    `apiserver` with the extender at `extender_url`, or those `apiserver` links to when it is
+    `Links`. `step()` runs one scheduling cycle (after creating the workload's due pods and
+    deleting its finished ones); binding cycles run as tasks alongside, as kube-scheduler's
+    binding goroutines do. Without an extender (and `use_extender` off) it is a plain
+    kube-scheduler. `gangs` tells the recorder which gang a pod belongs to (kube-rdma's
+    annotations by default)."""
+
+    def __init__(
+        self,
+        apiserver: str | Links,
+        extender_url: str | None,
+        config: SchedulerConfig | None = None,
+        clock: Clock | None = None,
+        *,
+        workload: JobStream | None = None,
+        gangs: GangOf = gang_of,
+    ) -> None:
+        self.config = config or SchedulerConfig()
+        self.clock: Clock = clock or RealClock()
+        if isinstance(apiserver, str):
+            url = extender_url if self.config.use_extender else None
+            apiserver = HttpLinks(apiserver, url, self.config.http_timeout)
+        elif extender_url is not None:
+            raise ValueError("links name their own extender: extender_url must be None")
+        if self.config.use_extender and not apiserver.extender_name:
+            raise ValueError("use_extender needs an extender")
+        self._links = apiserver
+        self.extender_url = apiserver.extender_name if self.config.use_extender else None
+        self.queue = SchedulingQueue(
+            self.clock,
+            self.config.backoff_initial,
+            self.config.backoff_max,
+            self.config.max_unschedulable,
+        )
+        self.usage = NodeUsage()
+        self.nodes: dict[str, NodeFacts] = {}
+        self.assumed: dict[PodKey, str] = {}
+        """Pods assumed on a node: from the end of their scheduling cycle until the informer
+        shows them bound, or their bind failed."""
+        self.attempts: list[Attempt] = []
+        self.binds: list[BindOutcome] = []
+        self.recorder = Recorder(self.clock, self._labels, gangs)
+        self.jobs = JobRunner(workload) if workload is not None else None
+        self._tree = NodeTree()
+        self._placement = Placement(self.config, self.nodes, self._tree, self.usage, self.clock)
+        self._in_flight: dict[PodKey, QueuedPod] = {}
+        self._bindings: set[asyncio.Task[None]] = set()
+        self._crashes: list[BaseException] = []
+        self._connections: Connections | None = None
+        self._activity = asyncio.Event()
+        """Set whenever the informer shows a change or a binding cycle ends: what an idle
+        `run_until` waits for besides its next timer."""
+
+    # Lifecycle
+
+    async def __aenter__(self) -> EmulatedScheduler:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        exits = contextlib.AsyncExitStack()
+        apiserver, post = await self._links.open(exits)
+        informer = Informer(apiserver, self._node_changed, self._pod_changed)
+        extender = None
+        if self.extender_url is not None and post is not None:
+            extender = ExtenderClient(self.extender_url, self.config, post, informer.node)
+        binds_by_extender = extender if self.config.bind_via_extender else None
+        binder = Binder(apiserver, binds_by_extender, self.clock)
+        self._connections = Connections(exits, apiserver, informer, extender, binder)
+        await informer.start()
+        if self.jobs is not None:
+            self.jobs.begin(self.clock.now())
+
+    async def close(self) -> None:
+        for task in list(self._bindings):
+            task.cancel()
+        await asyncio.gather(*self._bindings, return_exceptions=True)
+        if self._connections is not None:
+            await self._connections.informer.stop()
+            await self._connections.exits.aclose()
+
+    @property
+    def connections(self) -> Connections:
+        if self._connections is None:
+            raise RuntimeError("the emulated scheduler is not started")
+        return self._connections
+
+    @property
+    def informer(self) -> Informer:
+        return self.connections.informer
+
+    # Driving
+
+    async def step(self) -> Attempt | None:
+        """One scheduling cycle for the next ready pod; None when no pod is ready. Raises what
+        a binding cycle or a watch crashed of: a bug in the emulator must not look like a stall."""
+        self._activity.clear()
+        await asyncio.sleep(0)  # let the watches and binding cycles run between cycles
+        crash = self._crashes[0] if self._crashes else self.informer.crash()
+        if crash is not None:
+            raise crash
+        if self.jobs is not None:
+            await self._run_jobs(self.clock.now())
+        queued = self.queue.pop()
+        if queued is None:
+            return None
+        attempt = await self._schedule(queued)
+        self.attempts.append(attempt)
+        return attempt
+
+    async def run_until(
+        self,
+        predicate: Callable[[], bool],
+        timeout: float,  # noqa: ASYNC109 - clock seconds (a ManualClock's), not the loop's
+    ) -> bool:
+        """Step until `predicate()` holds (True) or `timeout` seconds have passed (False)."""
+        deadline = self.clock.now() + timeout
+        while not predicate():
+            now = self.clock.now()
+            if now >= deadline:
+                return False
+            if await self.step() is None:
+                await self.clock.wait(self._activity, min(self._idle(now), deadline - now))
+        return True
+
+    def workload_done(self) -> bool:
+        """Every job of the workload was created, ran and was deleted."""
+        return self.jobs is not None and self.jobs.done
+
+    def _idle(self, now: float) -> float:
+        wakes = [self.queue.next_ready()]
+        if self.jobs is not None:
+            wakes.append(self.jobs.next_event())
+        soonest = min((w for w in wakes if w is not None), default=math.inf)
+        # A microsecond past it: a clock adding the wait to its time must not land a rounding
+        # error short of the deadline, and find nothing due.
+        return max(0.0, min(self.config.idle_poll, soonest - now + ROUNDING))
+
+    async def _run_jobs(self, now: float) -> None:
+        """What the Job controller does: create the due jobs' pods, delete the finished ones'."""
+        assert self.jobs is not None
+        apiserver = self.connections.apiserver
+        for job in self.jobs.due(now):
+            for pod in job.pods(self.config.scheduler_name):
+                await apiserver.create_pod(pod)
+        for job in self.jobs.ended(now):
+            for name in job.pod_names():
+                with contextlib.suppress(NotFound):
+                    await apiserver.delete_pod(job.namespace, name)
+
+    # The informer's events
+
+    def _labels(self, node: str) -> Mapping[str, str]:
+        facts = self.nodes.get(node)
+        return facts.labels if facts is not None else {}
+
+    def _node_changed(self, old: Json | None, new: Json | None) -> None:
+        self._activity.set()
+        if new is None:
+            assert old is not None
+            name = str(old["metadata"]["name"])
+            self.nodes.pop(name, None)
+            self._tree.remove(name)
+            return
+        self.queue.move_all()
+        facts = node_facts(new)
+        self.nodes[facts.name] = facts
+        self._tree.upsert(facts.name, zone_key(new))
+
+    def _pod_changed(self, old: Json | None, new: Json | None) -> None:
+        self._activity.set()
+        obj = new if new is not None else old
+        assert obj is not None
+        key = pod_key(obj)
+        if new is None or bound_node(new):
+            self.assumed.pop(key, None)  # bound (the assumption confirmed) or gone
+        if new is None:
+            self.queue.move_all()  # its resources are free: parked pods may fit now
+        self._account(key)
+        if new is not None and self._schedulable(new):
+            if key not in self._in_flight and key not in self.assumed:
+                self.queue.add(key, int((new.get("spec") or {}).get("priority") or 0))
+        else:
+            self.queue.remove(key)
+        self.recorder.pod_changed(old, new)
+        if self.jobs is not None:
+            self.jobs.pod_changed(key, new, self.clock.now())
+
+    def _schedulable(self, pod: Json) -> bool:
+        spec, meta = pod.get("spec") or {}, pod.get("metadata") or {}
+        return (
+            (spec.get("schedulerName") or DEFAULT_SCHEDULER) == self.config.scheduler_name
+            and not spec.get("nodeName")
+            and (pod.get("status") or {}).get("phase") not in TERMINAL
+            and not meta.get("deletionTimestamp")
+        )
+
+    def _account(self, key: PodKey) -> None:
+        pod = self.informer.pod(key)
+        node = None if pod is None else bound_node(pod) or self.assumed.get(key)
+        self.usage.place(key, node, pod_requests(pod) if pod is not None else {})
+
+    # The scheduling cycle
+
+    async def _schedule(self, queued: QueuedPod) -> Attempt:
+        key, now = queued.key, self.clock.now()
+        pod = self.informer.pod(key)
+        if pod is None or not self._schedulable(pod):
+            return Attempt(key, now, "gone")
+        self._in_flight[key] = queued
+        try:
+            node, sampled = await self._placement.find_node(pod, self._extender_for(pod))
+        except (Unschedulable, ExtenderError) as e:
+            del self._in_flight[key]
+            outcome: Literal["unschedulable", "error"] = (
+                "unschedulable" if isinstance(e, Unschedulable) else "error"
+            )
+            self._requeue(queued, parked=outcome == "unschedulable")
+            return Attempt(key, now, outcome, message=str(e))
+        current = self.informer.pod(key)
+        if current is None or not self._schedulable(current):
+            del self._in_flight[key]
+            return Attempt(key, now, "gone", node, "the pod changed during its scheduling cycle")
+        # assume: the pod counts on its node from now on, while the bind runs in the background
+        self.assumed[key] = node
+        self._account(key)
+        task = asyncio.create_task(self._bind(queued, current, node))
+        self._bindings.add(task)
+        task.add_done_callback(self._binding_done)
+        return Attempt(key, now, "assumed", node, sampled=sampled)
+
+    def _extender_for(self, pod: Json) -> ExtenderClient | None:
+        extender = self.connections.extender
+        return extender if extender is not None and extender.interested(pod) else None
+
+    def _requeue(self, queued: QueuedPod, parked: bool = False) -> None:
+        """Back off (`parked`: as unschedulable), unless the pod is gone or bound meanwhile (a
+        bind that timed out may have happened all the same)."""
+        pod = self.informer.pod(queued.key)
+        if pod is not None and self._schedulable(pod) and queued.key not in self.assumed:
+            (self.queue.park if parked else self.queue.back_off)(queued)
+
+    # The binding cycle
+
+    def _binding_done(self, task: asyncio.Task[None]) -> None:
+        self._activity.set()
+        self._bindings.discard(task)
+        if not task.cancelled() and (error := task.exception()) is not None:
+            self._crashes.append(error)
+
+    async def _bind(self, queued: QueuedPod, pod: Json, node: str) -> None:
+        key = queued.key
+        outcome = await self.connections.binder.bind(pod, node)
+        self.binds.append(outcome)
+        self._in_flight.pop(key, None)
+        current = self.informer.pod(key)
+        if outcome.error or current is None or bound_node(current) is not None:
+            self.assumed.pop(key, None)  # forgotten, or confirmed by the informer already
+            self._account(key)
+        if outcome.error:
+            self._requeue(queued)

@@ -1,0 +1,202 @@
+"""One variant of a simulation: the workload scheduled on the cluster, on a simulated clock.
+
+The emulated kube-scheduler (kubesim/scheduler) runs as it does against a real apiserver, here the
+in-memory one; a variant with weights calls the extender's real Scheduler in the same process
+(kubesim/simulate/wire.py), built as `create_app` builds it, its gang plans and barrier timed by
+the same simulated clock. Each scheduling cycle costs `Settings.cycle` simulated seconds (the
+in-tree plugins' share of a real cycle). The run ends when every job has all its pods bound, or
+`Settings.patience` after the last arrival for the jobs that never got them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from extender.app import Settings as ExtenderSettings
+from extender.cluster.snapshot import SnapshotSource
+from extender.scheduling import Scheduler
+from extender.weights import Weights
+from kube_rdma.core.objects import Json
+from kubesim.scheduler import GPU, EmulatedScheduler, Job, Jobs, SchedulerConfig, bound_node
+from kubesim.scheduler.apiserver import ApiCalls
+from kubesim.scheduler.clock import LoopClock
+from kubesim.scheduler.extender_client import Post
+from kubesim.scheduler.pods import pod_requests
+from kubesim.simulate.clock import run_simulated
+from kubesim.simulate.cluster import SimCluster
+from kubesim.simulate.source import SimulatedSource, follow
+from kubesim.simulate.store import MemoryApiserver, PodListener
+from kubesim.simulate.wire import NAME, InProcessExtender
+
+IDLE_SWEEP_SECONDS = 60.0
+"""How often the extender's gang plan upkeep runs while no gang has a plan."""
+Progress = Callable[[float], None]
+"""Told the share of the run's simulated span done so far, 0 to 1."""
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    weights: Weights | None
+    """None: plain kube-scheduler, without the extender."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    cycle: float = 0.01
+    """Simulated seconds each scheduling cycle takes at least."""
+    sample_every: float = 600.0
+    """Seconds between two samples of the GPUs in use."""
+    patience: float = 6 * 3600.0
+    """Seconds after the last arrival that jobs still waiting may take to be placed."""
+    http_timeout: float = 5.0
+    backoff_initial: float = 1.0
+    backoff_max: float = 10.0
+    max_unschedulable: float = 300.0
+
+
+@dataclass
+class Run:
+    """What one variant did: the emulator (its recorder, attempts, binds and jobs), and the GPUs
+    in use over time."""
+
+    variant: Variant
+    emulator: EmulatedScheduler
+    start: float
+    end: float
+    wall_seconds: float
+    samples: list[tuple[float, int]] = field(default_factory=list)
+    """(simulated seconds since the start, GPUs bound)"""
+
+
+class GpusInUse:
+    """A store listener counting the GPUs requested by pods bound to a node."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def changed(self, old: Json | None, new: Json | None) -> None:
+        for obj, sign in ((old, -1), (new, 1)):
+            if obj is not None and bound_node(obj):
+                self.count += sign * pod_requests(obj).get(GPU, 0)
+
+
+class MemoryLinks:
+    def __init__(self, store: MemoryApiserver, post: Post | None) -> None:
+        self._store, self._post = store, post
+        self.extender_name = NAME if post is not None else None
+
+    async def open(self, exits: contextlib.AsyncExitStack) -> tuple[ApiCalls, Post | None]:
+        return self._store, self._post
+
+
+def simulate(
+    cluster: SimCluster,
+    jobs: list[Job],
+    variant: Variant,
+    settings: Settings,
+    progress: Progress | None = None,
+) -> Run:
+    """Run the variant on a fresh simulated clock; the wall time it took is in the result."""
+    started = time.perf_counter()
+    run = run_simulated(_simulate(cluster, jobs, variant, settings, progress or _quiet))
+    run.wall_seconds = time.perf_counter() - started
+    return run
+
+
+async def _simulate(
+    cluster: SimCluster, jobs: list[Job], variant: Variant, settings: Settings, progress: Progress
+) -> Run:
+    in_use = GpusInUse()
+    listeners: list[PodListener] = [in_use.changed]
+    model = SnapshotSource(cluster.objects) if variant.weights is not None else None
+    if model is not None:
+        listeners.append(follow(model.cluster))
+    store = MemoryApiserver(cluster.nodes, cluster.pods, _fan_out(listeners))
+    for pod in cluster.pods:
+        in_use.changed(None, pod)
+    extender = None if model is None else _extender(model, store, variant, settings)
+    links = MemoryLinks(store, extender.post if extender else None)
+    clock = LoopClock()
+    async with EmulatedScheduler(
+        links, None, scheduler_config(variant, settings), clock, workload=Jobs(tuple(jobs))
+    ) as emulator:
+        start = clock.now()
+        last = max((j.arrival for j in jobs), default=0.0) + settings.patience
+        run = Run(variant, emulator, start, start, 0.0)
+        background = [asyncio.create_task(_sample(run, in_use, settings, last, progress))]
+        if extender is not None:
+            interval = ExtenderSettings().sweep_interval
+            sweeping = extender.sweep(interval, IDLE_SWEEP_SECONDS)
+            background.append(asyncio.create_task(sweeping))
+        assert emulator.jobs is not None
+        runner = emulator.jobs
+        await emulator.run_until(lambda: runner.all_started, timeout=last)
+        run.end = clock.now()
+        run.samples.append((run.end - start, in_use.count))
+        for task in background:
+            task.cancel()
+        await asyncio.gather(*background, return_exceptions=True)
+    return run
+
+
+def _extender(
+    model: SnapshotSource, store: MemoryApiserver, variant: Variant, settings: Settings
+) -> InProcessExtender:
+    """The extender's Scheduler as create_app builds it, with the variant's weights."""
+    app = ExtenderSettings()
+    weights = variant.weights
+    assert weights is not None
+    loop = asyncio.get_running_loop()
+    scheduler = Scheduler(
+        SimulatedSource(model, store),
+        lambda: weights,
+        app.gangs,
+        app.gpu_resources,
+        app.rdma_resources,
+        require_acceptance=app.require_acceptance,
+        clock=loop.time,
+    )
+    return InProcessExtender(scheduler, settings.http_timeout)
+
+
+def scheduler_config(variant: Variant, settings: Settings) -> SchedulerConfig:
+    """The emulator's configuration for the variant (a real-time run can use it too)."""
+    with_extender = variant.weights is not None
+    return SchedulerConfig(
+        use_extender=with_extender,
+        # The extender's documented setting; plain kube-scheduler's adaptive default.
+        percentage_of_nodes_to_score=100 if with_extender else None,
+        http_timeout=settings.http_timeout,
+        backoff_initial=settings.backoff_initial,
+        backoff_max=settings.backoff_max,
+        max_unschedulable=settings.max_unschedulable,
+        in_tree_time=settings.cycle,
+        idle_poll=3600.0,
+    )
+
+
+async def _sample(
+    run: Run, in_use: GpusInUse, settings: Settings, last: float, progress: Progress
+) -> None:
+    while True:
+        elapsed = asyncio.get_running_loop().time() - run.start
+        run.samples.append((elapsed, in_use.count))
+        progress(min(elapsed / last, 1.0) if last > 0 else 1.0)
+        await asyncio.sleep(settings.sample_every)
+
+
+def _fan_out(listeners: list[PodListener]) -> PodListener:
+    def changed(old: Json | None, new: Json | None) -> None:
+        for listener in listeners:
+            listener(old, new)
+
+    return changed
+
+
+def _quiet(done: float) -> None:
+    return None

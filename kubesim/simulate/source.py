@@ -1,0 +1,52 @@
+"""The extender's cluster source in a simulation: the model a snapshot file gives, kept current by
+the simulation's apiserver, whose binds are writes to that apiserver.
+
+It plays the live source's part (extender/cluster/live.py) without its list and watch: the
+store tells the model of every pod write as it happens (`follow`), so the filters and scores
+see the binds of the emulator and of the extender alike.
+"""
+
+from __future__ import annotations
+
+from extender.cluster.model import Cluster, pod_key
+from extender.cluster.snapshot import SnapshotSource
+from extender.cluster.source import BindError
+from extender.cluster.trim import trim_pod
+from kube_rdma.core.objects import Json
+from kube_rdma.kube.errors import ApiError
+from kubesim.simulate.store import MemoryApiserver, PodListener
+
+
+def follow(cluster: Cluster) -> PodListener:
+    """A store listener that keeps `cluster`'s pods as the store's."""
+
+    def changed(old: Json | None, new: Json | None) -> None:
+        if new is not None:
+            cluster.upsert_pod(trim_pod(new))
+        elif old is not None:
+            cluster.delete_pod(pod_key(old))
+
+    return changed
+
+
+class SimulatedSource:
+    """A ClusterSource over `snapshot`'s model, binding through `store`."""
+
+    def __init__(self, snapshot: SnapshotSource, store: MemoryApiserver) -> None:
+        self.cluster = snapshot.cluster
+        self.owners = snapshot.owners
+        self._store = store
+
+    def ready(self) -> bool:
+        return True
+
+    async def run(self) -> None:
+        return None
+
+    async def bind(
+        self, namespace: str, name: str, uid: str, node: str, annotations: dict[str, str]
+    ) -> None:
+        try:
+            self._store.bind_now(namespace, name, uid, node, annotations)
+        except ApiError as e:
+            raise BindError(f"cannot bind pod {namespace}/{name} to node {node}: {e}") from e

@@ -1,0 +1,212 @@
+"""What a simulation schedules: jobs read from a workload file, or generated for the cluster.
+
+A workload file (YAML) lists jobs:
+
+```yaml
+jobs:
+  - name: pretrain            # optional (job-0001, ...)
+    namespace: team-llm       # optional (default)
+    arrival: 0                # seconds after the start
+    pods: 16
+    gpus: 8                   # per pod
+    rdma: 1                   # RDMA units per pod (of the cluster's RDMA resource)
+    duration: 7200            # seconds it runs once all its pods are bound
+    gang: true                # optional: true when pods > 1
+    network: macvlan          # optional: macvlan (RoCE) or ib
+    annotations: {kube-rdma.io/min-affinity: PIX}
+```
+
+The generated model (`Generated`, `--generate jobs=N,seed=S,...`) is in docs/simulate.md.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from kube_rdma.core.config_file import ConfigError, read_text
+from kubesim.scheduler import Job
+
+DAY = 86_400.0
+GANG_SIZES = ((2, 30), (4, 25), (8, 20), (16, 12), (32, 8), (64, 5))
+"""(pods, weight) of a gang: bigger gangs are rarer."""
+SINGLETON_GPUS = ((1, 25), (2, 20), (4, 20), (8, 35))
+NAMESPACES = ("team-llm", "team-vision", "ml-research")
+DURATION_SIGMA = 1.0
+"""Spread of the lognormal run times: the longest jobs run some ten times the mean."""
+SHORTEST, LONGEST = 60.0, 7 * DAY
+
+
+class JobEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str | None = Field(default=None, min_length=1)
+    namespace: str = Field(default="default", min_length=1)
+    arrival: float = Field(ge=0)
+    pods: int = Field(default=1, ge=1)
+    gpus: int = Field(ge=0)
+    rdma: int = Field(default=1, ge=0)
+    duration: float = Field(gt=0)
+    gang: bool | None = None
+    network: Literal["macvlan", "ib"] = "macvlan"
+    annotations: dict[str, str] = {}
+
+    @model_validator(mode="after")
+    def _gang_has_pods(self) -> JobEntry:
+        if self.gang and self.pods < 2:
+            raise ValueError("a gang needs pods: 2 or more")
+        return self
+
+
+class WorkloadFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    jobs: list[JobEntry] = Field(min_length=1)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What a workload needs to know of the cluster it runs on."""
+
+    gpus: int
+    """GPUs allocatable in all, minus those the snapshot's running pods hold."""
+    whole_nodes: int
+    """Nodes with 8 or more GPUs."""
+    rdma_resource: str | None
+    """The RDMA resource pods request (None: the nodes offer none)."""
+
+
+def read_workload(path: Path, shape: Shape) -> list[Job]:
+    """The jobs of a workload file; raises ConfigError naming the file, the entry, the problem."""
+    text = read_text(path)
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: not valid YAML: {' '.join(str(e).split())}") from e
+    try:
+        entries = WorkloadFile.model_validate(data).jobs
+    except ValidationError as e:
+        item = e.errors()[0]
+        where = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in item["loc"])
+        where = where.replace(".[", "[")
+        message = item["msg"].removeprefix("Value error, ")
+        raise ConfigError(f"{path}: {where or 'top level'}: {message}") from e
+    names = [entry.name or f"job-{i:04d}" for i, entry in enumerate(entries, 1)]
+    seen: set[tuple[str, str]] = set()
+    for index, (entry, name) in enumerate(zip(entries, names, strict=True)):
+        if (entry.namespace, name) in seen:
+            raise ConfigError(f"{path}: jobs[{index}].name: {entry.namespace}/{name} appears twice")
+        seen.add((entry.namespace, name))
+    return [_job(entry, name, shape) for entry, name in zip(entries, names, strict=True)]
+
+
+def _job(entry: JobEntry, name: str, shape: Shape) -> Job:
+    rdma = entry.rdma if shape.rdma_resource else 0
+    return Job(
+        name=name,
+        namespace=entry.namespace,
+        members=entry.pods,
+        gpus=entry.gpus,
+        arrival=entry.arrival,
+        duration=entry.duration,
+        network=entry.network,
+        cpu_per_gpu=0,
+        memory_per_gpu_gi=0,
+        rdma=rdma,
+        rdma_resource=shape.rdma_resource or "",
+        annotations=dict(entry.annotations),
+        together=entry.gang if entry.gang is not None else entry.pods > 1,
+    )
+
+
+@dataclass(frozen=True)
+class Generated:
+    """A day of a training cluster's jobs, sized to the cluster: see docs/simulate.md."""
+
+    jobs: int = 1000
+    seed: int = 0
+    hours: float = 24.0
+    """The arrivals spread over this span (Poisson, jobs / hours per hour)."""
+    load: float = 0.6
+    """GPU-time the jobs ask for, as a share of the cluster's free GPUs over `hours`."""
+    gangs: float = 0.4
+    """Share of jobs that are gangs of 8-GPU pods; the others are single pods of 1-8 GPUs."""
+    network: Literal["macvlan", "ib"] = "macvlan"
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.jobs < 1:
+            problems.append(f"jobs must be at least 1, got {self.jobs}")
+        if self.hours <= 0:
+            problems.append(f"hours must be above 0, got {self.hours:g}")
+        if not 0 < self.load <= 10:
+            problems.append(f"load must be above 0 and at most 10, got {self.load:g}")
+        if not 0 <= self.gangs <= 1:
+            problems.append(f"gangs must be 0 to 1, got {self.gangs:g}")
+        if self.network not in ("macvlan", "ib"):
+            problems.append(f"network must be macvlan or ib, got {self.network}")
+        if problems:
+            raise ConfigError("--generate: " + "; ".join(problems))
+
+    def stream(self, shape: Shape) -> list[Job]:
+        rng = random.Random(self.seed)
+        sizes = [(s, w) for s, w in GANG_SIZES if s <= max(2, shape.whole_nodes // 4)]
+        mean_gpus = self.gangs * 8 * _mean(sizes) + (1 - self.gangs) * _mean(SINGLETON_GPUS)
+        span = self.hours * 3600
+        mean_duration = self.load * max(shape.gpus, 1) * span / (self.jobs * mean_gpus)
+        arrival, jobs = 0.0, []
+        for index in range(self.jobs):
+            arrival += rng.expovariate(self.jobs / span)
+            gang = rng.random() < self.gangs
+            pods = _pick(rng, sizes) if gang else 1
+            gpus = 8 if gang else _pick(rng, SINGLETON_GPUS)
+            spread = math.exp(rng.gauss(0, DURATION_SIGMA) - DURATION_SIGMA**2 / 2)
+            jobs.append(
+                Job(
+                    name=f"{'gang' if gang else 'job'}-{index:04d}",
+                    namespace=rng.choice(NAMESPACES),
+                    members=pods,
+                    gpus=gpus,
+                    arrival=arrival,
+                    duration=min(max(mean_duration * spread, SHORTEST), LONGEST),
+                    network=self.network,
+                    cpu_per_gpu=0,
+                    memory_per_gpu_gi=0,
+                    rdma=1 if shape.rdma_resource else 0,
+                    rdma_resource=shape.rdma_resource or "",
+                )
+            )
+        return jobs
+
+
+def parse_generate(text: str) -> Generated:
+    """`jobs=1000,seed=3,hours=24,load=0.6,gangs=0.4,network=ib`; raises ConfigError."""
+    fields: dict[str, object] = {}
+    kinds = {"jobs": int, "seed": int, "hours": float, "load": float, "gangs": float}
+    for part in filter(None, text.split(",")):
+        key, sep, value = part.partition("=")
+        key = key.strip()
+        if not sep or key not in [*kinds, "network"]:
+            known = ", ".join([*kinds, "network"])
+            raise ConfigError(f"--generate: {part!r} is not KEY=VALUE with KEY one of {known}")
+        try:
+            fields[key] = kinds[key](value) if key in kinds else value.strip()
+        except ValueError:
+            raise ConfigError(f"--generate: {key}={value} is not a number") from None
+    return Generated(**fields)  # type: ignore[arg-type]
+
+
+def _mean(weighted: tuple[tuple[int, int], ...] | list[tuple[int, int]]) -> float:
+    total = sum(w for _, w in weighted)
+    return sum(v * w for v, w in weighted) / total
+
+
+def _pick(rng: random.Random, weighted: tuple[tuple[int, int], ...] | list[tuple[int, int]]) -> int:
+    values, weights = zip(*weighted, strict=True)
+    return int(rng.choices(values, weights)[0])

@@ -1,0 +1,49 @@
+"""Unschedulable pods parked as kube-scheduler's unschedulablePods: until a cluster event or the
+longest park, then for the rest of their backoff."""
+
+from __future__ import annotations
+
+from kubesim.scheduler import ManualClock
+from kubesim.scheduler.queue import SchedulingQueue
+
+
+def test_a_parked_pod_waits_for_an_event_then_its_backoff() -> None:
+    clock = ManualClock()
+    queue = SchedulingQueue(clock, 1.0, 10.0, max_unschedulable=300.0)
+    queue.add(("ns", "a"))
+    queued = queue.pop()
+    assert queued is not None
+    queue.park(queued)
+    assert queue.next_ready() == 300.0
+    clock.advance(5.0)
+    assert queue.pop() is None, "its backoff is over, but no event came"
+    queue.move_all()
+    assert queue.next_ready() == 1.0
+    popped = queue.pop()
+    assert popped is not None
+    assert popped.key == ("ns", "a")
+
+
+def test_a_parked_pod_is_retried_after_the_longest_park() -> None:
+    clock = ManualClock()
+    queue = SchedulingQueue(clock, 1.0, 10.0, max_unschedulable=300.0)
+    queue.add(("ns", "a"))
+    queued = queue.pop()
+    assert queued is not None
+    queue.park(queued)
+    clock.advance(299.0)
+    assert queue.pop() is None
+    clock.advance(1.0)
+    popped = queue.pop()
+    assert popped is not None
+    assert popped.key == ("ns", "a")
+
+
+def test_without_a_longest_park_an_unschedulable_pod_backs_off() -> None:
+    clock = ManualClock()
+    queue = SchedulingQueue(clock, 1.0, 10.0)
+    queue.add(("ns", "a"))
+    queued = queue.pop()
+    assert queued is not None
+    queue.park(queued)
+    assert queue.next_ready() == 1.0

@@ -1,0 +1,115 @@
+"""`kube-rdma simulate` from the command line: the table, the JSON, and one line for bad input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from kube_rdma.cli import main
+from testbed.clustergen import write_snapshot
+from tests.kubesim.simulate.clusters import leaf_node
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Path:
+    path = tmp_path / "cluster.json"
+    write_snapshot([leaf_node(f"n-{i}", "a") for i in range(8)], path)
+    return path
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    status = main(["simulate", *argv])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_json_has_one_entry_per_variant(cluster: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(
+        capsys, "--cluster", str(cluster), "--generate", "jobs=20,seed=3", "--sweep",
+        "binpack=0,4", "--json",
+    )  # fmt: skip
+    document = orjson.loads(out)
+    assert status == 0
+    assert [v["name"] for v in document["variants"]] == ["kube-scheduler", "binpack=0", "binpack=4"]
+    assert document["workload"]["jobs"] == 20
+    assert {v["jobs"] for v in document["variants"]} == {20}
+    assert sorted(document["variants"][0]) == [
+        "extender", "gangs", "gangs_in_one_domain", "gangs_placed", "gpu_nic_levels", "jobs",
+        "jobs_placed", "name", "never_fit", "partial_gangs", "simulated_hours",
+        "time_to_place_seconds", "utilisation", "wall_seconds", "weights",
+    ]  # fmt: skip
+
+
+def test_the_table_names_every_variant(cluster: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "--cluster", str(cluster), "--generate", "jobs=5")
+    lines = out.splitlines()
+    assert status == 0
+    assert (
+        lines[0] == "8 nodes, 64 GPUs (64 free); 5 jobs, 5 pods, 0 gangs (generate seed=0,jobs=5)"
+    )
+    assert lines[1].split() == ["kube-scheduler", "extender"]
+    assert lines[2].split() == ["jobs", "placed", "5", "of", "5", "5", "of", "5"]
+
+
+@pytest.mark.parametrize(
+    ("files", "args", "message"),
+    [
+        (
+            {"w.yaml": "jobs:\n- {arrival: 0, gpus: 8, duration: 60}\n"
+                       "- {arrival: 1, gpus: -1, duration: 5}\n"},
+            ["--workload", "{w.yaml}"],
+            "{w.yaml}: jobs[1].gpus: Input should be greater than or equal to 0",
+        ),
+        (
+            {"w.yaml": "jobs:\n- {arrival: 0, gpus: 8, duration: 60, color: red}\n"},
+            ["--workload", "{w.yaml}"],
+            "{w.yaml}: jobs[0].color: Extra inputs are not permitted",
+        ),
+        (
+            {"heavy.yaml": "weights:\n  affinity: -1\n"},
+            ["--generate", "jobs=5", "--weights", "{heavy.yaml}"],
+            "{heavy.yaml}: weights.affinity: Input should be greater than or equal to 0",
+        ),
+        (
+            {},
+            ["--generate", "jobs=5", "--sweep", "speed=1,2"],
+            "--sweep speed=1,2: unknown criterion 'speed'; one of affinity, rate, binpack, "
+            "locality",
+        ),
+        (
+            {},
+            ["--generate", "jobs=5,colour=red"],
+            "--generate: 'colour=red' is not KEY=VALUE with KEY one of jobs, seed, hours, load, "
+            "gangs, network",
+        ),
+    ],
+)  # fmt: skip
+def test_bad_input_is_one_line(
+    cluster: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    files: dict[str, str],
+    args: list[str],
+    message: str,
+) -> None:
+    paths = {}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+        paths["{" + name + "}"] = str(tmp_path / name)
+    for key, value in paths.items():
+        args = [a.replace(key, value) for a in args]
+        message = message.replace(key, value)
+    status, out, err = run(capsys, "--cluster", str(cluster), *args)
+    assert (status, out, err) == (2, "", f"kube-rdma simulate: {message}\n")
+
+
+def test_a_broken_snapshot_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "cluster.yaml"
+    path.write_text("kind: Node\nmetadata: {name: n-1}\n---\nkind: Node\nmetadata: []\n")
+    status, _, err = run(capsys, "--cluster", str(path), "--generate", "jobs=5")
+    assert (status, err) == (
+        2,
+        f"kube-rdma simulate: {path}: object 2 (Node): metadata is not a map\n",
+    )
