@@ -11,6 +11,7 @@ import pytest
 from extender.cluster.disruptions import ModelDisruptions
 from extender.cluster.snapshot import SnapshotSource
 from extender.engine import FilterOutcome
+from extender.explain import table
 from extender.gangs.contention import ContentionSettings
 from extender.gangs.planner import GangSettings
 from extender.scheduling import Scheduler
@@ -212,3 +213,40 @@ async def test_a_member_deleted_for_another_reason_leaves_its_gang_alone() -> No
     s.sweep()
     await s.evictor.drain()
     assert s._source.cluster.pod("team-a", "g-1") is not None
+
+
+def test_explain_shows_the_wait_the_hold_and_the_held_nodes() -> None:
+    clock = Clock()
+    big = [member("big", i, 4) for i in range(4)]
+    solo = pod("solo")
+    objects = [*cluster(), *busy_everywhere(), *big, solo]
+    s = scheduler(objects, clock, hold_after=60, preemption=False)
+    s.filter(big[0], NAMES)
+    clock.now += 90
+    s.filter(big[0], NAMES)
+    body = s.explain("team-a", "big-1")
+    assert body is not None
+    assert body["gang"]["waiting"] == {
+        "priority": 0,
+        "seconds": 90.0,
+        "reason": f"{NO_FIT}; 4 nodes in leaf-a held for it while they drain",
+    }
+    assert body["gang"]["hold"] == {
+        "domain": "leaf-a",
+        "nodes": ["a0", "a1", "a2", "a3"],
+        "gpus": 32,
+        "victims": [],
+    }
+    assert table(body).splitlines()[1:4] == [
+        "gang team-a/big of 4 (kube-rdma.io/gang): no plan now (a member's next filter plans "
+        "it; none fit last time, or it expired)",
+        f"waiting 90s at priority 0: {NO_FIT}; 4 nodes in leaf-a held for it while they drain",
+        "holding 4 nodes in leaf-a (32 GPUs)",
+    ]
+    other = s.explain("team-a", "solo")
+    assert other is not None
+    held = [n for n in other["nodes"] if n["node"].startswith("a")]
+    assert {(n["verdict"], n["reason"]) for n in held} == {
+        ("unresolvable", "node held for gang team-a/big (priority 0) in leaf-a: draining")
+    }
+    assert other["summary"] == {"pass": 0, "fail": 2, "unresolvable": 4}
