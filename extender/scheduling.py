@@ -97,6 +97,7 @@ class Scheduler:
             records,
             self.holds,
             self.contention.priority,
+            self.contention.ahead,
         )
         self._records = self.planner.records
         self._adopted = 0

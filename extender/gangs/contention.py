@@ -29,6 +29,8 @@ from kube_rdma.core.objects import Json
 
 log = logging.getLogger("kube_rdma.extender")
 
+AHEAD = 8
+"""Waiting gangs of a higher priority whose needs are set aside before a gang is planned."""
 GangOf = Callable[[Json], "Gang | Singleton"]
 
 
@@ -114,6 +116,14 @@ class Contention:
     def priority(self, gang: GangKey) -> int:
         entry = self.waiting.get(gang)
         return entry.priority if entry else 0
+
+    def ahead(self, gang: GangKey) -> list[tuple[Gang, PodView]]:
+        """The waiting gangs of a higher priority than `gang`'s, highest and oldest first; at
+        most AHEAD of them, as each costs the planner a pass over the nodes."""
+        mine = self.priority(gang)
+        others = [w for w in self.waiting.values() if w.priority > mine and w.gang.key != gang]
+        others.sort(key=lambda w: (-w.priority, w.since))
+        return [(w.gang, w.member) for w in others[:AHEAD]]
 
     def unplaced(self, entry: Waiting, no_fit: str) -> str:
         """Decide, at most every `recheck` seconds, whether the gang preempts or holds; the

@@ -80,11 +80,14 @@ class Planner:
         records: PlanRecords | None = None,
         holds: HoldBook | None = None,
         priority: Callable[[GangKey], int] = lambda gang: 0,
+        ahead: Callable[[GangKey], list[tuple[Gang, PodView]]] = lambda gang: [],
     ) -> None:
         """`holds` keeps the nodes held for waiting gangs from lower-priority gangs' plans;
-        `priority` gives a gang's priority (extender/gangs/contention.py)."""
+        `priority` gives a gang's priority, and `ahead` the waiting gangs of a higher one,
+        first first (extender/gangs/contention.py)."""
         self._holds = holds or HoldBook()
         self._priority = priority
+        self._ahead = ahead
         self._cluster = cluster
         self.records = records or MemoryRecords()
         """Where each plan is written when made and removed when dropped."""
@@ -212,6 +215,28 @@ class Planner:
         return plan
 
     def _fits(self, pod: PodView, gang: Gang, excluded: Iterable[str]) -> Fits:
+        """Where the gang's members fit, net of what plans hold and of what waiting gangs of
+        a higher priority need (set aside here, so that kube-scheduler's queue order alone
+        does not decide which gang of two gets the room)."""
+        aside: dict[str, dict[str, int]] = {}
+        for other, member in self._ahead(gang.key):
+            if other.key in self.plans:
+                continue
+            fits = self._fits_with(member, other, excluded, aside)
+            choice = choose(fits, other.size - len(self.bound_of(other)), self.settings.domains)
+            for name in choice.nodes if choice else ():
+                held = aside.setdefault(name, {})
+                for resource, amount in _need_of(member).items():
+                    held[resource] = held.get(resource, 0) + amount
+        return self._fits_with(pod, gang, excluded, aside)
+
+    def _fits_with(
+        self,
+        pod: PodView,
+        gang: Gang,
+        excluded: Iterable[str],
+        aside: dict[str, dict[str, int]],
+    ) -> Fits:
         skip = set(excluded) | self._held_off(gang)
         names = [n.name for n in self._cluster.nodes() if n.name not in skip]
         passed = self._engine.filter(pod, names, gang.key).passed
@@ -220,7 +245,10 @@ class Planner:
         for name in passed:
             node = self._cluster.node(name)
             assert node is not None
-            count = members_fitting(pod, node, self._book.held(name, gang.key))
+            held = self._book.held(name, gang.key)
+            for resource, amount in (aside.get(name) or {}).items():
+                held[resource] = held.get(resource, 0) + amount
+            count = members_fitting(pod, node, held)
             if count:
                 result[name] = Fit(count, scores[name], node.labels)
         return result
@@ -251,7 +279,7 @@ class Planner:
 
     def _need(self, plan: Plan) -> dict[str, int]:
         """What one member holds on its planned node."""
-        return {plan.member.gpu_resource: plan.member.gpus, **plan.member.rdma}
+        return _need_of(plan.member)
 
     def drop(self, gang: GangKey, reason: str | None = None) -> None:
         """Forget the gang's plan and remove its record; the binds waiting on it fail with
@@ -331,6 +359,10 @@ class Planner:
                 self.drop(key)
             elif gone:
                 self._reserve(plan)
+
+
+def _need_of(member: PodView) -> dict[str, int]:
+    return {member.gpu_resource: member.gpus, **member.rdma}
 
 
 def record_of(plan: Plan) -> PlanRecord:

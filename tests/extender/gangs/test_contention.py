@@ -250,3 +250,21 @@ def test_explain_shows_the_wait_the_hold_and_the_held_nodes() -> None:
         ("unresolvable", "node held for gang team-a/big (priority 0) in leaf-a: draining")
     }
     assert other["summary"] == {"pass": 0, "fail": 2, "unresolvable": 4}
+
+
+def test_room_a_waiting_higher_priority_gang_needs_is_set_aside_from_lower_ones() -> None:
+    clock = Clock()
+    high = [member("high", i, 4, priority=10) for i in range(4)]
+    low = [member("low", i, 2) for i in range(2)]
+    objects = [*cluster(), *busy_everywhere(), *high, *low]
+    s = scheduler(objects, clock, hold_after=600, preemption=False)
+    s.filter(high[0], NAMES)  # no room: it waits
+    for node in ["a0", "a1", "a2", "a3"]:
+        s._source.cluster.delete_pod(("team-a", f"job-{node}"))
+    # kube-scheduler happens to try the low gang first (the high one is in backoff).
+    refused = s.filter(low[0], NAMES)
+    assert refused.passed == []
+    assert s.planner.plans.keys() == set()
+    placed = s.filter(high[0], NAMES)
+    assert len(placed.passed) == 1
+    assert s.planner.plans[("team-a", "high")].domain == "leaf-a"
