@@ -103,12 +103,15 @@ class Contention:
         entry.members.add(member.key)
         return entry
 
+    def note_adopted(self, gang: Gang, member: PodView, priority: int) -> Waiting:
+        """A gang whose hold another process made: it waits from now on, here."""
+        entry = self.waiting[gang.key] = Waiting(gang, member, priority, True, self._clock())
+        return entry
+
     def placed(self, gang: GangKey) -> None:
         """The gang has a plan: it waits no more, and its hold has done its work."""
         self.waiting.pop(gang, None)
-        hold = self.holds.get(gang)
-        if hold is not None and not hold.units:
-            self.holds.remove(gang)
+        self.holds.remove(gang, record=False)
 
     def now(self) -> float:
         return self._clock()
@@ -253,6 +256,7 @@ class Contention:
                 self.holds.remove(hold.gang)
             elif hold.units and not any(self._cluster.pod(*k) for k in hold.victims):
                 hold.units = ()
+                self.holds.changed(hold)
 
 
 def _drain_rank(choice: VictimChoice) -> tuple[object, ...]:
