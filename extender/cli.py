@@ -97,6 +97,12 @@ def _register_extender(subcommands: argparse._SubParsersAction[argparse.Argument
         "waiting gang of the highest priority may go past it",
     )
     extender.add_argument(
+        "--broken-gang-grace",
+        type=float,
+        help="seconds a running gang may lack members (evicted, node gone) before its other "
+        "members are evicted too, so that its operator restarts the job (default: never)",
+    )
+    extender.add_argument(
         "--no-gang-preemption",
         action="store_true",
         help="gangs never preempt lower-priority pods (they still hold nodes to drain)",
@@ -137,6 +143,9 @@ def run_extender(args: argparse.Namespace) -> int:
 
     if bool(args.tls_cert_file) != bool(args.tls_key_file):
         log.error("--tls-cert-file and --tls-key-file go together")
+        return 2
+    if (args.broken_gang_grace or 0) < 0:
+        log.error("--broken-gang-grace is a number of seconds, 0 or more")
         return 2
     if not 0 <= args.hold_max_share <= 1 or args.hold_after < 0:
         log.error(
@@ -210,6 +219,7 @@ async def _extender_app(args: argparse.Namespace, tls: Any = None) -> Any:
             hold_after=args.hold_after,
             hold_share=args.hold_max_share,
             preemption=not args.no_gang_preemption,
+            broken_grace=args.broken_gang_grace,
         ),
     )
     if args.cluster_snapshot:

@@ -27,6 +27,7 @@ from extender.cluster.source import BindError, ClusterSource
 from extender.engine import Engine, FilterOutcome
 from extender.explain import explanation
 from extender.gangs.barrier import Barrier
+from extender.gangs.broken import BrokenGangs
 from extender.gangs.contention import Contention, ContentionSettings, Waiting
 from extender.gangs.evictor import Evictor
 from extender.gangs.holds import Hold, HoldBook, hold_of
@@ -90,6 +91,9 @@ class Scheduler:
             clock,
             self.evictor.start,
             tuple(gpu_resources),
+        )
+        self.broken = BrokenGangs(
+            contention.broken_grace, clock, self.gang, self.evictor.tear_down_gang
         )
         self.planner = Planner(
             cluster,
@@ -310,6 +314,7 @@ class Scheduler:
             self.planner.sweep()
             self.contention.sweep(self._still_waiting)
             self._tear_down_preempted()
+            self.broken.check(self._source.cluster.pods())
 
     def _still_waiting(self, gang: GangKey) -> bool:
         waiting = self.contention.waiting[gang]

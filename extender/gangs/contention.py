@@ -48,6 +48,8 @@ class ContentionSettings:
     """Seconds between two decisions for the same gang."""
     preemption: bool = True
     """Whether gangs may preempt lower-priority pods (needs the eviction RBAC)."""
+    broken_grace: float | None = None
+    """Seconds a running gang may lack members before the rest is torn down; None: never."""
 
 
 @dataclass

@@ -365,3 +365,48 @@ async def test_a_preemption_in_flight_is_finished_by_the_extender_that_serves_ne
     clock.now += 10
     placed = second.filter(urgent[0], NAMES)
     assert placed.passed in (["b0"], ["b1"])
+
+
+async def test_a_running_gang_short_of_members_past_the_grace_is_torn_down() -> None:
+    clock = Clock()
+    gang = [member("g", i, 3, node=f"a{i}") for i in range(3)]
+    s = scheduler([*cluster(), *gang], clock, broken_grace=60)
+    s.sweep()  # seen whole
+    s._source.cluster.delete_pod(("team-a", "g-0"))  # evicted by a drain, say
+    clock.now += 30
+    s.sweep()
+    assert s.broken.broken() == {("team-a", "g"): clock.now}
+    clock.now += 59
+    s.sweep()
+    await s.evictor.drain()
+    assert s._source.cluster.pod("team-a", "g-1") is not None, "within the grace"
+    clock.now += 11
+    s.sweep()
+    await s.evictor.drain()
+    assert [s._source.cluster.pod("team-a", f"g-{i}") for i in (1, 2)] == [None, None]
+
+
+async def test_a_gang_made_whole_again_within_the_grace_is_left_alone() -> None:
+    clock = Clock()
+    gang = [member("g", i, 3, node=f"a{i}") for i in range(3)]
+    s = scheduler([*cluster(), *gang], clock, broken_grace=60)
+    s.sweep()
+    s._source.cluster.delete_pod(("team-a", "g-0"))
+    clock.now += 30
+    s.sweep()
+    s._source.cluster.upsert_pod(member("g", 0, 3, node="b0"))  # its operator replaced it
+    clock.now += 60
+    s.sweep()
+    assert s.broken.broken() == {}
+    assert s._source.cluster.pod("team-a", "g-1") is not None
+
+
+def test_without_a_grace_broken_gangs_are_left_alone() -> None:
+    clock = Clock()
+    gang = [member("g", i, 3, node=f"a{i}") for i in range(3)]
+    s = scheduler([*cluster(), *gang], clock)
+    s.sweep()
+    s._source.cluster.delete_pod(("team-a", "g-0"))
+    clock.now += 3600
+    s.sweep()
+    assert s.broken.broken() == {}
