@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from kube_rdma.core.objects import Json
 
@@ -116,7 +116,20 @@ class Toleration(NamedTuple):
         return self.operator == "Exists"
 
 
-NodeTest = Callable[[NodeFacts], bool]
+class NodeView(Protocol):
+    """What the filters read of a node: NodeFacts, or a cache's own node view with these fields."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def labels(self) -> Mapping[str, str]: ...
+    @property
+    def taints(self) -> tuple[Taint, ...]: ...
+    @property
+    def unschedulable(self) -> bool: ...
+
+
+NodeTest = Callable[[NodeView], bool]
 
 
 @dataclass(frozen=True)
@@ -143,7 +156,7 @@ class NodeConstraints:
         key = (_frozen(selector), _frozen(required), tolerations)
         return cls(key, tolerations, _affinity(selector, required))
 
-    def refusal(self, node: NodeFacts) -> str | None:
+    def refusal(self, node: NodeView) -> str | None:
         """Why the pod may not use the node, in kube-scheduler's words; None when it may."""
         if node.taints:
             if node.unschedulable and not self._tolerates(CORDON):
@@ -230,7 +243,7 @@ def _terms(required: Any) -> NodeTest:
     return lambda node: any(term(node) for term in compiled)
 
 
-def _nothing(node: NodeFacts) -> bool:
+def _nothing(node: NodeView) -> bool:
     return False
 
 
@@ -251,7 +264,7 @@ def _term(term: Any) -> NodeTest | None:
     labels = tuple(e for e in expressions if e is not None)
     names = tuple(f for f in fields if f is not None)
 
-    def match(node: NodeFacts) -> bool:
+    def match(node: NodeView) -> bool:
         if not all(test(node.labels) for test in labels):
             return False
         # nodeSelectorTerm.match: the fields are only checked when the node has a name.
