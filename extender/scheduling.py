@@ -60,7 +60,9 @@ class Scheduler:
         cluster = source.cluster
         book = Reservations(gangs.domains[0] if gangs.domains else None)
         self.engine = Engine(cluster, weights, book, require_acceptance)
-        self.planner = Planner(cluster, self.engine, book, gangs, clock, records)
+        self.planner = Planner(
+            cluster, self.engine, book, gangs, clock, records, members=self._waiting_members
+        )
         self._records = self.planner.records
         self._adopted = 0
         """The records' foreign changes when this process last adopted them."""
@@ -78,6 +80,17 @@ class Scheduler:
     def _needs(self, template: Json) -> bool:
         """Whether a workload's pod template requests GPUs or RDMA."""
         return self.view(template).relevant
+
+    def _waiting_members(self, gang: Gang) -> list[Json]:
+        """The gang's pods in the cache that are not bound yet: the planner groups them by the
+        nodes they may use."""
+        return [
+            pod
+            for pod in self._source.cluster.pods()
+            if not (pod.get("spec") or {}).get("nodeName")
+            and (pod.get("metadata") or {}).get("namespace") == gang.namespace
+            and _key(self.gang(pod)) == gang.key
+        ]
 
     def ready(self) -> bool:
         """The cluster and the gang plan records have been read."""
