@@ -75,10 +75,11 @@ def _register_extender(subcommands: argparse._SubParsersAction[argparse.Argument
         "--percentage-of-nodes-to-score",
         type=_percentage,
         default=100,
+        metavar="PERCENT",
         help="kube-scheduler's percentageOfNodesToScore for the RDMA scheduler (0: its adaptive "
         "default); tells a candidate list cut short by sampling from one where kube-scheduler "
-        "ruled a planned node out, which has its gang planned again at once (default: 100, as "
-        "manifests/scheduler configures it)",
+        "ruled a planned node out, which has its gang planned again at once; 100 is what "
+        "manifests/scheduler configures",
     )
     extender.add_argument(
         "--plan-namespace",
