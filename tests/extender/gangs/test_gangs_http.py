@@ -214,7 +214,7 @@ async def test_a_planned_node_kube_scheduler_ruled_out_is_avoided_at_once(serve:
         "plugin, pod affinity, volumes, ports); the gang is planned again without b0"
     }
     plan = client.app[EXTENDER].planner.plans[("team-a", "pair")]
-    assert (plan.slots, plan.ruled_out) == (["a0", "a1"], {"b0"})
+    assert (plan.slots, plan.ruled_out) == (["a0", "a1"], frozenset({"b0"}))
     assert (await client.filter(members[0], without_b0))["NodeNames"] == ["a0"]
 
 

@@ -219,4 +219,4 @@ def test_a_planned_node_ruled_out_is_avoided_at_once() -> None:
     outcome = s.filter(gang, pods[0], candidates)
     assert outcome == FilterOutcome([], {}, dict.fromkeys(candidates, reason))
     plan = s.planner.plans[gang.key]
-    assert (plan.slots, plan.ruled_out) == (["n001", "n002"], {"n000"})
+    assert (plan.slots, plan.ruled_out) == (["n001", "n002"], frozenset({"n000"}))
