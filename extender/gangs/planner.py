@@ -236,10 +236,14 @@ class Planner:
     def _still_admitted(self, plan: Plan, open_slots: list[int]) -> bool:
         """The open slots' nodes still admit the members planned there (no cordon, taint or
         label change since)."""
+        judged = set()
         for i in open_slots:
             constraints = plan.constraints[i] if i < len(plan.constraints) else None
+            if constraints is None or (plan.slots[i], id(constraints)) in judged:
+                continue
+            judged.add((plan.slots[i], id(constraints)))
             info = self._cluster.node(plan.slots[i])
-            if constraints is not None and info is not None and constraints.refusal(info):
+            if info is not None and constraints.refusal(info) is not None:
                 return False
         return True
 
