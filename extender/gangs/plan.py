@@ -59,7 +59,9 @@ class Plan:
         return len(self.groups()) > 1
 
     def groups(self) -> set[Hashable]:
-        return {c.key for c in self.constraints if c is not None}
+        """The constraints' keys; the slots of one group share one object, hashed once."""
+        distinct = {id(c): c for c in self.constraints if c is not None}
+        return {c.key for c in distinct.values()}
 
     def slot_of(self, pod: PodKey, group: Hashable | None = None) -> int | None:
         """The pod's slot, assigning it the first free one planned for its `group` (any free

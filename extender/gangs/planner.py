@@ -206,7 +206,9 @@ class Planner:
             )
             excluded = {n for n, count in plan.absent.items() if count >= limit}
             self.drop(plan.gang.key)
-            self._plan(plan.gang, pod, excluded | plan.ruled_out)
+            replanned = self._plan(plan.gang, pod, excluded | plan.ruled_out)
+            if replanned is not None:
+                replanned.ruled_out = plan.ruled_out
         reason = sampled_reason(str(plan.gang), node, len(names))
         return FilterOutcome([], {}, dict.fromkeys(names, reason))
 
