@@ -227,6 +227,9 @@ def _selector(selector: Any) -> NodeTest:
     if not isinstance(selector, dict):
         return _nothing
     pairs = tuple(selector.items())
+    if len(pairs) == 1:  # the usual pool label, without a generator per node
+        ((key, value),) = pairs
+        return lambda node: node.labels.get(key) == value
     return lambda node: all(node.labels.get(k) == v for k, v in pairs)
 
 
