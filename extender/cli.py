@@ -72,6 +72,16 @@ def _register_extender(subcommands: argparse._SubParsersAction[argparse.Argument
         "given up and planned again",
     )
     extender.add_argument(
+        "--percentage-of-nodes-to-score",
+        type=_percentage,
+        default=100,
+        metavar="PERCENT",
+        help="kube-scheduler's percentageOfNodesToScore for the RDMA scheduler (0: its adaptive "
+        "default); tells a candidate list cut short by sampling from one where kube-scheduler "
+        "ruled a planned node out, which has its gang planned again at once; 100 is what "
+        "manifests/scheduler configures",
+    )
+    extender.add_argument(
         "--plan-namespace",
         default=os.environ.get("POD_NAMESPACE", "kube-rdma"),
         help="namespace of the ConfigMaps that record gang plans, so that the extender that "
@@ -123,6 +133,14 @@ def _register_explain(subcommands: argparse._SubParsersAction[argparse.ArgumentP
     explain.add_argument("--cacert", type=Path, help="CA to verify an HTTPS extender with")
     explain.add_argument("--json", action="store_true", help="print the JSON answer")
     explain.set_defaults(run=run_explain)
+
+
+def _percentage(value: str) -> int:
+    if not value.isdigit() or int(value) > 100:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a percentage from 0 to 100 (0: kube-scheduler's adaptive default)"
+        )
+    return int(value)
 
 
 def _loopback(host: str) -> bool:
@@ -206,6 +224,7 @@ async def _extender_app(args: argparse.Namespace, tls: Any = None) -> Any:
         plan_timeout=args.plan_timeout,
         barrier_timeout=args.barrier_timeout,
         barrier_progress_timeout=args.barrier_progress_timeout,
+        percentage_of_nodes_to_score=args.percentage_of_nodes_to_score,
     )
     if args.domain_label:
         gangs = replace(gangs, domains=tuple(args.domain_label))

@@ -105,6 +105,7 @@ class Scheduler:
             self.holds,
             self.contention.priority,
             self.contention.ahead,
+            self._waiting_members,
         )
         self._records = self.planner.records
         self._adopted = 0
@@ -123,6 +124,17 @@ class Scheduler:
     def _needs(self, template: Json) -> bool:
         """Whether a workload's pod template requests GPUs or RDMA."""
         return self.view(template).relevant
+
+    def _waiting_members(self, gang: Gang) -> list[Json]:
+        """The gang's pods in the cache that are not bound yet: the planner groups them by the
+        nodes they may use."""
+        return [
+            pod
+            for pod in self._source.cluster.pods()
+            if not (pod.get("spec") or {}).get("nodeName")
+            and (pod.get("metadata") or {}).get("namespace") == gang.namespace
+            and _key(self.gang(pod)) == gang.key
+        ]
 
     def ready(self) -> bool:
         """The cluster and the gang plan records have been read."""

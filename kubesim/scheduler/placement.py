@@ -14,7 +14,7 @@ Where it simplifies, and a careful reader could tell: ties go to the smallest no
 (kube-scheduler picks at random among the best).
 
 A node's in-tree verdict for a pod depends only on the node, its usage and what the pod asks
-(requests and tolerations), so it is kept until the node or its usage changes: pods of one
+(requests and node constraints), so it is kept until the node or its usage changes: pods of one
 shape, as a gang's members are, are judged once per node state (the simulator's day of
 thousands of pods over thousands of nodes depends on it).
 """
@@ -22,10 +22,9 @@ thousands of pods over thousands of nodes depends on it).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 
-import orjson
-
+from kube_rdma.core.nodeconstraints import NodeConstraints
 from kube_rdma.core.objects import Json
 from kubesim.scheduler.clock import Clock
 from kubesim.scheduler.config import SchedulerConfig, num_feasible_nodes_to_find
@@ -62,7 +61,7 @@ class Placement:
         self._config, self._nodes, self._tree, self._usage = config, nodes, tree, usage
         self._clock = clock
         self._next_start = 0
-        self._verdicts: dict[bytes, dict[str, tuple[NodeFacts, int, str | None]]] = {}
+        self._verdicts: dict[Hashable, dict[str, tuple[NodeFacts, int, str | None]]] = {}
         """Per pod shape: node -> (its facts, its usage's changes, the verdict then)."""
 
     async def find_node(self, pod: Json, extender: ExtenderClient | None) -> tuple[str, int]:
@@ -74,18 +73,15 @@ class Placement:
         if not names:
             raise Unschedulable("no nodes available to schedule pods")
         requests = pod_requests(pod)
-        tolerations = list((pod.get("spec") or {}).get("tolerations") or [])
-
-        verdicts = self._verdicts.setdefault(
-            orjson.dumps([sorted(requests.items()), tolerations]), {}
-        )
+        constraints = NodeConstraints.of(pod)
+        verdicts = self._verdicts.setdefault((tuple(sorted(requests.items())), constraints.key), {})
         nodes, usage, counts = self._nodes, self._usage, self._usage.changes
 
         def check(name: str) -> str | None:
             facts, changes, known = nodes[name], counts.get(name, 0), verdicts.get(name)
             if known is not None and known[1] == changes and known[0] is facts:
                 return known[2]
-            reason = fit_failure(facts, usage.of(name), requests, tolerations)
+            reason = fit_failure(facts, usage.of(name), requests, constraints)
             verdicts[name] = (facts, changes, reason)
             return reason
 
