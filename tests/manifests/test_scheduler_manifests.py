@@ -602,6 +602,9 @@ async def test_extender_rbac_is_exactly_what_the_extender_calls(
             assert await response.json() == {"Error": ""}
         async with session.get(f"{base}/explain?namespace=team-a&name=worker-0") as response:
             assert response.status == 200
+        # A pod not in the cache (yet) is read from the apiserver.
+        async with session.get(f"{base}/explain?namespace=team-a&name=ghost") as response:
+            assert response.status == 404
         await write_gang_plan_records(fake_api, records)
     # API discovery (GET /apis/GROUP/VERSION) is a non-resource URL that every authenticated
     # user may read (the system:discovery ClusterRole), so it needs no rule of ours.
@@ -624,6 +627,7 @@ async def test_extender_rbac_is_exactly_what_the_extender_calls(
         ("", "configmaps", "watch"),
         ("", "nodes", "list"),
         ("", "nodes", "watch"),
+        ("", "pods", "get"),
         ("", "pods", "list"),
         ("", "pods", "watch"),
         ("", "pods/binding", "create"),
