@@ -15,10 +15,22 @@ from fabric.nccl_log import analyze
 from kube_rdma.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent / "fixtures"
+FAILED = f"this log shows a failure; {known_errors.FIRST_ERROR}"
+CANNOT_TELL_TRANSPORT = (
+    "the transport (no `Using network` line and no channel lines; NCCL_DEBUG_SUBSYS=INIT,NET "
+    "prints them)"
+)
+CANNOT_TELL_NODES = "how many nodes the job spans (no `nRanks N nNodes M` line)"
 NO_RDMA_NOTE = (
     "NCCL found no RDMA device and chose the Socket network: any traffic between nodes goes "
     "over TCP"
 )
+SOCKETS = (
+    "TCP sockets for the traffic between nodes: no usable RDMA device in the pod (check "
+    "/dev/infiniband, the RDMA resource, IPC_LOCK, NCCL_IB_HCA and NCCL_IB_DISABLE)"
+)
+TCP_SENT = f"NCCL sent {SOCKETS}"
+TCP_CHOSEN = f"NCCL chose {SOCKETS}"
 H200: dict[str, object] = {
     "nccl_version": "2.28.9+cuda13.0",
     "devices": [],
@@ -53,6 +65,7 @@ CASES = [
             "rdma": True,
             "errors": [],
             "notes": [NO_RDMA_NOTE],
+            "unknown": [],
         },
     ),
     (
@@ -67,6 +80,7 @@ CASES = [
             "rdma": True,
             "errors": [],
             "notes": [NO_RDMA_NOTE],
+            "unknown": [],
         },
     ),
     (
@@ -87,7 +101,8 @@ CASES = [
                     "Failed to initialize any NET plugin",
                 }
             ],
-            "notes": [],
+            "notes": [FAILED],
+            "unknown": [CANNOT_TELL_TRANSPORT, CANNOT_TELL_NODES],
         },
     ),
     (
@@ -95,7 +110,7 @@ CASES = [
         1,
         {
             **H200,
-            "transport": "unknown",
+            "transport": "Socket",
             "network": "Socket",
             "nodes": None,
             "gid_index": None,
@@ -108,7 +123,8 @@ CASES = [
                     "GPU detected : rank 0 and rank 1 both on CUDA device 60",
                 }
             ],
-            "notes": [NO_RDMA_NOTE],
+            "notes": [TCP_CHOSEN, FAILED],
+            "unknown": [CANNOT_TELL_NODES],
         },
     ),
     (
@@ -126,6 +142,7 @@ CASES = [
             "rdma": True,
             "errors": [],
             "notes": [],
+            "unknown": [],
         },
     ),
     (
@@ -146,6 +163,7 @@ CASES = [
                 "RDMA without GPUDirect RDMA: transfers are staged through host memory (check "
                 "nvidia_peermem or dma-buf, and the GPU-NIC PCIe path)"
             ],
+            "unknown": [],
         },
     ),
     (
@@ -162,11 +180,8 @@ CASES = [
             "gid_index": None,
             "rdma": False,
             "errors": [],
-            "notes": [
-                "NCCL sent inter-node traffic over TCP sockets: no usable RDMA device in the pod "
-                "(check /dev/infiniband, the RDMA resource, IPC_LOCK, NCCL_IB_HCA and "
-                "NCCL_IB_DISABLE)"
-            ],
+            "notes": [TCP_SENT],
+            "unknown": [],
         },
     ),
     (
@@ -191,6 +206,13 @@ CASES = [
                     "err 129 (Recv) localGid ::ffff:10.152.0.12 remoteGids::ffff:10.152.0.13",
                 },
                 {
+                    "error": "completion error 5",
+                    "line": 17,
+                    "text": "trainer-0:88:140 [0] transport/net_ib.cc:1697 NCCL WARN NET/IB : Got "
+                    "completion from peer 10.152.0.13<41236> with status=5 opcode=32656 len=32659 "
+                    "vendor err 249 (Recv) localGid ::ffff:10.152.0.12 remoteGids::ffff:10.152.0.13",
+                },
+                {
                     "error": "timeout",
                     "line": 18,
                     "text": "[rank0]:[E1130 09:14:02.117000 88 ProcessGroupNCCL.cpp:616] [Rank 0] "
@@ -199,7 +221,8 @@ CASES = [
                     "milliseconds before timing out.",
                 },
             ],
-            "notes": [],
+            "notes": [FAILED],
+            "unknown": [],
         },
     ),
 ]
@@ -262,5 +285,5 @@ def test_a_file_without_nccl_lines_exits_2(
     log = tmp_path / "app.log"
     log.write_text("epoch 1 loss 0.3\n")
     assert main(["diagnose", "--nccl-log", str(log)]) == 2
-    assert "no NCCL INFO lines found" in capsys.readouterr().err
+    assert "no NCCL lines found" in capsys.readouterr().err
     assert main(["diagnose", "--nccl-log", str(tmp_path / "missing.log")]) == 2
