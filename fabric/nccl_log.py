@@ -127,8 +127,9 @@ class LogReport:
 
     @property
     def seen(self) -> bool:
-        """The text has NCCL lines at all."""
-        return self.nccl_lines > 0 or bool(self.connections)
+        """The text has NCCL lines at all (a pasted message without its `NCCL WARN` counts)."""
+        found = (self.connections, self.errors, self.ib_devices, self.network, self.nccl_version)
+        return self.nccl_lines > 0 or any(found)
 
 
 @dataclass

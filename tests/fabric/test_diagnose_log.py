@@ -280,6 +280,22 @@ def test_benign_lines_are_not_errors() -> None:
     assert analyze(text).errors == ()
 
 
+def test_a_pasted_message_without_its_prefix_is_diagnosed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "paste.txt"
+    log.write_text(
+        "NET/IB : Got completion from peer 10.0.0.2<41236> with status=12 opcode=0 len=0 vendor "
+        "err 129 (Recv)\n"
+    )
+    assert main(["diagnose", "--nccl-log", str(log), "--json"]) == 1
+    answer = json.loads(capsys.readouterr().out)
+    assert (answer["transport"], [e["error"] for e in answer["errors"]]) == (
+        "IB/RoCE",
+        ["completion error 12"],
+    )
+
+
 def test_a_file_without_nccl_lines_exits_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
