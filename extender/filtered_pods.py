@@ -10,10 +10,14 @@ requests and gang from. The filter's copy fills that gap.
 Kept by UID, trimmed as the cache trims pods, for `ttl` seconds and at most `capacity` of them,
 oldest dropped first: a cycle's bind follows its filter within kube-scheduler's extender
 timeouts, and a pod the watch has delivered is read from the cache instead.
+
+A gang member is different: its gang's plan and bind barrier count the members the cache holds,
+so its bind first waits, briefly, for the watch to deliver the pod (`until_cached`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -26,6 +30,10 @@ TTL_SECONDS = 120.0
 """Longer than a cycle takes from filter to bind, gang barrier included (4 s by default)."""
 CAPACITY = 4096
 """More pods than kube-scheduler filters in `TTL_SECONDS` before its watch catches up."""
+WATCH_LAG_SECONDS = 0.5
+"""How long a gang member's bind waits for the watch to deliver its pod: a watch lags by
+milliseconds, and with the barrier's wait (4 s) the bind answers within kube-scheduler's 5 s."""
+POLL_SECONDS = 0.01
 
 
 @dataclass(frozen=True)
@@ -76,3 +84,15 @@ class FilteredPods:
             if oldest.expires > now:
                 return
             self._entries.popitem(last=False)
+
+
+async def until_cached(cached: Callable[[], Json | None], seconds: float) -> bool:
+    """Whether `cached()` finds the pod within `seconds` (the cache has no event to wait on,
+    so it is looked at every `POLL_SECONDS`)."""
+    try:
+        async with asyncio.timeout(seconds):
+            while cached() is None:  # noqa: ASYNC110 - the cache has no event to wait on
+                await asyncio.sleep(POLL_SECONDS)
+    except TimeoutError:
+        return False
+    return True

@@ -23,7 +23,7 @@ from extender.cluster.model import PodKey
 from extender.cluster.source import BindError, ClusterSource, LookupFailed
 from extender.engine import Engine, FilterOutcome
 from extender.explain import explanation
-from extender.filtered_pods import FilteredPods
+from extender.filtered_pods import WATCH_LAG_SECONDS, FilteredPods, until_cached
 from extender.gangs.barrier import Barrier
 from extender.gangs.identity import Gang, Singleton, gang_of
 from extender.gangs.ownership import owner_gang
@@ -119,6 +119,7 @@ class Scheduler:
         if isinstance(gang, Gang):
             if _bound_to(pod, uid) == node:
                 return {}  # the extender bound it when its gang's last member arrived
+            await self._delivered(namespace, name, uid, gang)
             if not await self._records.flush(gang.key):
                 raise BindError(f"gang {gang}: its plan could not be written to the API yet")
             # All or nothing: wait for every member to reach bind, or fail.
@@ -126,6 +127,15 @@ class Scheduler:
             if not await self._barrier.wait((namespace, name), uid, gang, node, relevant):
                 return {}
         return await self._bind(pod, uid, node)
+
+    async def _delivered(self, namespace: str, name: str, uid: str, gang: Gang) -> None:
+        """The plan and the barrier count the members the cache holds: a member whose pod the
+        watch has not delivered yet waits for it, briefly."""
+        if not await until_cached(lambda: self._cached(namespace, name, uid), WATCH_LAG_SECONDS):
+            raise BindError(
+                f"gang {gang}: pod {namespace}/{name} is not in the extender's cache yet (its "
+                f"watch lags by more than {WATCH_LAG_SECONDS:g}s); the pod is retried"
+            )
 
     async def _bind_member(self, pod: PodKey, uid: str, node: str) -> None:
         """A gang member whose bind request returned before its gang arrived whole."""

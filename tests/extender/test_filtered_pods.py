@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import aiohttp
@@ -98,8 +98,12 @@ def test_a_filtered_pod_is_kept_trimmed() -> None:
 
 
 class Extender:
-    def __init__(self, session: aiohttp.ClientSession, base: str) -> None:
+    def __init__(
+        self, session: aiohttp.ClientSession, base: str, deliver: Callable[[], None]
+    ) -> None:
         self.session, self.base = session, base
+        self.deliver = deliver
+        """Let the watches go on: what the apiserver holds reaches the cache."""
 
     async def post(self, verb: str, body: Json) -> Json:
         async with self.session.post(f"{self.base}/{verb}", data=orjson.dumps(body)) as response:
@@ -133,7 +137,7 @@ async def watch_lagging(api: FakeApiServer, core_v1: Any) -> AsyncIterator[Exten
         await eventually(lambda: api.watching == 2)
         api.end_watches()
         await eventually(lambda: len(backoffs) == 2)  # both reflectors wait to watch again
-        yield Extender(session, base)
+        yield Extender(session, base, resume.set)
         resume.set()
 
 
@@ -244,3 +248,35 @@ async def test_explain_reads_a_pod_the_watch_has_not_delivered(
             "pod team-a/worker-0 is not in the extender's cache yet and could not be read: get "
             "Pod team-a/worker-0: ServiceUnavailable: fake apiserver: injected failure",
         )
+
+
+def gang_member(index: int) -> Json:
+    return nodes.pod(f"g-{index}", gpus=4, annotations={keys.GANG: "g", keys.GANG_SIZE: "2"})
+
+
+async def test_gang_members_wait_for_the_watch_then_bind_together(
+    fake_api: FakeApiServer, core_v1: Any
+) -> None:
+    async with watch_lagging(fake_api, core_v1) as extender:
+        members = [fake_api.create("pods", gang_member(i)) for i in range(2)]
+        for member in members:
+            args = {"Pod": member, "NodeNames": NAMES, "Nodes": None}
+            assert (await extender.post("filter", args))["NodeNames"] == ["gpu-1"]
+        binds = [asyncio.create_task(extender.post("bind", binding(m))) for m in members]
+        extender.deliver()
+        assert await asyncio.gather(*binds) == [{"Error": ""}, {"Error": ""}]
+    stored = [fake_api.get("pods", f"g-{i}", "team-a")["spec"]["nodeName"] for i in range(2)]
+    assert stored == ["gpu-1", "gpu-1"]
+
+
+async def test_a_gang_member_the_watch_never_delivers_is_retried(
+    fake_api: FakeApiServer, core_v1: Any
+) -> None:
+    async with watch_lagging(fake_api, core_v1) as extender:
+        member = fake_api.create("pods", gang_member(0))
+        await extender.post("filter", {"Pod": member, "NodeNames": NAMES, "Nodes": None})
+        assert await extender.post("bind", binding(member)) == {
+            "Error": "gang team-a/g: pod team-a/g-0 is not in the extender's cache yet (its "
+            "watch lags by more than 0.5s); the pod is retried"
+        }
+    assert "nodeName" not in fake_api.get("pods", "g-0", "team-a")["spec"]
