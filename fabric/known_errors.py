@@ -1,7 +1,8 @@
 """NCCL failures that recur on RDMA clusters: how NCCL words them, what they usually mean and what
 to check first. The wording follows NCCL's own messages (transport/net_ib.cc, misc/ibvwrap.cc,
 bootstrap.cc, misc/socket.cc, init.cc, plugin/net.cc) and the answers its maintainers give for
-them; PyTorch's lines are PyTorch's (ProcessGroupNCCL.cpp, NCCLUtils.cpp).
+them; the AWS OFI plugin's are aws-ofi-nccl's (nccl_ofi_rdma.c), PyTorch's are PyTorch's
+(ProcessGroupNCCL.cpp, NCCLUtils.cpp).
 
 A work completion's status is `enum ibv_wc_status` (rdma-core, libibverbs/verbs.h). NCCL has
 printed a failed completion three ways:
@@ -113,6 +114,21 @@ NCCL_ERRORS: tuple[KnownError, ...] = (
         "the NIC reported an event on its own: a port going down, a GID table change, a "
         "catastrophic error",
         "the port's state and link_downed counter on that node, and the switch port",
+    ),
+    KnownError(
+        "OFI completion error",
+        re.compile(r"NET/OFI .*completed with error"),
+        "a libfabric (EFA) operation of the AWS OFI plugin failed: the path to the peer broke or "
+        "the peer died",
+        "the peer's log at that time, then the EFA devices and security group between the "
+        "nodes; " + FIRST_ERROR,
+    ),
+    KnownError(
+        "OFI no provider",
+        re.compile(r"NET/OFI .*fi_getinfo\(\) call failed"),
+        "libfabric found no usable provider: the EFA device is not visible in the container",
+        "that the pod requests the EFA resource and sees /dev/infiniband (fi_info -p efa "
+        "inside the pod)",
     ),
     KnownError(
         "no NET plugin",

@@ -371,6 +371,16 @@ def test_a_file_without_nccl_lines_exits_2(
             "remote error",
         ),
         (
+            "h:1:2 [0] process_err_completion:1723 NCCL WARN NET/OFI Operation with NULL "
+            "context completed with error",
+            "OFI completion error",
+        ),
+        (
+            "[2025-10-16 22:16:08] h:1:2 [0] nccl_net_ofi_rdma_init:7978 NCCL WARN NET/OFI OFI "
+            "fi_getinfo() call failed: No data available",
+            "OFI no provider",
+        ),
+        (
             "h:1:2 [0] graph/rings.cc:43 NCCL WARN Error : ring 1 does not loop back to start",
             "NCCL WARN",
         ),
