@@ -263,8 +263,8 @@ class Scheduler:
     async def shutdown(self) -> None:
         """The extender stops: binds held at the barrier fail now, binds under way finish."""
         self._barrier.close(
-            "the kube-rdma extender is shutting down; the pod is retried and its gang planned "
-            "again by the extender that serves next"
+            "the kube-rdma extender is shutting down; the pod is retried, and the extender that "
+            "serves next finishes its gang"
         )
         await self._barrier.drain()
         await self.evictor.drain()
