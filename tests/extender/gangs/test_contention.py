@@ -410,3 +410,35 @@ def test_without_a_grace_broken_gangs_are_left_alone() -> None:
     clock.now += 3600
     s.sweep()
     assert s.broken.broken() == {}
+
+
+def test_two_waiting_gangs_never_hold_the_same_node() -> None:
+    clock = Clock()
+    first = [member("first", i, 4) for i in range(4)]
+    second = [member("second", i, 4) for i in range(4)]
+    objects = [*cluster(), *busy_everywhere(), *first, *second]
+    s = scheduler(objects, clock, hold_after=0, preemption=False)
+    s.filter(first[0], NAMES)
+    clock.now += 1
+    s.filter(second[0], NAMES)
+    held = s.holds.get(("team-a", "first"))
+    assert held is not None
+    assert sorted(held.nodes) == ["a0", "a1", "a2", "a3"]
+    # Only leaf-a holds 4 members, and it is taken: the second gang waits without a hold.
+    assert s.holds.get(("team-a", "second")) is None
+
+
+def test_a_higher_priority_gang_takes_a_lower_ones_hold() -> None:
+    clock = Clock()
+    low = [member("low", i, 4) for i in range(4)]
+    high = [member("high", i, 4, priority=10) for i in range(4)]
+    objects = [*cluster(), *busy_everywhere(10), *low, *high]
+    s = scheduler(objects, clock, hold_after=0, preemption=False)
+    s.filter(low[0], NAMES)
+    assert s.holds.get(("team-a", "low")) is not None
+    clock.now += 1
+    s.filter(high[0], NAMES)
+    hold = s.holds.get(("team-a", "high"))
+    assert hold is not None
+    assert sorted(hold.nodes) == ["a0", "a1", "a2", "a3"]
+    assert s.holds.get(("team-a", "low")) is None
