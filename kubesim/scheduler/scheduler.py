@@ -11,8 +11,10 @@ node, assume the pod on it) and the binding cycle run alongside; a pod that fail
 off, unless a bind that failed left it bound anyway (handleSchedulingFailure). The scheduler's
 informers, cache and queue are the other modules of this package.
 
-Where it simplifies, and a careful reader could tell: no preemption, no nominated nodes, no
-PreFilter/Permit plugins.
+A pod that fits nowhere goes through PostFilter, kube-scheduler's DefaultPreemption
+(kubesim/scheduler/preemptor.py), unless the configuration turns preemption off.
+
+Where it simplifies, and a careful reader could tell: no PreFilter/Permit plugins.
 """
 
 from __future__ import annotations
@@ -22,10 +24,11 @@ import contextlib
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Literal
 
 from kube_rdma.core.objects import Json
-from kube_rdma.kube.errors import NotFound
+from kube_rdma.kube.errors import ApiError, NotFound
 from kubesim.scheduler.apiserver import ApiCalls
 from kubesim.scheduler.binder import Binder, BindOutcome
 from kubesim.scheduler.clock import Clock, RealClock
@@ -35,6 +38,7 @@ from kubesim.scheduler.fit import NodeFacts, NodeUsage, node_facts
 from kubesim.scheduler.informer import Informer
 from kubesim.scheduler.links import HttpLinks, Links
 from kubesim.scheduler.nodetree import NodeTree, zone_key
+from kubesim.scheduler.nominated import Nominations
 from kubesim.scheduler.placement import Placement, Unschedulable
 from kubesim.scheduler.pods import (
     DEFAULT_SCHEDULER,
@@ -44,6 +48,7 @@ from kubesim.scheduler.pods import (
     pod_key,
     pod_requests,
 )
+from kubesim.scheduler.preemptor import Preemption, Preemptor
 from kubesim.scheduler.queue import QueuedPod, SchedulingQueue
 from kubesim.scheduler.recorder import GangOf, Recorder, gang_of
 from kubesim.scheduler.workload import JobRunner, JobStream
@@ -63,6 +68,10 @@ class Attempt:
     message: str = ""
     sampled: int = 0
     """Feasible nodes the in-tree pass found (what /filter was sent)."""
+    nominated: str | None = None
+    """Unschedulable, but nominated to this node by preemption."""
+    victims: tuple[PodKey, ...] = ()
+    """The pods that preemption deleted for it."""
 
 
 @dataclass(frozen=True)
@@ -122,7 +131,13 @@ class EmulatedScheduler:
         self.recorder = Recorder(self.clock, self._labels, gangs)
         self.jobs = JobRunner(workload) if workload is not None else None
         self._tree = NodeTree()
-        self._placement = Placement(self.config, self.nodes, self._tree, self.usage, self.clock)
+        self.nominations = Nominations()
+        self._placement = Placement(
+            self.config, self.nodes, self._tree, self.usage, self.clock, self.nominations
+        )
+        self._preemptor = Preemptor(
+            self.config, self.nodes, self.usage, self.nominations, self._pods_by_node, _timestamp
+        )
         self._in_flight: dict[PodKey, QueuedPod] = {}
         self._bindings: set[asyncio.Task[None]] = set()
         self._crashes: list[BaseException] = []
@@ -260,6 +275,7 @@ class EmulatedScheduler:
         if new is None:
             self.queue.move_all()  # its resources are free: parked pods may fit now
         self._account(key)
+        self._nominate(key, new)
         if new is not None and self._schedulable(new):
             if key not in self._in_flight and key not in self.assumed:
                 self.queue.add(key, int((new.get("spec") or {}).get("priority") or 0))
@@ -278,6 +294,24 @@ class EmulatedScheduler:
             and not meta.get("deletionTimestamp")
         )
 
+    def _nominate(self, key: PodKey, pod: Json | None) -> None:
+        """The nominator's view: an unbound pod's status.nominatedNodeName."""
+        node = None
+        if pod is not None and self._schedulable(pod):
+            node = (pod.get("status") or {}).get("nominatedNodeName") or None
+        if node != self.nominations.node_of(key):
+            priority = int((pod or {}).get("spec", {}).get("priority") or 0)
+            self.nominations.set(key, node, priority, pod_requests(pod) if pod else {})
+
+    def _pods_by_node(self) -> dict[str, list[Json]]:
+        """The pods on each node as the scheduler's cache holds them: bound or assumed."""
+        found: dict[str, list[Json]] = {}
+        for pod in self.informer.pods():
+            node = bound_node(pod) or self.assumed.get(pod_key(pod))
+            if node is not None:
+                found.setdefault(node, []).append(pod)
+        return found
+
     def _account(self, key: PodKey) -> None:
         pod = self.informer.pod(key)
         node = None if pod is None else bound_node(pod) or self.assumed.get(key)
@@ -293,13 +327,18 @@ class EmulatedScheduler:
         self._in_flight[key] = queued
         try:
             node, sampled = await self._placement.find_node(pod, self._extender_for(pod))
-        except (Unschedulable, ExtenderError) as e:
+        except ExtenderError as e:
             del self._in_flight[key]
-            outcome: Literal["unschedulable", "error"] = (
-                "unschedulable" if isinstance(e, Unschedulable) else "error"
+            self._requeue(queued)
+            return Attempt(key, now, "error", message=str(e))
+        except Unschedulable as e:
+            preemption = await self._post_filter(pod, e)
+            del self._in_flight[key]
+            self._requeue(queued, parked=True)
+            message = str(e) if not preemption.message else f"{e} preemption: {preemption.message}"
+            return Attempt(
+                key, now, "unschedulable", None, message, 0, preemption.node, preemption.victims
             )
-            self._requeue(queued, parked=outcome == "unschedulable")
-            return Attempt(key, now, outcome, message=str(e))
         current = self.informer.pod(key)
         if current is None or not self._schedulable(current):
             del self._in_flight[key]
@@ -311,6 +350,17 @@ class EmulatedScheduler:
         self._bindings.add(task)
         task.add_done_callback(self._binding_done)
         return Attempt(key, now, "assumed", node, sampled=sampled)
+
+    async def _post_filter(self, pod: Json, failure: Unschedulable) -> Preemption:
+        if not self.config.preemption or not failure.statuses:
+            return Preemption(None)
+        connections = self.connections
+        try:
+            return await self._preemptor.post_filter(
+                pod, failure.statuses, connections.apiserver, self._extender_for(pod)
+            )
+        except ApiError as e:
+            return Preemption(None, message=str(e))
 
     def _extender_for(self, pod: Json) -> ExtenderClient | None:
         extender = self.connections.extender
@@ -342,3 +392,7 @@ class EmulatedScheduler:
             self._account(key)
         if outcome.error:
             self._requeue(queued)
+
+
+def _timestamp() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
