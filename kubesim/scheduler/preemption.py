@@ -132,23 +132,36 @@ def select_victims(
 
 def dry_run(
     potential_nodes: Sequence[str], select: Callable[[str], Victims | str]
-) -> tuple[dict[str, Victims], dict[str, str]]:
-    """DryRunPreemption: the candidates (those breaking no budget first) and why the other
-    nodes tried are none; stops once enough candidates, one of them breaking no budget, are
+) -> tuple[dict[str, Victims], dict[str, str], list[str]]:
+    """DryRunPreemption: the candidates (those breaking no budget first), why the other nodes
+    tried are none, and the errors among those (a node where the preemptor fits without
+    removing anything); stops once enough candidates, one of them breaking no budget, are
     found."""
     wanted = candidate_count(len(potential_nodes))
     clean: dict[str, Victims] = {}
     violating: dict[str, Victims] = {}
     failures: dict[str, str] = {}
+    errors: list[str] = []
     for node in potential_nodes:
         found = select(node)
-        if isinstance(found, str):
-            failures[node] = found
+        if isinstance(found, str) or not found.pods:
+            failures[node] = (
+                found
+                if isinstance(found, str)
+                else f'expected at least one victim pod on node "{node}"'
+            )
+            if not isinstance(found, str):
+                errors.append(failures[node])
             continue
         (violating if found.pdb_violations else clean)[node] = found
         if clean and len(clean) + len(violating) >= wanted:
             break
-    return {**clean, **violating}, failures
+    return {**clean, **violating}, failures, errors
+
+
+def aggregate(errors: Sequence[str]) -> str:
+    """utilerrors.NewAggregate(errs).Error(): one message alone, several in brackets."""
+    return errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
 
 
 def pick_node(candidates: Mapping[str, Victims]) -> str | None:

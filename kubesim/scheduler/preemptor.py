@@ -30,6 +30,7 @@ from kubesim.scheduler.preemption import (
     DISRUPTION_TARGET,
     PREEMPTION_BY_SCHEDULER,
     Victims,
+    aggregate,
     dry_run,
     not_eligible,
     pick_node,
@@ -83,10 +84,12 @@ class Preemptor:
             return Preemption(None, message=why_not)
         potential = [n for n in self._nodes_in_order(statuses) if statuses[n][1]]
         pdbs = await apiserver.disruption_budgets() if potential else []
-        candidates, failures = dry_run(
+        candidates, failures, errors = dry_run(
             potential,
             lambda node: select_victims(pod, by_node.get(node, []), self._fits(pod, node), pdbs),
         )
+        if not candidates and errors:
+            return Preemption(None, message=aggregate(errors))
         if not candidates:
             if nominated:
                 await self._nominate(apiserver, pod, None)
