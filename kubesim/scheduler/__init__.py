@@ -16,6 +16,7 @@ from kubesim.scheduler.extender_client import ExtenderError
 from kubesim.scheduler.pods import GPU, RDMA, PodKey, bound_node, pod_key, pod_requests
 from kubesim.scheduler.recorder import GangKey, GangRecord, Recorder
 from kubesim.scheduler.scheduler import Attempt, EmulatedScheduler
+from kubesim.scheduler.job_controller import JobRunner, JobState
 from kubesim.scheduler.workload import Job, Jobs, JobStream, Workload, applied
 
 __all__ = [
@@ -30,6 +31,8 @@ __all__ = [
     "GangKey",
     "GangRecord",
     "Job",
+    "JobRunner",
+    "JobState",
     "JobStream",
     "Jobs",
     "ManualClock",

@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from kube_rdma.core.objects import Json
-from kube_rdma.kube.errors import ApiError, NotFound
+from kube_rdma.kube.errors import ApiError, Conflict, NotFound
 from kubesim.scheduler.apiserver import ApiCalls
 from kubesim.scheduler.binder import Binder, BindOutcome
 from kubesim.scheduler.clock import Clock, RealClock
@@ -51,7 +51,8 @@ from kubesim.scheduler.pods import (
 from kubesim.scheduler.preemptor import Preemption, Preemptor
 from kubesim.scheduler.queue import QueuedPod, SchedulingQueue
 from kubesim.scheduler.recorder import GangOf, Recorder, gang_of
-from kubesim.scheduler.workload import JobRunner, JobStream
+from kubesim.scheduler.job_controller import JobRunner
+from kubesim.scheduler.workload import JobStream
 
 ROUNDING = 1e-6
 """Seconds an idle wait goes past the next timer."""
@@ -241,6 +242,9 @@ class EmulatedScheduler:
         for job in self.jobs.due(now):
             for pod in job.pods(self.config.scheduler_name):
                 await apiserver.create_pod(pod)
+        for job, name in self.jobs.to_recreate():
+            with contextlib.suppress(Conflict):
+                await apiserver.create_pod(job.pod(name, self.config.scheduler_name))
         for job in self.jobs.ended(now):
             for name in job.pod_names():
                 with contextlib.suppress(NotFound):
@@ -283,7 +287,7 @@ class EmulatedScheduler:
             self.queue.remove(key)
         self.recorder.pod_changed(old, new)
         if self.jobs is not None:
-            self.jobs.pod_changed(key, new, self.clock.now())
+            self.jobs.pod_changed(key, old, new, self.clock.now())
 
     def _schedulable(self, pod: Json) -> bool:
         spec, meta = pod.get("spec") or {}, pod.get("metadata") or {}
