@@ -175,6 +175,11 @@ class Engine:
             return Verdict(True)
         return self._verdict(pod, self._shape(pod), node)
 
+    def verdict_on(self, pod: PodView, node: NodeInfo) -> Verdict:
+        """The verdict on a node as given, not as the cluster has it (a node emptied of the
+        pods preemption would evict); not cached."""
+        return self._judge(pod, node) if pod.relevant else Verdict(True)
+
     def _verdict(self, pod: PodView, shape: int, node: NodeInfo) -> Verdict:
         """Nodes in the same state get the same verdict: judged once per shape and state."""
         key = (shape, node.state)

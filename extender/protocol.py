@@ -201,3 +201,78 @@ def host_priorities(scores: Mapping[str, float]) -> list[Json]:
 
 def binding_result(error: str = "") -> Json:
     return {"Error": error}
+
+
+@dataclass(frozen=True)
+class MetaVictims:
+    """The pods kube-scheduler would evict on one node, by UID, and how many of those evictions
+    would break a PodDisruptionBudget (MetaVictims in k8s.io/kube-scheduler/extender/v1)."""
+
+    uids: tuple[str, ...]
+    pdb_violations: int = 0
+
+
+@dataclass(frozen=True)
+class PreemptionArgs:
+    pod: Json
+    victims: dict[str, MetaVictims]
+    """node -> the victims kube-scheduler chose there."""
+
+
+def decode_preemption(body: bytes) -> PreemptionArgs:
+    """ExtenderPreemptionArgs. A nodeCacheCapable kube-scheduler sends NodeNameToMetaVictims
+    (UIDs); otherwise NodeNameToVictims with whole pods, read here for their UIDs."""
+    data = _object(body, "ExtenderPreemptionArgs")
+    pod = _pod(field(data, "Pod"))
+    meta, full = field(data, "NodeNameToMetaVictims"), field(data, "NodeNameToVictims")
+    source, what = (
+        (meta, "NodeNameToMetaVictims") if meta is not None else (full, "NodeNameToVictims")
+    )
+    if source is None:
+        return PreemptionArgs(pod, {})
+    if not isinstance(source, dict):
+        raise ProtocolError(f"ExtenderPreemptionArgs.{what} must be an object of node names")
+    return PreemptionArgs(pod, {str(n): _victims(v, what, str(n)) for n, v in source.items()})
+
+
+def _victims(value: Any, what: str, node: str) -> MetaVictims:
+    if value is None:
+        return MetaVictims(())
+    pods = field(value, "Pods") if isinstance(value, dict) else None
+    violations = field(value, "NumPDBViolations") if isinstance(value, dict) else None
+    if not isinstance(pods, list | type(None)) or not isinstance(violations, int | type(None)):
+        raise ProtocolError(
+            f"ExtenderPreemptionArgs.{what}[{node}] must be {{Pods: [...], NumPDBViolations: n}}"
+        )
+    uids = []
+    for pod in pods or []:
+        uid = _victim_uid(pod)
+        if uid is None:
+            raise ProtocolError(f"ExtenderPreemptionArgs.{what}[{node}]: a victim without a UID")
+        uids.append(uid)
+    return MetaVictims(tuple(uids), violations or 0)
+
+
+def _victim_uid(pod: Any) -> str | None:
+    """A MetaPod's UID, or a whole Pod's metadata.uid."""
+    if not isinstance(pod, dict):
+        return None
+    uid = field(pod, "UID")
+    if uid is None and isinstance(pod.get("metadata"), dict):
+        uid = pod["metadata"].get("uid")
+    return uid if isinstance(uid, str) and uid else None
+
+
+def preemption_result(victims: Mapping[str, MetaVictims]) -> Json:
+    """ExtenderPreemptionResult, always in the Meta (UID) form; never a node without victims,
+    on which kube-scheduler fails the whole preemption (preemption.go, callExtenders)."""
+    return {
+        "NodeNameToMetaVictims": {
+            node: {
+                "Pods": [{"UID": uid} for uid in found.uids],
+                "NumPDBViolations": found.pdb_violations,
+            }
+            for node, found in victims.items()
+            if found.uids
+        }
+    }

@@ -16,24 +16,33 @@ never writes.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import replace
 
 from extender.binding import node_settings
-from extender.cluster.model import PodKey
+from extender.cluster.disruptions import Disruptions, ModelDisruptions
+from extender.cluster.model import PodKey, pod_key
 from extender.cluster.source import BindError, ClusterSource
 from extender.engine import Engine, FilterOutcome
 from extender.explain import explanation
 from extender.gangs.barrier import Barrier
+from extender.gangs.contention import Contention, ContentionSettings, Waiting
+from extender.gangs.evictor import Evictor
+from extender.gangs.holds import Hold, HoldBook
 from extender.gangs.identity import Gang, Singleton, gang_of
 from extender.gangs.ownership import owner_gang
 from extender.gangs.planner import GangSettings, Planner
+from extender.gangs.priority import pod_priority
 from extender.gangs.records import PlanRecords
 from extender.gangs.reservations import GangKey, Reservations
 from extender.gangs.resume import Members, resume
 from extender.podview import PodView, pod_view
+from extender.preemption import preemption_candidates
+from extender.protocol import MetaVictims
 from extender.weights import Weights
 from kube_rdma.core.objects import Json
 
+DEFAULT_CONTENTION = ContentionSettings()
 STARTING = "the kube-rdma extender is starting: cluster not read yet; the pod is retried"
 
 
@@ -52,15 +61,43 @@ class Scheduler:
         records: PlanRecords | None = None,
         require_acceptance: bool = False,
         clock: Callable[[], float] = time.monotonic,
+        contention: ContentionSettings = DEFAULT_CONTENTION,
+        disruptions: Disruptions | None = None,
     ) -> None:
-        """`clock` times the gang plans (seconds): the simulator gives its simulated clock."""
+        """`clock` times the gang plans (seconds): the simulator gives its simulated clock.
+        Without `disruptions` no gang preempts (holds still apply)."""
         self._source = source
         self._weights = weights
         self._resources = (tuple(gpu_resources), tuple(rdma_resources))
         cluster = source.cluster
         book = Reservations(gangs.domains[0] if gangs.domains else None)
         self.engine = Engine(cluster, weights, book, require_acceptance)
-        self.planner = Planner(cluster, self.engine, book, gangs, clock, records)
+        self.holds = HoldBook()
+        if disruptions is None:
+            contention = replace(contention, preemption=False)
+        self.evictor = Evictor(cluster, disruptions or ModelDisruptions(cluster), self._refused)
+        self.contention = Contention(
+            cluster,
+            self.engine,
+            book,
+            self.holds,
+            self.gang,
+            gangs.domains,
+            contention,
+            clock,
+            self.evictor.start,
+            tuple(gpu_resources),
+        )
+        self.planner = Planner(
+            cluster,
+            self.engine,
+            book,
+            gangs,
+            clock,
+            records,
+            self.holds,
+            self.contention.priority,
+        )
         self._records = self.planner.records
         self._adopted = 0
         """The records' foreign changes when this process last adopted them."""
@@ -95,10 +132,64 @@ class Scheduler:
                 [n for n in names if n == node], {}, {n: reason for n in names if n != node}
             )
         if isinstance(gang, Gang) and view.relevant:
+            waiting = self.contention.note(gang, view, pod)
             outcome = self.planner.filter(view, gang, names)
             if outcome is not None:
-                return outcome
-        return self.engine.filter(view, names, _key(gang))
+                return self._contended(waiting, outcome, names)
+        return self._off_holds(pod, _key(gang), self.engine.filter(view, names, _key(gang)))
+
+    def _contended(
+        self, waiting: Waiting, outcome: FilterOutcome, names: list[str]
+    ) -> FilterOutcome:
+        """A gang member's answer: while the gang has no plan it may preempt or hold nodes
+        (extender/gangs/contention.py), and its members fail as unresolvable meanwhile, so
+        that kube-scheduler's own preemption leaves gangs to the extender."""
+        key = waiting.gang.key
+        if key in self.planner.plans:
+            self.contention.placed(key)
+            return outcome
+        no_fit = next(iter(outcome.failed.values()), "") or next(
+            iter(outcome.unresolvable.values()), f"gang {waiting.gang} does not fit"
+        )
+        return FilterOutcome(
+            [], {}, dict.fromkeys(names, self.contention.unplaced(waiting, no_fit))
+        )
+
+    def _off_holds(self, pod: Json, gang: GangKey | None, outcome: FilterOutcome) -> FilterOutcome:
+        """Nodes held for a gang of the same or a higher priority fail as unresolvable for
+        every other pod: kube-scheduler then neither places nor preempts there for it."""
+        if not self.holds:
+            return outcome
+        priority = pod_priority(pod)
+        blocked = {}
+        for name in [*outcome.passed, *outcome.failed]:
+            hold = self.holds.blocking(name, priority, gang)
+            if hold is not None:
+                blocked[name] = f"node {hold.describe()}"
+        if not blocked:
+            return outcome
+        return FilterOutcome(
+            [n for n in outcome.passed if n not in blocked],
+            {n: r for n, r in outcome.failed.items() if n not in blocked},
+            {**outcome.unresolvable, **blocked},
+        )
+
+    def preempt(self, pod: Json, victims: Mapping[str, MetaVictims]) -> dict[str, MetaVictims]:
+        """kube-scheduler's preemption for one pod (extender/preemption.py)."""
+        self._take_over()
+        if isinstance(self.gang(pod), Gang):
+            return {}  # gangs preempt whole, through the extender's own gang preemption
+        return preemption_candidates(
+            self.engine, self._source.cluster, self.holds, self.gang, self.view(pod), pod, victims
+        )
+
+    def _refused(self, hold: Hold, reason: str) -> None:
+        """A preemption's dry run was refused: the gang holds nothing, and decides again."""
+        self.holds.remove(hold.gang)
+        waiting = self.contention.waiting.get(hold.gang)
+        if waiting is not None:
+            waiting.decided = None
+            waiting.reason = f"preemption refused: {reason}"
 
     def prioritize(self, pod: Json, names: list[str]) -> dict[str, float]:
         self._take_over()
@@ -143,6 +234,7 @@ class Scheduler:
             "again by the extender that serves next"
         )
         await self._barrier.drain()
+        await self.evictor.drain()
 
     def _already_bound(self, view: PodView) -> str | None:
         """The node this pod (this uid of it) is bound to in the cache: a gang member whose bind
@@ -195,6 +287,35 @@ class Scheduler:
         lost its place)."""
         if self._adopted == self._records.foreign_changes:
             self.planner.sweep()
+            self.contention.sweep(self._still_waiting)
+            self._tear_down_preempted()
+
+    def _still_waiting(self, gang: GangKey) -> bool:
+        waiting = self.contention.waiting[gang]
+        return any(
+            (pod := self._source.cluster.pod(*key)) is not None
+            and not (pod.get("spec") or {}).get("nodeName")
+            for key in waiting.members
+        )
+
+    def _tear_down_preempted(self) -> None:
+        """kube-scheduler preempted a gang member for another pod: the rest of its gang goes
+        too, whole, rather than hold GPUs for a job that cannot run."""
+        preempted = self._source.cluster.preempted
+        while preempted:
+            pod = preempted.popleft()
+            gang = self.gang(pod)
+            if isinstance(gang, Gang):
+                self.evictor.tear_down_gang(gang, self._bound_members(gang.key))
+
+    def _bound_members(self, gang: GangKey) -> list[PodKey]:
+        return [
+            pod_key(pod)
+            for pod in self._source.cluster.pods()
+            if (pod.get("metadata") or {}).get("namespace") == gang[0]
+            and (pod.get("spec") or {}).get("nodeName")
+            and _key(self.gang(pod)) == gang
+        ]
 
     def _take_over(self) -> None:
         """Adopt the recorded plans when another process has written some since last time."""

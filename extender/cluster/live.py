@@ -182,7 +182,7 @@ class LiveSource:
     def _pod_event(self, kind: str, obj: Json) -> None:
         if kind == "DELETED":
             self._assumed.pop(pod_key(obj), None)
-            self.cluster.delete_pod(pod_key(obj))
+            self.cluster.delete_pod(pod_key(obj), obj)
         else:
             self.cluster.upsert_pod(self._confirmed(obj))
 

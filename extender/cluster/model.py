@@ -12,6 +12,7 @@ does not depend on the pod.
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -61,6 +62,17 @@ def _container_requests(container: Json) -> dict[str, int]:
         **extended_resources(resources.get("limits")),
         **extended_resources(resources.get("requests")),
     }
+
+
+def preempted_by_scheduler(pod: Json) -> bool:
+    """The DisruptionTarget condition kube-scheduler sets on a victim before deleting it
+    (pkg/scheduler/framework/preemption, prepareCandidate; reason PreemptionByScheduler)."""
+    return any(
+        c.get("type") == "DisruptionTarget"
+        and c.get("status") == "True"
+        and c.get("reason") == "PreemptionByScheduler"
+        for c in (pod.get("status") or {}).get("conditions") or []
+    )
 
 
 def as_bound(pod: Json, node: str, annotations: Mapping[str, str]) -> Json:
@@ -121,6 +133,9 @@ class Cluster:
         """Bumped on every change; lets callers cache results per generation."""
         self._changed: list[str] = []
         self._forgotten = 0
+        self.preempted: deque[Json] = deque(maxlen=10_000)
+        """Pods deleted by kube-scheduler's preemption, not yet looked at (extender/scheduling.py
+        tears down the rest of their gangs)."""
 
     # Nodes
 
@@ -173,7 +188,10 @@ class Cluster:
             self._release(key)
         self.generation += 1
 
-    def delete_pod(self, key: PodKey) -> None:
+    def delete_pod(self, key: PodKey, final: Json | None = None) -> None:
+        """`final`, the pod as its deletion shows it, tells a pod kube-scheduler preempted."""
+        if final is not None and preempted_by_scheduler(final):
+            self.preempted.append(final)
         self._pods.pop(key, None)
         self._release(key)
         self.generation += 1

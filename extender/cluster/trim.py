@@ -38,6 +38,9 @@ POD_METADATA: Final = ("name", "generateName", "namespace", "uid", "resourceVers
 CONTAINER_LISTS: Final = ("containers", "initContainers")
 
 
+DISRUPTION = "DisruptionTarget"
+
+
 def trim_pod(pod: Json) -> Json:
     """The parts of a Pod the extender reads."""
     meta = pod.get("metadata") or {}
@@ -57,11 +60,30 @@ def trim_pod(pod: Json) -> Json:
     }
     if spec.get("nodeName"):
         trimmed_spec["nodeName"] = sys.intern(str(spec["nodeName"]))
+    # Kept only where they differ from what their absence means (priority 0, may preempt).
+    if spec.get("priority"):
+        trimmed_spec["priority"] = spec["priority"]
+    if spec.get("preemptionPolicy") == "Never":
+        trimmed_spec["preemptionPolicy"] = "Never"
     result: Json = {**_type(pod), "metadata": kept, "spec": trimmed_spec}
-    phase = (pod.get("status") or {}).get("phase")
-    if phase is not None:
-        result["status"] = {"phase": sys.intern(str(phase))}
+    status = _pod_status(pod.get("status") or {})
+    if status:
+        result["status"] = status
     return result
+
+
+def _pod_status(status: Json) -> Json:
+    """The phase, the start time (preemption spares pods that ran longer) and a
+    DisruptionTarget condition (a pod kube-scheduler preempted says so)."""
+    kept: Json = {}
+    if status.get("phase") is not None:
+        kept["phase"] = sys.intern(str(status["phase"]))
+    if status.get("startTime"):
+        kept["startTime"] = status["startTime"]
+    disruption = [c for c in status.get("conditions") or [] if c.get("type") == DISRUPTION]
+    if disruption:
+        kept["conditions"] = disruption
+    return kept
 
 
 def trim_node(node: Json) -> Json:

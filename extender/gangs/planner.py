@@ -26,6 +26,7 @@ from extender.cluster.model import Cluster, PodKey
 from extender.cluster.source import BindError
 from extender.engine import Engine, FilterOutcome
 from extender.gangs.choose import Fit, Fits, choose, members_fitting, narrowest_fit, no_fit_reason
+from extender.gangs.holds import HoldBook
 from extender.gangs.identity import Gang
 from extender.gangs.plan import Plan
 from extender.gangs.records import MemoryRecords, PlanRecord, PlanRecords
@@ -77,7 +78,13 @@ class Planner:
         settings: GangSettings,
         clock: Callable[[], float] = time.monotonic,
         records: PlanRecords | None = None,
+        holds: HoldBook | None = None,
+        priority: Callable[[GangKey], int] = lambda gang: 0,
     ) -> None:
+        """`holds` keeps the nodes held for waiting gangs from lower-priority gangs' plans;
+        `priority` gives a gang's priority (extender/gangs/contention.py)."""
+        self._holds = holds or HoldBook()
+        self._priority = priority
         self._cluster = cluster
         self.records = records or MemoryRecords()
         """Where each plan is written when made and removed when dropped."""
@@ -205,7 +212,7 @@ class Planner:
         return plan
 
     def _fits(self, pod: PodView, gang: Gang, excluded: Iterable[str]) -> Fits:
-        skip = set(excluded)
+        skip = set(excluded) | self._held_off(gang)
         names = [n.name for n in self._cluster.nodes() if n.name not in skip]
         passed = self._engine.filter(pod, names, gang.key).passed
         scores = self._engine.prioritize(pod, passed, gang.key)
@@ -217,6 +224,13 @@ class Planner:
             if count:
                 result[name] = Fit(count, scores[name], node.labels)
         return result
+
+    def _held_off(self, gang: Gang) -> set[str]:
+        """Nodes held for another gang of the same or a higher priority."""
+        if not self._holds:
+            return set()
+        priority = self._priority(gang.key)
+        return {n for n in self._holds.nodes() if self._holds.blocking(n, priority, gang.key)}
 
     def _no_fit_reason(self, pod: PodView, gang: Gang) -> str:
         needed = gang.size - len(self.bound_of(gang))

@@ -24,7 +24,7 @@ def follow(cluster: Cluster) -> PodListener:
         if new is not None:
             cluster.upsert_pod(trim_pod(new))
         elif old is not None:
-            cluster.delete_pod(pod_key(old))
+            cluster.delete_pod(pod_key(old), old)
 
     return changed
 

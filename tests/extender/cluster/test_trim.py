@@ -240,9 +240,15 @@ def test_every_answer_is_the_same_as_from_whole_objects(served: list[Json]) -> N
         assert trimmed.prioritize(pod, names) == whole.prioritize(pod, names), name
 
 
-def test_serving_adds_nothing_the_extender_reads() -> None:
-    """The apiserver's additions to the generated objects are all trimmed away."""
+def test_serving_adds_nothing_the_extender_reads_but_priority() -> None:
+    """The apiserver's additions to the generated objects are all trimmed away, except the
+    priority its Priority admission plugin fills in from a PriorityClass (here the DaemonSet
+    pods' system-node-critical), which preemption reads; its defaults (0, may preempt) are
+    trimmed as if absent."""
     spec = ClusterSpec(nodes=32, seed=2, daemon_pods_per_node=2, cpu_pods=10)
     plain, full = generate(spec), generate(replace(spec, served=True))
     trim = {"Node": trim_node, "Pod": trim_pod}
-    assert [trim[o["kind"]](o) for o in full] == [trim[o["kind"]](o) for o in plain]
+    served = [trim[o["kind"]](o) for o in full]
+    priorities = {o["spec"].pop("priority", None) for o in served if o["kind"] == "Pod"}
+    assert priorities == {None, 2000001000}
+    assert served == [trim[o["kind"]](o) for o in plain]

@@ -1,0 +1,280 @@
+"""Gangs that do not fit: which wait, which hold nodes, which preempt.
+
+The planner asks here when it cannot plan a gang. A gang whose priority is above some running
+pods' first tries to preempt (extender/gangs/victims.py chooses whole units, least damage
+first); the nodes it frees are held for it until its victims are gone (extender/gangs/holds.py).
+A gang that cannot preempt, and has waited `hold_after` seconds, holds the domain that needs the
+fewest GPUs still freed, and waits for it to drain. Either way its members fail as
+unresolvable meanwhile, with the reason, and the gang is planned whole once the room is there.
+
+Decisions look at the whole cache, so each gang is reconsidered at most every
+`recheck` seconds; a filter call in between answers from the last decision.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from extender.cluster.model import Cluster, NodeInfo, PodKey, pod_key, pod_requests
+from extender.engine import Engine
+from extender.gangs.holds import Hold, HoldBook
+from extender.gangs.identity import Gang, Singleton
+from extender.gangs.priority import Unit, may_preempt, pod_priority, started
+from extender.gangs.reservations import GangKey, Reservations
+from extender.gangs.victims import Room, VictimChoice, choose_victims
+from extender.podview import PodView
+from kube_rdma.core.objects import Json
+
+log = logging.getLogger("kube_rdma.extender")
+
+GangOf = Callable[[Json], "Gang | Singleton"]
+
+
+@dataclass(frozen=True)
+class ContentionSettings:
+    hold_after: float = 120.0
+    """Seconds a gang waits without a plan before it holds a domain to drain. Two minutes is
+    several of kube-scheduler's backoff cycles (at most 10 s each): a gang that arrived while
+    the cluster was merely busy has been tried often enough by then; waiting longer only delays
+    the drain, whose idle GPUs cost the same whenever it starts."""
+    hold_share: float = 0.5
+    """The most of the cluster's GPUs that holds may take together; the oldest waiting gang of
+    the highest priority may go past it."""
+    recheck: float = 5.0
+    """Seconds between two decisions for the same gang."""
+    preemption: bool = True
+    """Whether gangs may preempt lower-priority pods (needs the eviction RBAC)."""
+
+
+@dataclass
+class Waiting:
+    """A gang that was filtered and could not be planned."""
+
+    gang: Gang
+    member: PodView
+    priority: int
+    preempts: bool
+    since: float
+    decided: float | None = None
+    reason: str = ""
+    members: set[PodKey] = field(default_factory=set)
+
+
+class Contention:
+    def __init__(
+        self,
+        cluster: Cluster,
+        engine: Engine,
+        book: Reservations,
+        holds: HoldBook,
+        gang_of: GangOf,
+        domains: tuple[str, ...],
+        settings: ContentionSettings,
+        clock: Callable[[], float],
+        start_preemption: Callable[[Hold], None],
+        gpu_resources: tuple[str, ...] = ("nvidia.com/gpu",),
+    ) -> None:
+        self._gpu_resources = gpu_resources
+        self._cluster = cluster
+        self._engine = engine
+        self._book = book
+        self.holds = holds
+        self._gang_of = gang_of
+        self._domains = domains
+        self.settings = settings
+        self._clock = clock
+        self._start = start_preemption
+        self.waiting: dict[GangKey, Waiting] = {}
+
+    # What the planner and the scheduler ask
+
+    def note(self, gang: Gang, member: PodView, pod: Json) -> Waiting:
+        """A member of a gang with no plan was filtered."""
+        now = self._clock()
+        entry = self.waiting.get(gang.key)
+        if entry is None:
+            entry = self.waiting[gang.key] = Waiting(gang, member, 0, True, now)
+        entry.priority = max(entry.priority, pod_priority(pod))
+        entry.preempts = entry.preempts and may_preempt(pod)
+        entry.members.add(member.key)
+        return entry
+
+    def placed(self, gang: GangKey) -> None:
+        """The gang has a plan: it waits no more, and its hold has done its work."""
+        self.waiting.pop(gang, None)
+        hold = self.holds.get(gang)
+        if hold is not None and not hold.units:
+            self.holds.remove(gang)
+
+    def priority(self, gang: GangKey) -> int:
+        entry = self.waiting.get(gang)
+        return entry.priority if entry else 0
+
+    def unplaced(self, entry: Waiting, no_fit: str) -> str:
+        """Decide, at most every `recheck` seconds, whether the gang preempts or holds; the
+        reason its members are refused."""
+        now = self._clock()
+        if entry.decided is not None and now - entry.decided < self.settings.recheck:
+            return entry.reason or no_fit
+        entry.decided = now
+        hold = self.holds.get(entry.gang.key)
+        if hold is None and entry.preempts and self.settings.preemption:
+            hold = self._preempt(entry)
+        if hold is None and now - entry.since >= self.settings.hold_after:
+            hold = self._hold(entry)
+        entry.reason = no_fit if hold is None else f"{no_fit}; {hold.progress()}"
+        return entry.reason
+
+    # Preemption
+
+    def _preempt(self, entry: Waiting) -> Hold | None:
+        units = self._units(lambda pod: pod_priority(pod) < entry.priority, entry.gang.key)
+        if not units:
+            return None
+        choice = self._choose(entry, units, rank=None)
+        if choice is None or not choice.units:
+            return None
+        hold = self._make_hold(entry, choice, tuple((u.name, u.pods) for u in choice.units))
+        log.info(
+            "gang %s preempts %s",
+            entry.gang,
+            ", ".join(u.name for u in choice.units),
+            extra={"gang": str(entry.gang)},
+        )
+        self._start(hold)
+        return hold
+
+    # Holds
+
+    def _hold(self, entry: Waiting) -> Hold | None:
+        units = self._units(lambda pod: True, entry.gang.key)
+        choice = self._choose(entry, units, rank=_drain_rank)
+        if choice is None:
+            return None
+        gpus = entry.member.gpus * len(choice.nodes)
+        if not self._within_share(entry, gpus):
+            return None
+        return self._make_hold(entry, choice, ())
+
+    def _within_share(self, entry: Waiting, gpus: int) -> bool:
+        total = sum(n.allocatable.get(entry.member.gpu_resource, 0) for n in self._cluster.nodes())
+        if self.holds.held_gpus() + gpus <= self.settings.hold_share * total:
+            return True
+        first = min(self.waiting.values(), key=lambda w: (-w.priority, w.since))
+        return first is entry
+
+    def _make_hold(
+        self,
+        entry: Waiting,
+        choice: VictimChoice,
+        units: tuple[tuple[str, tuple[PodKey, ...]], ...],
+    ) -> Hold:
+        hold = Hold(
+            entry.gang.key,
+            entry.priority,
+            choice.domain,
+            frozenset(choice.nodes),
+            entry.member.gpus * len(choice.nodes),
+            self._clock(),
+            units,
+        )
+        for lost in self.holds.put(hold):
+            log.info("gang %s lost its hold to gang %s", lost.label, hold.label)
+            if lost.gang in self.waiting:
+                self.waiting[lost.gang].decided = None
+        return hold
+
+    def _choose(
+        self,
+        entry: Waiting,
+        units: list[Unit],
+        rank: Callable[[VictimChoice], tuple[object, ...]] | None,
+    ) -> VictimChoice | None:
+        rooms = self._rooms(entry)
+        if not rooms:
+            return None
+        member = entry.member
+        need = {member.gpu_resource: member.gpus, **member.rdma}
+        return choose_victims(rooms, units, need, entry.gang.size, self._domains, rank)
+
+    def _rooms(self, entry: Waiting) -> dict[str, Room]:
+        """Nodes the members could use once emptied: every check but capacity passes, and no
+        hold of the same or a higher priority covers them."""
+        rooms = {}
+        for node in self._cluster.nodes():
+            if self.holds.blocking(node.name, entry.priority, entry.gang.key):
+                continue
+            if not self._engine.verdict_on(entry.member, _emptied(node)).ok:
+                continue
+            held = self._book.held(node.name, entry.gang.key)
+            free = {r: node.free(r) - held.get(r, 0) for r in node.allocatable}
+            rooms[node.name] = Room(node.labels, free)
+        return rooms
+
+    def _units(self, eligible: Callable[[Json], bool], own: GangKey) -> list[Unit]:
+        """Bound pods holding GPU or RDMA resources, as units: a gang whole, else a pod."""
+        grouped: dict[str, list[Json]] = {}
+        for pod in self._cluster.pods():
+            node = (pod.get("spec") or {}).get("nodeName")
+            if not node or not pod_requests(pod) or not eligible(pod):
+                continue
+            gang = self._gang_of(pod)
+            if isinstance(gang, Gang) and gang.key == own:
+                continue
+            name = f"gang {gang}" if isinstance(gang, Gang) else f"pod {_name(pod)}"
+            grouped.setdefault(name, []).append(pod)
+        return [_unit(name, pods, self._gpu_resources) for name, pods in grouped.items()]
+
+    # Upkeep
+
+    def sweep(self, live: Callable[[GangKey], bool]) -> None:
+        """Forget gangs no longer waiting (`live` says whether any member still is), and holds
+        whose preemption is over; re-decide the others next time they are filtered."""
+        for key in [k for k in self.waiting if not live(k)]:
+            self.waiting.pop(key)
+            self.holds.remove(key)
+        for hold in self.holds:
+            if hold.gang not in self.waiting:
+                self.holds.remove(hold.gang)
+            elif hold.units and not any(self._cluster.pod(*k) for k in hold.victims):
+                hold.units = ()
+
+
+def _drain_rank(choice: VictimChoice) -> tuple[object, ...]:
+    """Holds: fewest GPUs still to free, then the lowest priority, then the youngest occupants."""
+    gpus = sum(u.gpus for u in choice.units)
+    top = max((u.priority for u in choice.units), default=0)
+    youngest = max((u.started for u in choice.units), default="")
+    return (gpus, top, _invert(youngest))
+
+
+def _invert(text: str) -> tuple[int, ...]:
+    return tuple(-ord(c) for c in text)
+
+
+def _emptied(node: NodeInfo) -> NodeInfo:
+    return replace(node, requested={}, state=0)
+
+
+def _name(pod: Json) -> str:
+    namespace, name = pod_key(pod)
+    return f"{namespace}/{name}"
+
+
+def _unit(name: str, pods: list[Json], gpu_resources: tuple[str, ...]) -> Unit:
+    nodes: dict[str, dict[str, int]] = {}
+    for pod in pods:
+        held = nodes.setdefault(str(pod["spec"]["nodeName"]), {})
+        for resource, amount in pod_requests(pod).items():
+            held[resource] = held.get(resource, 0) + amount
+    return Unit(
+        name=name,
+        priority=max(pod_priority(p) for p in pods),
+        pods=tuple(pod_key(p) for p in pods),
+        nodes=nodes,
+        gpus=sum(pod_requests(p).get(r, 0) for p in pods for r in gpu_resources),
+        started=max(started(p) for p in pods),
+        gang=name.startswith("gang "),
+    )

@@ -1,0 +1,61 @@
+"""Pod priority as kube-scheduler reads it, and the units preemption takes.
+
+A pod's priority is `spec.priority`, which the Priority admission plugin fills from the pod's
+PriorityClass (or the global default, else 0); a gang's is its members' highest. A pod with
+`preemptionPolicy: Never` never preempts (kube-scheduler's PodEligibleToPreemptOthers); a gang
+preempts only when none of its members says Never.
+
+Preemption by kube-rdma takes whole units: a gang is one unit (all its bound members, wherever
+they run), never a part of one; a pod of no gang is a unit of its own. An elastic gang, bound
+with more members than its minimum, gives up its extra members one by one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from extender.cluster.model import PodKey
+from kube_rdma.core.objects import Json
+
+
+def pod_priority(pod: Json) -> int:
+    value = (pod.get("spec") or {}).get("priority")
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def may_preempt(pod: Json) -> bool:
+    return (pod.get("spec") or {}).get("preemptionPolicy") != "Never"
+
+
+def started(pod: Json) -> str:
+    """When the pod started running (RFC 3339, sortable), else when it was created."""
+    status, meta = pod.get("status") or {}, pod.get("metadata") or {}
+    return str(status.get("startTime") or meta.get("creationTimestamp") or "")
+
+
+@dataclass(frozen=True)
+class Unit:
+    """Pods that are evicted together, or not at all."""
+
+    name: str
+    """How events and explain name it: `gang ns/name` or `pod ns/name`."""
+    priority: int
+    pods: tuple[PodKey, ...]
+    nodes: Mapping[str, Mapping[str, int]]
+    """node -> the resources the unit's pods there hold."""
+    gpus: int
+    started: str
+    """The latest start among its pods (RFC 3339)."""
+    gang: bool
+
+
+def least_damage_first(units: Sequence[Unit]) -> list[Unit]:
+    """Lowest priority first, then fewest GPUs, then the shortest time running (the latest
+    start); pods of no gang before gangs where all else is equal."""
+    latest_first = sorted(units, key=lambda u: (u.started, u.name), reverse=True)
+    return sorted(latest_first, key=lambda u: (u.priority, u.gpus, u.gang))
+
+
+def gang_priority(members: Sequence[Json]) -> int:
+    return max((pod_priority(p) for p in members), default=0)

@@ -1,0 +1,140 @@
+"""Which pods a gang preempts, and where. Pure: the caller measures the nodes and gathers the
+units; this module only decides.
+
+Like choose.py for plans, the gang goes to the narrowest network domain that can take it, here
+once some lower-priority units are gone. Within each domain of a level, units on its nodes are
+taken least damage first (extender/gangs/priority.py) until the members fit, then each taken
+unit is given back, most damaging first, if the members still fit without its eviction (as
+kube-scheduler's SelectVictimsOnNode reprieves victims, pkg/scheduler/framework/preemption).
+Among the domains of the level, the least damage wins: the lowest highest victim priority,
+then the fewest GPUs evicted, then the fewest units.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from extender.gangs.choose import CLUSTER
+from extender.gangs.priority import Unit, least_damage_first
+
+
+@dataclass(frozen=True)
+class Room:
+    """One node a member could use, with its free resources now (after plans and holds)."""
+
+    labels: Mapping[str, str]
+    free: Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class VictimChoice:
+    domain: str
+    units: tuple[Unit, ...]
+    nodes: tuple[str, ...]
+    """The nodes the gang's members will take once the victims are gone."""
+
+    @property
+    def damage(self) -> tuple[int, int, int]:
+        top = max((u.priority for u in self.units), default=0)
+        return (top, sum(u.gpus for u in self.units), len(self.units))
+
+
+def members_on(free: Mapping[str, int], need: Mapping[str, int]) -> int:
+    """Members a node with `free` resources takes, each asking `need`."""
+    counts = [free.get(r, 0) // amount for r, amount in need.items() if amount > 0]
+    return max(min(counts), 0) if counts else 1
+
+
+def choose_victims(
+    rooms: Mapping[str, Room],
+    units: Sequence[Unit],
+    need: Mapping[str, int],
+    needed: int,
+    domains: Sequence[str],
+    rank: Callable[[VictimChoice], tuple[object, ...]] | None = None,
+) -> VictimChoice | None:
+    """The least damaging way to make room for `needed` members, each asking `need`; None when
+    evicting every unit given still leaves no domain, not even the cluster, room enough.
+    `rank` orders the domains of a level (default: least damage)."""
+    order = rank or (lambda c: c.damage)
+    for label in [*domains, CLUSTER]:
+        found = [
+            choice
+            for value, names in _groups(rooms, label).items()
+            if (choice := _in_domain(value, names, rooms, units, need, needed)) is not None
+        ]
+        if found:
+            return min(found, key=lambda c: (order(c), c.domain))
+    return None
+
+
+def _groups(rooms: Mapping[str, Room], label: str) -> dict[str, list[str]]:
+    groups: dict[str, list[str]] = {}
+    for name, room in rooms.items():
+        value = CLUSTER if label == CLUSTER else room.labels.get(label)
+        if value is not None:
+            groups.setdefault(value, []).append(name)
+    return groups
+
+
+def _in_domain(
+    domain: str,
+    names: list[str],
+    rooms: Mapping[str, Room],
+    units: Sequence[Unit],
+    need: Mapping[str, int],
+    needed: int,
+) -> VictimChoice | None:
+    space = _Space(names, rooms, need)
+    touching = [u for u in least_damage_first(units) if space.touches(u)]
+    taken: list[Unit] = []
+    for unit in touching:
+        if space.capacity >= needed:
+            break
+        space.evict(unit, 1)
+        taken.append(unit)
+    if space.capacity < needed:
+        return None
+    for unit in reversed(list(taken)):
+        space.evict(unit, -1)
+        if space.capacity >= needed:
+            taken.remove(unit)
+        else:
+            space.evict(unit, 1)
+    return VictimChoice(domain, tuple(taken), tuple(space.fill(needed)))
+
+
+class _Space:
+    """The domain's nodes with some units evicted: members per node, kept current per unit."""
+
+    def __init__(self, names: list[str], rooms: Mapping[str, Room], need: Mapping[str, int]):
+        self._need = need
+        self._free = {n: dict(rooms[n].free) for n in names}
+        self._now = {n: members_on(self._free[n], need) for n in names}
+        self._count = dict(self._now)
+        self.capacity = sum(self._count.values())
+
+    def touches(self, unit: Unit) -> bool:
+        return any(n in self._free for n in unit.nodes)
+
+    def evict(self, unit: Unit, sign: int) -> None:
+        """Count the unit's resources as free (sign 1) or as used again (sign -1)."""
+        for name, amounts in unit.nodes.items():
+            free = self._free.get(name)
+            if free is None:
+                continue
+            for resource, amount in amounts.items():
+                free[resource] = free.get(resource, 0) + sign * amount
+            count = members_on(free, self._need)
+            self.capacity += count - self._count[name]
+            self._count[name] = count
+
+    def fill(self, needed: int) -> list[str]:
+        """The nodes the members take: those with room already first, each filled in turn."""
+        chosen: list[str] = []
+        for name in sorted(self._count, key=lambda n: (-self._now[n], -self._count[n], n)):
+            if len(chosen) >= needed:
+                break
+            chosen += [name] * min(self._count[name], needed - len(chosen))
+        return chosen
