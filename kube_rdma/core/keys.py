@@ -52,6 +52,9 @@ SPINE = PREFIX + "spine"
 
 # ConfigMap label of the extender's gang plan records, in its own namespace.
 GANG_PLAN = PREFIX + "gang-plan"
+# ConfigMap label of the extender's hold records, in its own namespace; data key "gang" says
+# which gang ("<namespace>/<name>") the hold is for. A hold lasts as long as its ConfigMap.
+GANG_HOLD = PREFIX + "gang-hold"
 
 # Pod annotation: "true" makes the webhook add NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=INIT,NET, the
 # lines `kube-rdma diagnose` reads to tell which transport NCCL chose.
@@ -93,6 +96,7 @@ ALL = (
     LEAF,
     SPINE,
     GANG_PLAN,
+    GANG_HOLD,
     DEBUG,
     ACCEPTANCE,
     ACCEPTANCE_TIME,

@@ -36,6 +36,7 @@ from kubesim.scheduler.config import SchedulerConfig
 from kubesim.scheduler.extender_client import ExtenderClient, ExtenderError
 from kubesim.scheduler.fit import NodeFacts, NodeUsage, node_facts
 from kubesim.scheduler.informer import Informer
+from kubesim.scheduler.job_controller import JobRunner
 from kubesim.scheduler.links import HttpLinks, Links
 from kubesim.scheduler.nodetree import NodeTree, zone_key
 from kubesim.scheduler.nominated import Nominations
@@ -51,7 +52,6 @@ from kubesim.scheduler.pods import (
 from kubesim.scheduler.preemptor import Preemption, Preemptor
 from kubesim.scheduler.queue import QueuedPod, SchedulingQueue
 from kubesim.scheduler.recorder import GangOf, Recorder, gang_of
-from kubesim.scheduler.job_controller import JobRunner
 from kubesim.scheduler.workload import JobStream
 
 ROUNDING = 1e-6

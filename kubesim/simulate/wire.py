@@ -2,11 +2,11 @@
 
 The emulated kube-scheduler's `ExtenderClient` builds the request bodies exactly as it sends them
 over HTTP; here each body is encoded to JSON bytes, decoded by the extender's own protocol module
-(extender/protocol.py), answered by the `Scheduler` that serves /filter, /prioritize and /bind in
-the app, and the answer encoded and decoded again. What HTTP adds is kept where it changes an
-outcome: a call unanswered after `httpTimeout` fails, while the extender carries on with it (a
-bind held at a gang barrier goes on waiting, as the server's handler does when its client has
-hung up); a body the protocol refuses is the app's 400.
+(extender/protocol.py), answered by the `Scheduler` that serves /filter, /prioritize, /preempt
+and /bind in the app, and the answer encoded and decoded again. What HTTP adds is kept where it
+changes an outcome: a call unanswered after `httpTimeout` fails, while the extender carries on
+with it (a bind held at a gang barrier goes on waiting, as the server's handler does when its
+client has hung up); a body the protocol refuses is the app's 400.
 """
 
 from __future__ import annotations
@@ -58,6 +58,9 @@ class InProcessExtender:
             except BindError as e:
                 return protocol.binding_result(str(e))
             return protocol.binding_result()
+        if verb == "preempt":
+            wanted = protocol.decode_preemption(body)
+            return protocol.preemption_result(scheduler.preempt(wanted.pod, wanted.victims))
         decoded = protocol.decode_args(body)
         if verb == "filter":
             outcome = scheduler.filter(decoded.pod, decoded.names)
