@@ -7,7 +7,8 @@ a training operator does; the job's run so far is lost, and it starts again from
 all its pods are bound again (training frameworks restart every worker when one goes: a job
 does not resume mid-run). The GPU-time so lost is counted, and so is a gang that kube-scheduler's
 preemption left partly running: some members deleted with the DisruptionTarget condition of
-reason PreemptionByScheduler while others stayed bound, holding GPUs for a job that cannot run.
+reason PreemptionByScheduler while others stayed bound, holding GPUs for a job that cannot run
+(until the gang is whole again, or its last bound member is gone too).
 """
 
 from __future__ import annotations
@@ -36,10 +37,13 @@ class JobState:
     """Times a pod of it was deleted while the job was live."""
     lost_gpu_seconds: float = 0.0
     """GPU-time of runs cut short."""
-    partial_by_preemption: int = 0
-    """Times kube-scheduler's preemption took some of its bound members, not all (once per
-    run, or per wait for one)."""
-    broken_in_run: int = -1
+    broken: list[tuple[float, float | None]] = field(default_factory=list)
+    """Spells during which kube-scheduler's preemption had taken some of its bound members and
+    others stayed bound: (start, end), end None while it lasts."""
+
+    def partial_by_preemption(self, end: float, longer_than: float) -> int:
+        """The spells longer than `longer_than` seconds (one in progress lasting to `end`)."""
+        return sum((end if e is None else e) - s > longer_than for s, e in self.broken)
 
 
 class JobRunner:
@@ -116,6 +120,8 @@ class JobRunner:
         if not bound_node(new):
             return
         state.bound.add(key[1])
+        if len(state.bound) == state.job.members:
+            _mend(state, now)
         if state.started is None and len(state.bound) == state.job.members:
             state.started = now
             if state.first_started is None:
@@ -133,11 +139,18 @@ class JobRunner:
         if state.started is not None:
             state.lost_gpu_seconds += (now - state.started) * job.gpus * job.members
             state.started = None
-        partial = job.gang and was_bound and bool(state.bound)
-        if partial and _preempted_by_scheduler(old) and state.broken_in_run != state.run:
-            state.partial_by_preemption += 1
-            state.broken_in_run = state.run
+        spell_open = bool(state.broken) and state.broken[-1][1] is None
+        if not state.bound:
+            _mend(state, now)
+        elif job.gang and was_bound and _preempted_by_scheduler(old) and not spell_open:
+            state.broken.append((now, None))
         self._recreate.append((job, name))
+
+
+def _mend(state: JobState, now: float) -> None:
+    """The gang is whole again, or none of it is left bound: a partial spell ends."""
+    if state.broken and state.broken[-1][1] is None:
+        state.broken[-1] = (state.broken[-1][0], now)
 
 
 def _preempted_by_scheduler(pod: Json | None) -> bool:

@@ -4,7 +4,9 @@ One starving gang is invisible in a p95 over hundreds of jobs, and a gang that n
 invisible even in a maximum over the placed ones. So every job counts: a placed job at its wait
 (arrival to all its pods first bound), a job still waiting at the end at its wait so far,
 flagged as unplaced; and the jobs are split by priority and by gang size (1, 2-8, 9-64, 65+
-pods), each class with its own p50, p95 and max.
+pods), each class with its own p50, p95 and max. A gang counts as left partial by preemption
+when kube-scheduler's preemption took some of its bound members and the others stayed bound for
+longer than `TRANSIENT`.
 """
 
 from __future__ import annotations
@@ -15,6 +17,9 @@ from typing import Any
 from kubesim.scheduler import GangKey, JobState
 
 SIZES = ((1, 1, "1"), (2, 8, "2-8"), (9, 64, "9-64"), (65, None, "65+"))
+TRANSIENT = 1.0
+"""Seconds a gang may be left partly bound by preemption without counting: the time the
+extender takes to tear down the rest of a gang kube-scheduler broke."""
 
 
 def size_class(members: int) -> str:
@@ -72,7 +77,9 @@ def summary(
         "time_to_place_seconds": quantiles([seconds for seconds, _ in waits]),
         "preempted_pods": sum(s.disruptions for s in states),
         "gpu_hours_lost": round(sum(s.lost_gpu_seconds for s in states) / 3600, 3),
-        "partial_gangs_by_preemption": sum(s.partial_by_preemption for s in states),
+        "partial_gangs_by_preemption": sum(
+            s.partial_by_preemption(end, TRANSIENT) > 0 for s in states
+        ),
         "held_hours": round(
             sum(held.get((s.job.namespace, s.job.name), 0.0) for s in states) / 3600, 3
         ),

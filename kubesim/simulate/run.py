@@ -171,7 +171,7 @@ def _extender(
         clock=loop.time,
         disruptions=StoreDisruptions(store),
     )
-    return InProcessExtender(scheduler, settings.http_timeout)
+    return InProcessExtender(scheduler, settings.http_timeout, model.cluster)
 
 
 def scheduler_config(variant: Variant, settings: Settings) -> SchedulerConfig:
