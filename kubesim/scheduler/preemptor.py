@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from kube_rdma.core.objects import Json
 from kube_rdma.kube.errors import ApiError, NotFound
@@ -62,12 +63,27 @@ class Preemptor:
         usage: NodeUsage,
         nominations: Nominations,
         pods_by_node: Callable[[], Mapping[str, list[Json]]],
-        now: Callable[[], str],
     ) -> None:
         self._config, self._nodes, self._usage = config, nodes, usage
-        self._nominations, self._pods_by_node, self._now = nominations, pods_by_node, now
+        self._nominations, self._pods_by_node = nominations, pods_by_node
 
     async def post_filter(
+        self,
+        pod: Json,
+        statuses: Mapping[str, tuple[str, bool]],
+        apiserver: ApiCalls,
+        extender: ExtenderClient | None,
+    ) -> Preemption:
+        """Preemption for the pod, which failed with `statuses` (node -> reason, resolvable);
+        an apiserver error ends it, as an Error status does."""
+        if not self._config.preemption or not statuses:
+            return Preemption(None)
+        try:
+            return await self._preempt(pod, statuses, apiserver, extender)
+        except ApiError as e:
+            return Preemption(None, message=str(e))
+
+    async def _preempt(
         self,
         pod: Json,
         statuses: Mapping[str, tuple[str, bool]],
@@ -176,7 +192,7 @@ class Preemptor:
             "status": "True",
             "reason": PREEMPTION_BY_SCHEDULER,
             "message": f"{scheduler}: preempting to accommodate a higher priority pod",
-            "lastTransitionTime": self._now(),
+            "lastTransitionTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         }
         for victim in victims.pods:
             if (victim.get("metadata") or {}).get("deletionTimestamp"):

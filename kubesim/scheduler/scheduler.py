@@ -22,24 +22,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Literal
 
 from kube_rdma.core.objects import Json
-from kube_rdma.kube.errors import ApiError, Conflict, NotFound
+from kube_rdma.kube.errors import Conflict, NotFound
 from kubesim.scheduler.apiserver import ApiCalls
 from kubesim.scheduler.binder import Binder, BindOutcome
+from kubesim.scheduler.cache import SchedulerCache
 from kubesim.scheduler.clock import Clock, RealClock
 from kubesim.scheduler.config import SchedulerConfig
 from kubesim.scheduler.extender_client import ExtenderClient, ExtenderError
-from kubesim.scheduler.fit import NodeFacts, NodeUsage, node_facts
 from kubesim.scheduler.informer import Informer
 from kubesim.scheduler.job_controller import JobRunner
 from kubesim.scheduler.links import HttpLinks, Links
-from kubesim.scheduler.nodetree import NodeTree, zone_key
-from kubesim.scheduler.nominated import Nominations
 from kubesim.scheduler.placement import Placement, Unschedulable
 from kubesim.scheduler.pods import (
     DEFAULT_SCHEDULER,
@@ -47,9 +44,8 @@ from kubesim.scheduler.pods import (
     PodKey,
     bound_node,
     pod_key,
-    pod_requests,
 )
-from kubesim.scheduler.preemptor import Preemption, Preemptor
+from kubesim.scheduler.preemptor import Preemptor
 from kubesim.scheduler.queue import QueuedPod, SchedulingQueue
 from kubesim.scheduler.recorder import GangOf, Recorder, gang_of
 from kubesim.scheduler.workload import JobStream
@@ -122,23 +118,18 @@ class EmulatedScheduler:
             self.config.backoff_max,
             self.config.max_unschedulable,
         )
-        self.usage = NodeUsage()
-        self.nodes: dict[str, NodeFacts] = {}
-        self.assumed: dict[PodKey, str] = {}
-        """Pods assumed on a node: from the end of their scheduling cycle until the informer
-        shows them bound, or their bind failed."""
+        self.cache = cache = SchedulerCache()
+        self.usage, self.nodes, self.assumed = cache.usage, cache.nodes, cache.assumed
+        self.nominations = cache.nominations
         self.attempts: list[Attempt] = []
         self.binds: list[BindOutcome] = []
-        self.recorder = Recorder(self.clock, self._labels, gangs)
+        self.recorder = Recorder(self.clock, cache.labels, gangs)
         self.jobs = JobRunner(workload) if workload is not None else None
-        self._tree = NodeTree()
-        self.nominations = Nominations()
         self._placement = Placement(
-            self.config, self.nodes, self._tree, self.usage, self.clock, self.nominations
+            self.config, self.nodes, cache.tree, self.usage, self.clock, self.nominations
         )
-        self._preemptor = Preemptor(
-            self.config, self.nodes, self.usage, self.nominations, self._pods_by_node, _timestamp
-        )
+        by_node = cache.pods_by_node(lambda: self.informer.pods())
+        self._preemptor = Preemptor(self.config, self.nodes, self.usage, self.nominations, by_node)
         self._in_flight: dict[PodKey, QueuedPod] = {}
         self._bindings: set[asyncio.Task[None]] = set()
         self._crashes: list[BaseException] = []
@@ -252,34 +243,20 @@ class EmulatedScheduler:
 
     # The informer's events
 
-    def _labels(self, node: str) -> Mapping[str, str]:
-        facts = self.nodes.get(node)
-        return facts.labels if facts is not None else {}
-
     def _node_changed(self, old: Json | None, new: Json | None) -> None:
         self._activity.set()
-        if new is None:
-            assert old is not None
-            name = str(old["metadata"]["name"])
-            self.nodes.pop(name, None)
-            self._tree.remove(name)
-            return
-        self.queue.move_all()
-        facts = node_facts(new)
-        self.nodes[facts.name] = facts
-        self._tree.upsert(facts.name, zone_key(new))
+        if new is not None:
+            self.queue.move_all()
+        self.cache.node_changed(old, new)
 
     def _pod_changed(self, old: Json | None, new: Json | None) -> None:
         self._activity.set()
         obj = new if new is not None else old
         assert obj is not None
         key = pod_key(obj)
-        if new is None or bound_node(new):
-            self.assumed.pop(key, None)  # bound (the assumption confirmed) or gone
         if new is None:
             self.queue.move_all()  # its resources are free: parked pods may fit now
-        self._account(key)
-        self._nominate(key, new)
+        self.cache.pod_changed(key, new, new is not None and self._schedulable(new))
         if new is not None and self._schedulable(new):
             if key not in self._in_flight and key not in self.assumed:
                 self.queue.add(key, int((new.get("spec") or {}).get("priority") or 0))
@@ -298,28 +275,8 @@ class EmulatedScheduler:
             and not meta.get("deletionTimestamp")
         )
 
-    def _nominate(self, key: PodKey, pod: Json | None) -> None:
-        """The nominator's view: an unbound pod's status.nominatedNodeName."""
-        node = None
-        if pod is not None and self._schedulable(pod):
-            node = (pod.get("status") or {}).get("nominatedNodeName") or None
-        if node != self.nominations.node_of(key):
-            priority = int((pod or {}).get("spec", {}).get("priority") or 0)
-            self.nominations.set(key, node, priority, pod_requests(pod) if pod else {})
-
-    def _pods_by_node(self) -> dict[str, list[Json]]:
-        """The pods on each node as the scheduler's cache holds them: bound or assumed."""
-        found: dict[str, list[Json]] = {}
-        for pod in self.informer.pods():
-            node = bound_node(pod) or self.assumed.get(pod_key(pod))
-            if node is not None:
-                found.setdefault(node, []).append(pod)
-        return found
-
     def _account(self, key: PodKey) -> None:
-        pod = self.informer.pod(key)
-        node = None if pod is None else bound_node(pod) or self.assumed.get(key)
-        self.usage.place(key, node, pod_requests(pod) if pod is not None else {})
+        self.cache.account(key, self.informer.pod(key))
 
     # The scheduling cycle
 
@@ -336,7 +293,9 @@ class EmulatedScheduler:
             self._requeue(queued)
             return Attempt(key, now, "error", message=str(e))
         except Unschedulable as e:
-            preemption = await self._post_filter(pod, e)
+            preemption = await self._preemptor.post_filter(
+                pod, e.statuses, self.connections.apiserver, self._extender_for(pod)
+            )
             del self._in_flight[key]
             self._requeue(queued, parked=True)
             message = str(e) if not preemption.message else f"{e} preemption: {preemption.message}"
@@ -354,17 +313,6 @@ class EmulatedScheduler:
         self._bindings.add(task)
         task.add_done_callback(self._binding_done)
         return Attempt(key, now, "assumed", node, sampled=sampled)
-
-    async def _post_filter(self, pod: Json, failure: Unschedulable) -> Preemption:
-        if not self.config.preemption or not failure.statuses:
-            return Preemption(None)
-        connections = self.connections
-        try:
-            return await self._preemptor.post_filter(
-                pod, failure.statuses, connections.apiserver, self._extender_for(pod)
-            )
-        except ApiError as e:
-            return Preemption(None, message=str(e))
 
     def _extender_for(self, pod: Json) -> ExtenderClient | None:
         extender = self.connections.extender
@@ -396,7 +344,3 @@ class EmulatedScheduler:
             self._account(key)
         if outcome.error:
             self._requeue(queued)
-
-
-def _timestamp() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
