@@ -6,8 +6,9 @@ pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go and
 pkg/scheduler/framework/preemption/preemption.go, 1.30 to 1.34). The API calls that carry a
 decision out are kubesim/scheduler/preemptor.py's.
 
-Where it simplifies, and a careful reader could tell: candidate nodes are dry-run in node order
-from the first (kube-scheduler starts at a random offset and runs them in parallel); ties left
+Where it simplifies, and a careful reader could tell: candidate nodes are dry-run one by one in
+the order the scheduling cycle tried them (kube-scheduler starts at a random offset of its node
+list and runs them in parallel); ties left
 after every criterion go to the smallest node name (kube-scheduler takes the first of a map's
 random order); a pod without `status.startTime` counts as started last (kube-scheduler takes
 the time of the call, which is later than any recorded start).

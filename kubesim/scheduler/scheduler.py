@@ -297,7 +297,9 @@ class EmulatedScheduler:
                 pod, e.statuses, self.connections.apiserver, self._extender_for(pod)
             )
             del self._in_flight[key]
-            self._requeue(queued, parked=True)
+            # The victims' deletions came during the cycle: kube-scheduler replays such
+            # in-flight events when it requeues the pod, which backs off instead of parking.
+            self._requeue(queued, parked=not preemption.victims)
             message = str(e) if not preemption.message else f"{e} preemption: {preemption.message}"
             return Attempt(
                 key, now, "unschedulable", None, message, 0, preemption.node, preemption.victims

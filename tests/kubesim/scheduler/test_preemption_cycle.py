@@ -312,3 +312,22 @@ async def test_a_budget_counts_as_a_violation_in_the_preempt_call(
         "n1": {"Pods": [{"UID": uids[0]}], "NumPDBViolations": 1}
     }
     assert scheduler.attempts[0].nominated == "n1"
+
+
+async def test_a_node_failed_by_a_taint_is_no_candidate(fake_api: FakeApiServer) -> None:
+    """schedule_one.go and preemption.go findCandidates (NodesForStatusCode(Unschedulable)):
+    TaintToleration fails a node as UnschedulableAndUnresolvable, NodeResourcesFit as
+    Unschedulable; only the latter is dry-run."""
+    cluster(fake_api, 2)
+    fake_api.patch(
+        "nodes", "n1", {"spec": {"taints": [{"key": "pool", "value": "b", "effect": "NoSchedule"}]}}
+    )
+    async with EmulatedScheduler(fake_api.host, None, PLAIN) as scheduler:
+        fake_api.create("pods", pending("p", 100))
+        await scheduler.run_until(lambda: len(scheduler.attempts) == 1, timeout=2.0)
+    attempt = scheduler.attempts[0]
+    assert (attempt.nominated, attempt.victims) == ("n2", (("team-a", "l2"),))
+    assert attempt.message == (
+        "0/2 nodes are available: 1 Insufficient nvidia.com/gpu, 1 node(s) had untolerated taint "
+        "{pool: b}."
+    )
