@@ -55,9 +55,16 @@ class Unschedulable(Exception):
     """No node fits the pod: `statuses` has, per node that failed, the reason and whether
     preemption may resolve it (nodes not tried are absent)."""
 
-    def __init__(self, message: str, statuses: Mapping[str, tuple[str, bool]] | None = None):
+    def __init__(
+        self,
+        message: str,
+        statuses: Mapping[str, tuple[str, bool]] | None = None,
+        by_extender: bool = False,
+    ):
         super().__init__(message)
         self.statuses: Mapping[str, tuple[str, bool]] = statuses or {}
+        self.by_extender = by_extender
+        """The extender rejected some nodes the in-tree filters passed."""
 
 
 def resolvable(reason: str) -> bool:
@@ -123,7 +130,7 @@ class Placement:
                 n: (r, n not in unresolvable and (n not in in_tree or resolvable(r)))
                 for n, r in failed.items()
             }
-            raise Unschedulable(fit_error(len(names), failed), statuses)
+            raise Unschedulable(fit_error(len(names), failed), statuses, sampled > 0)
         if len(feasible) == 1:
             return feasible[0], sampled
         scores = await self._scores(pod, feasible, pod_requests(pod), extender)

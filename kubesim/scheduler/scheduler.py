@@ -256,6 +256,8 @@ class EmulatedScheduler:
         key = pod_key(obj)
         if new is None:
             self.queue.move_all()  # its resources are free: parked pods may fit now
+        elif bound_node(new):
+            self.queue.move_any_event()
         self.cache.pod_changed(key, new, new is not None and self._schedulable(new))
         if new is not None and self._schedulable(new):
             if key not in self._in_flight and key not in self.assumed:
@@ -299,7 +301,7 @@ class EmulatedScheduler:
             del self._in_flight[key]
             # The victims' deletions came during the cycle: kube-scheduler replays such
             # in-flight events when it requeues the pod, which backs off instead of parking.
-            self._requeue(queued, parked=not preemption.victims)
+            self._requeue(queued, parked=not preemption.victims, any_event=e.by_extender)
             message = str(e) if not preemption.message else f"{e} preemption: {preemption.message}"
             return Attempt(
                 key, now, "unschedulable", None, message, 0, preemption.node, preemption.victims
@@ -320,12 +322,16 @@ class EmulatedScheduler:
         extender = self.connections.extender
         return extender if extender is not None and extender.interested(pod) else None
 
-    def _requeue(self, queued: QueuedPod, parked: bool = False) -> None:
-        """Back off (`parked`: as unschedulable), unless the pod is gone or bound meanwhile (a
-        bind that timed out may have happened all the same)."""
+    def _requeue(self, queued: QueuedPod, parked: bool = False, any_event: bool = False) -> None:
+        """Back off (`parked`: as unschedulable, moved by `any_event` or not), unless the pod is
+        gone or bound meanwhile (a bind that timed out may have happened all the same)."""
         pod = self.informer.pod(queued.key)
-        if pod is not None and self._schedulable(pod) and queued.key not in self.assumed:
-            (self.queue.park if parked else self.queue.back_off)(queued)
+        if pod is None or not self._schedulable(pod) or queued.key in self.assumed:
+            return
+        if parked:
+            self.queue.park(queued, any_event)
+        else:
+            self.queue.back_off(queued)
 
     # The binding cycle
 
