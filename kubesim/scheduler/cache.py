@@ -10,6 +10,7 @@ preemption (`status.nominatedNodeName`).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 
 from kube_rdma.core.objects import Json
@@ -27,6 +28,13 @@ class SchedulerCache:
         self.usage = NodeUsage()
         self.assumed: dict[PodKey, str] = {}
         self.nominations = Nominations()
+        self._placed: dict[PodKey, int] = {}
+        self._priorities: Counter[int] = Counter()
+        """How many placed pods (bound or assumed) have each priority."""
+
+    def lowest_priority(self) -> int | None:
+        """The lowest priority of a pod placed on a node; None when none is."""
+        return min((p for p, n in self._priorities.items() if n), default=None)
 
     def labels(self, node: str) -> Mapping[str, str]:
         facts = self.nodes.get(node)
@@ -60,6 +68,12 @@ class SchedulerCache:
         """The pod's requests counted on the node it is bound or assumed on, if any."""
         node = None if pod is None else bound_node(pod) or self.assumed.get(key)
         self.usage.place(key, node, pod_requests(pod) if pod is not None else {})
+        old = self._placed.pop(key, None)
+        if old is not None:
+            self._priorities[old] -= 1
+        if node is not None and pod is not None:
+            self._placed[key] = priority(pod)
+            self._priorities[self._placed[key]] += 1
 
     def pods_by_node(
         self, pods: Callable[[], Iterable[Json]]

@@ -40,6 +40,7 @@ from kubesim.scheduler.preemption import (
 )
 
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
+NO_VICTIMS = "No preemption victims found for incoming pod"
 
 
 @dataclass(frozen=True)
@@ -63,9 +64,13 @@ class Preemptor:
         usage: NodeUsage,
         nominations: Nominations,
         pods_by_node: Callable[[], Mapping[str, list[Json]]],
+        lowest_priority: Callable[[], int | None],
     ) -> None:
+        """`lowest_priority` gives the lowest priority among the pods placed on nodes: with
+        none below the preemptor's, no node has a victim, which is known without a dry run."""
         self._config, self._nodes, self._usage = config, nodes, usage
         self._nominations, self._pods_by_node = nominations, pods_by_node
+        self._lowest = lowest_priority
 
     async def post_filter(
         self,
@@ -90,20 +95,25 @@ class Preemptor:
         apiserver: ApiCalls,
         extender: ExtenderClient | None,
     ) -> Preemption:
-        by_node = self._pods_by_node()
         nominated = (pod.get("status") or {}).get("nominatedNodeName")
+        lowest = self._lowest()
+        by_node = self._pods_by_node() if lowest is not None and lowest < priority(pod) else {}
         status = statuses.get(nominated or "")
-        why_not = not_eligible(
-            pod, status is not None and not status[1], by_node.get(nominated or "", [])
-        )
+        unresolvable = status is not None and not status[1]
+        why_not = not_eligible(pod, unresolvable, by_node.get(nominated or "", []))
         if why_not is not None:
             return Preemption(None, message=why_not)
         potential = [n for n in self._nodes_in_order(statuses) if statuses[n][1]]
-        pdbs = await apiserver.disruption_budgets() if potential else []
-        candidates, failures, errors = dry_run(
-            potential,
-            lambda node: select_victims(pod, by_node.get(node, []), self._fits(pod, node), pdbs),
-        )
+        if by_node:
+            pdbs = await apiserver.disruption_budgets() if potential else []
+            candidates, failures, errors = dry_run(
+                potential,
+                lambda node: select_victims(
+                    pod, by_node.get(node, []), self._fits(pod, node), pdbs
+                ),
+            )
+        else:  # SelectVictimsOnNode's answer on every node, known at once
+            candidates, failures, errors = {}, dict.fromkeys(potential, NO_VICTIMS), []
         if not candidates and errors:
             return Preemption(None, message=aggregate(errors))
         if not candidates:

@@ -129,7 +129,9 @@ class EmulatedScheduler:
             self.config, self.nodes, cache.tree, self.usage, self.clock, self.nominations
         )
         by_node = cache.pods_by_node(lambda: self.informer.pods())
-        self._preemptor = Preemptor(self.config, self.nodes, self.usage, self.nominations, by_node)
+        self._preemptor = Preemptor(
+            self.config, self.nodes, self.usage, self.nominations, by_node, cache.lowest_priority
+        )
         self._in_flight: dict[PodKey, QueuedPod] = {}
         self._bindings: set[asyncio.Task[None]] = set()
         self._crashes: list[BaseException] = []

@@ -43,9 +43,10 @@ NAMESPACES = ("team-llm", "team-vision", "ml-research")
 DURATION_SIGMA = 1.0
 """Spread of the lognormal run times: the longest jobs run some ten times the mean."""
 SHORTEST, LONGEST = 60.0, 7 * DAY
-PRIORITY_NAMES = {"high": 1000, "medium": 500, "low": 100, "none": 0}
-"""What a priority's name in `--generate priorities=...` means; a number means itself. User
-PriorityClasses may go up to 1,000,000,000 (the system ones sit above)."""
+PRIORITY_NAMES = {"high": 1000, "medium": 500, "low": 0}
+"""What a priority's name in `--generate priorities=...` means; a number means itself. `low` is
+0, the priority of a pod without a PriorityClass (a snapshot's running pods, as a rule), so low
+jobs preempt none of them; user PriorityClasses may go up to 1,000,000,000."""
 
 
 class JobEntry(BaseModel):

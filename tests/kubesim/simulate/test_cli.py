@@ -90,7 +90,7 @@ def test_the_table_names_every_variant(cluster: Path, capsys: pytest.CaptureFixt
             {},
             ["--generate", "jobs=5,priorities=high:0.2/urgent:0.8"],
             "--generate: priorities=high:0.2/urgent:0.8: 'urgent:0.8' is not PRIORITY:SHARE with "
-            "PRIORITY a number or one of high, medium, low, none",
+            "PRIORITY a number or one of high, medium, low",
         ),
         (
             {},

@@ -103,14 +103,14 @@ def test_a_generated_workload_of_mixed_priorities(tmp_path: Path) -> None:
     cluster = snapshot(tmp_path, objects)
     generated = parse_generate("jobs=40,seed=5,hours=2,load=1.2,priorities=high:0.25/low:0.75")
     jobs = generated.stream(cluster.shape())
-    assert {j.priority for j in jobs} == {1000, 100}
+    assert {j.priority for j in jobs} == {1000, 0}
     results = {
         v.name: measure(simulate(cluster, jobs, v, Settings(patience=3600.0)), jobs, cluster)
         for v in (PLAIN, EXTENDER)
     }
     for result in results.values():
         assert sum(c["jobs"] for c in result["classes"]) == 40
-        assert {c["priority"] for c in result["classes"]} == {1000, 100}
+        assert {c["priority"] for c in result["classes"]} == {1000, 0}
     assert results["kube-scheduler"]["preemption"]["by_kube_scheduler"] > 0
 
 
