@@ -30,11 +30,14 @@ from prometheus_client import (
 from certs.reload import CertificateReloader
 from certs.watch import watch_certificate
 from extender import protocol
+from extender.cluster.disruptions import Disruptions
 from extender.cluster.source import BindError, ClusterSource
+from extender.contention_metrics import ContentionCollector
 from extender.explain import table
+from extender.gangs.contention import ContentionSettings
 from extender.gangs.planner import GangSettings, Planner
 from extender.gangs.records import PlanRecords
-from extender.scheduling import NotReady, Scheduler
+from extender.scheduling import STARTING, NotReady, Scheduler
 from extender.weights import DEFAULT, Weights, parse_weights
 from kube_rdma.core.config_file import WatchedFile
 from kube_rdma.core.resources import DEFAULT_RDMA_PATTERNS
@@ -58,6 +61,7 @@ class Settings:
     sweep_interval: float = 1.0
     require_acceptance: bool = False
     """Only nodes labelled kube-rdma.io/acceptance=passed take RDMA pods."""
+    contention: ContentionSettings = field(default_factory=ContentionSettings)
 
 
 class Metrics:
@@ -109,9 +113,11 @@ def create_app(
     source: ClusterSource,
     tls: CertificateReloader | None = None,
     records: PlanRecords | None = None,
+    disruptions: Disruptions | None = None,
 ) -> web.Application:
-    """The extender app, its gang plans written to `records` (default: kept in memory only);
-    raises ConfigError when the weights file is unusable at start-up."""
+    """The extender app, its gang plans written to `records` (default: kept in memory only),
+    its gang preemptions made through `disruptions` (default: none made); raises ConfigError
+    when the weights file is unusable at start-up."""
     metrics = Metrics()
     weights = WatchedFile(
         settings.weights_file,
@@ -128,7 +134,10 @@ def create_app(
         settings.rdma_resources,
         records,
         settings.require_acceptance,
+        contention=settings.contention,
+        disruptions=disruptions,
     )
+    metrics.registry.register(ContentionCollector(scheduler, time.monotonic))
     app = web.Application(client_max_size=settings.max_body_bytes)
     app[EXTENDER] = Extender(settings, source, weights, scheduler, metrics)
     app.cleanup_ctx.append(_background)
@@ -139,6 +148,7 @@ def create_app(
         ("filter", handle_filter),
         ("prioritize", handle_prioritize),
         ("bind", handle_bind),
+        ("preempt", handle_preempt),
     ):
         app.router.add_post(f"/{verb}", _timed(verb, handler))
     app.router.add_get("/explain", handle_explain)
@@ -252,6 +262,14 @@ async def handle_bind(request: web.Request) -> web.Response:
         return _json(protocol.binding_result(str(e)))
     log.info("bound %s", where, extra={"node": args.node, **annotations})
     return _json(protocol.binding_result())
+
+
+async def handle_preempt(request: web.Request) -> web.Response:
+    args = protocol.decode_preemption(await request.read())
+    scheduler = request.app[EXTENDER].scheduler
+    if not scheduler.ready():
+        return web.json_response({"error": STARTING}, status=503)
+    return _json(protocol.preemption_result(scheduler.preempt(args.pod, args.victims)))
 
 
 async def handle_explain(request: web.Request) -> web.Response:

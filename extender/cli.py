@@ -82,6 +82,25 @@ def _register_extender(subcommands: argparse._SubParsersAction[argparse.Argument
         action="store_true",
         help="only nodes that passed `kube-rdma acceptance run --label` take RDMA pods",
     )
+    extender.add_argument(
+        "--hold-after",
+        type=float,
+        default=120.0,
+        help="seconds a gang waits without a plan before it holds a domain to drain for it "
+        "(pods of the same or lower priority may no longer start there)",
+    )
+    extender.add_argument(
+        "--hold-max-share",
+        type=float,
+        default=0.5,
+        help="the most of the cluster's GPUs holds may take together (0-1); the oldest "
+        "waiting gang of the highest priority may go past it",
+    )
+    extender.add_argument(
+        "--no-gang-preemption",
+        action="store_true",
+        help="gangs never preempt lower-priority pods (they still hold nodes to drain)",
+    )
     where = extender.add_mutually_exclusive_group(required=True)
     where.add_argument("--cluster-snapshot", type=Path, help="a JSON/YAML file of Nodes and Pods")
     where.add_argument("--kubeconfig", type=Path)
@@ -118,6 +137,14 @@ def run_extender(args: argparse.Namespace) -> int:
 
     if bool(args.tls_cert_file) != bool(args.tls_key_file):
         log.error("--tls-cert-file and --tls-key-file go together")
+        return 2
+    if not 0 <= args.hold_max_share <= 1 or args.hold_after < 0:
+        log.error(
+            "--hold-max-share is a share of the cluster's GPUs, 0 to 1 (got %g), and "
+            "--hold-after a number of seconds, 0 or more (got %g)",
+            args.hold_max_share,
+            args.hold_after,
+        )
         return 2
     try:
         tls = (
@@ -158,9 +185,11 @@ async def _extender_app(args: argparse.Namespace, tls: Any = None) -> Any:
     from kubernetes_asyncio import client
 
     from extender.app import Settings, create_app
+    from extender.cluster.disruptions import LiveDisruptions, ModelDisruptions
     from extender.cluster.live import LiveSource
     from extender.cluster.snapshot import SnapshotSource
     from extender.gangs.configmaps import ConfigMapRecords
+    from extender.gangs.contention import ContentionSettings
     from extender.gangs.planner import GangSettings
     from kube_rdma.kube.kubeconfig import load_config
 
@@ -177,14 +206,20 @@ async def _extender_app(args: argparse.Namespace, tls: Any = None) -> Any:
         rdma_resources=tuple(args.rdma_resource or DEFAULT_RDMA_PATTERNS),
         gangs=gangs,
         require_acceptance=args.require_acceptance,
+        contention=ContentionSettings(
+            hold_after=args.hold_after,
+            hold_share=args.hold_max_share,
+            preemption=not args.no_gang_preemption,
+        ),
     )
     if args.cluster_snapshot:
-        return create_app(settings, SnapshotSource.from_file(args.cluster_snapshot), tls)
+        snapshot = SnapshotSource.from_file(args.cluster_snapshot)
+        return create_app(settings, snapshot, tls, None, ModelDisruptions(snapshot.cluster))
     await load_config(args.kubeconfig)
     api = client.ApiClient()
     source = LiveSource(client.CoreV1Api(api), custom_api=client.CustomObjectsApi(api))
     records = ConfigMapRecords(client.CoreV1Api(api), args.plan_namespace, _identity())
-    app = create_app(settings, source, tls, records)
+    app = create_app(settings, source, tls, records, LiveDisruptions(client.CoreV1Api(api)))
 
     async def close(_: Any) -> None:
         await api.close()

@@ -71,6 +71,7 @@ def table(body: Json) -> str:
         + (f", min rate {asks['minRateGbps']:g} Gb/s" if "minRateGbps" in asks else "")
         + (", GPUDirect RDMA" if asks.get("requireGdr") else ""),
         *_gang_line(body.get("gang")),
+        *_contention_lines(body.get("gang")),
         *(["nodes must have passed fabric acceptance"] if body.get("requireAcceptance") else []),
         "nodes: " + ", ".join(f"{v} {SHOWN[k]}" for k, v in body["summary"].items()),
         "",
@@ -121,3 +122,21 @@ def _gang_line(gang: Json | None) -> list[str]:
         else "no plan now (a member's next filter plans it; none fit last time, or it expired)"
     )
     return [f"gang {gang['name']} of {gang['size']} ({gang['source']}): {where}"]
+
+
+def _contention_lines(gang: Json | None) -> list[str]:
+    """How long a gang without a plan has waited, and what is held or preempted for it."""
+    lines = []
+    waiting = (gang or {}).get("waiting")
+    if waiting:
+        lines.append(
+            f"waiting {waiting['seconds']:g}s at priority {waiting['priority']}: "
+            f"{waiting['reason'] or 'not decided yet'}"
+        )
+    hold = (gang or {}).get("hold")
+    if hold:
+        victims = f", preempting {', '.join(hold['victims'])}" if hold["victims"] else ""
+        lines.append(
+            f"holding {len(hold['nodes'])} nodes in {hold['domain']} ({hold['gpus']} GPUs){victims}"
+        )
+    return lines

@@ -259,8 +259,8 @@ class Scheduler:
         return node_settings(view, node, self.engine.rails(view, node))
 
     def explain(self, namespace: str, name: str) -> Json | None:
-        """Every node's verdict and scores for the pod, and its gang's plan; None when the pod
-        is not in the cache."""
+        """Every node's verdict and scores for the pod, and its gang's plan, wait and hold;
+        None when the pod is not in the cache."""
         pod = self._source.cluster.pod(namespace, name)
         if pod is None:
             return None
@@ -269,6 +269,8 @@ class Scheduler:
         body["gang"] = self._gang_summary(gang)
         if self.engine.require_acceptance:
             body["requireAcceptance"] = True
+        if self.holds:
+            _mark_held(body, self.holds, pod_priority(pod), _key(gang))
         return body
 
     def _gang_summary(self, gang: Gang | Singleton) -> Json:
@@ -279,6 +281,21 @@ class Scheduler:
         summary["plan"] = (
             None if plan is None else {"domain": plan.domain, "nodes": sorted(set(plan.slots))}
         )
+        waiting = self.contention.waiting.get(gang.key)
+        if waiting is not None and plan is None:
+            summary["waiting"] = {
+                "priority": waiting.priority,
+                "seconds": round(self.contention.now() - waiting.since, 1),
+                "reason": waiting.reason,
+            }
+        hold = self.holds.get(gang.key)
+        if hold is not None:
+            summary["hold"] = {
+                "domain": hold.domain,
+                "nodes": sorted(hold.nodes),
+                "gpus": hold.gpus,
+                "victims": [name for name, _ in hold.units],
+            }
         return summary
 
     def sweep(self) -> None:
@@ -345,6 +362,19 @@ class Scheduler:
             if node := (pod.get("spec") or {}).get("nodeName"):
                 entry.bound[view.key] = str(node)
         return found
+
+
+def _mark_held(body: Json, holds: HoldBook, priority: int, gang: GangKey | None) -> None:
+    """Nodes held for another gang fail for this pod as its filter says: unresolvable."""
+    for entry in body["nodes"]:
+        hold = holds.blocking(entry["node"], priority, gang)
+        if hold is None or entry["verdict"] == "unresolvable":
+            continue
+        body["summary"][entry["verdict"]] -= 1
+        body["summary"]["unresolvable"] += 1
+        entry.pop("scores", None)
+        entry.pop("total", None)
+        entry.update(verdict="unresolvable", reason=f"node {hold.describe()}")
 
 
 def _key(gang: Gang | Singleton) -> tuple[str, str] | None:

@@ -72,7 +72,7 @@ class LiveSource:
         recheck_absent: float = RECHECK_SECONDS,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
-        self._api = core_api
+        self._api = self.core_api = core_api
         self.cluster = Cluster()
         self.owners = Owners()
         self._assumed: dict[PodKey, _Assumed] = {}

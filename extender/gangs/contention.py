@@ -108,6 +108,9 @@ class Contention:
         if hold is not None and not hold.units:
             self.holds.remove(gang)
 
+    def now(self) -> float:
+        return self._clock()
+
     def priority(self, gang: GangKey) -> int:
         entry = self.waiting.get(gang)
         return entry.priority if entry else 0

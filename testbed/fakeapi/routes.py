@@ -17,6 +17,7 @@ from aiohttp import web
 
 from kube_rdma.core.objects import Json
 from testbed.fakeapi.errors import NO_RESOURCE, ApiError, integer, json_response
+from testbed.fakeapi.evictions import evict
 from testbed.fakeapi.logs import LOGS, PodLogs, serve_log
 from testbed.fakeapi.recording import BODY, TRUE, Recorder
 from testbed.fakeapi.selectors import Selector
@@ -56,6 +57,12 @@ async def dispatch(request: web.Request) -> web.StreamResponse:
             raise ApiError(405, f"fake apiserver: {request.method} is not supported on bindings")
         binding = _named(request[BODY], target.name)
         return json_response(store.bind(target.namespace, binding), 201)
+    if target.plural == "pods" and target.subresource == "eviction" and target.name is not None:
+        if request.method != "POST" or target.namespace is None:
+            raise ApiError(405, f"fake apiserver: {request.method} is not supported on evictions")
+        dry_run = request.query.get("dryRun") == "All"
+        answer = evict(store, target.namespace, target.name, _object(request[BODY]), dry_run)
+        return json_response(answer, 201)
     if target.plural == "pods" and target.subresource == "log" and target.name is not None:
         return serve_log(request, store, target.namespace, target.name)
     if target.subresource not in (None, "status"):

@@ -66,6 +66,11 @@ RESOURCES: Final[Mapping[str, Resource]] = {
     # What controllers coordinate through: records in ConfigMaps, leader election in Leases.
     "configmaps": Resource("ConfigMap", namespaced=True),
     "leases": Resource("Lease", namespaced=True, api_version="coordination.k8s.io/v1"),
+    # What preemption reads and writes: budgets it must respect, events it records.
+    "poddisruptionbudgets": Resource(
+        "PodDisruptionBudget", namespaced=True, api_version="policy/v1"
+    ),
+    "events": Resource("Event", namespaced=True),
 }
 
 

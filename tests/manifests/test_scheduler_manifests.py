@@ -34,6 +34,7 @@ import yaml
 from aiohttp import web
 
 from extender.app import Settings, create_app
+from extender.cluster.disruptions import LiveDisruptions
 from extender.cluster.live import BIND_TIMEOUT_SECONDS, LiveSource
 from extender.cluster.snapshot import SnapshotSource
 from extender.gangs.configmaps import ConfigMapRecords
@@ -92,6 +93,7 @@ SCHEDULER_CONFIG: Json = {
             "filterVerb": "filter",
             "prioritizeVerb": "prioritize",
             "bindVerb": "bind",
+            "preemptVerb": "preempt",
             "weight": 5,
             "nodeCacheCapable": True,
             "enableHTTPS": False,
@@ -278,12 +280,11 @@ def test_scheduler_configuration_is_exactly_the_documented_one() -> None:
 
 def test_extender_verbs_are_the_extender_apps_routes() -> None:
     extender = extender_config()
-    verbs = [extender[f] for f in ("filterVerb", "prioritizeVerb", "bindVerb")]
+    fields = ("filterVerb", "prioritizeVerb", "bindVerb", "preemptVerb")
+    verbs = [extender[f] for f in fields]
     posted = sorted(path for method, path in extender_routes() if method == "POST")
-    # Every configured verb is served, and every served verb is configured: a /preempt added
-    # to the app would need preemptVerb here.
+    # Every configured verb is served, and every served verb is configured.
     assert posted == sorted(f"/{verb}" for verb in verbs)
-    assert "preemptVerb" not in extender
 
 
 def test_url_prefix_reaches_the_extender_container() -> None:
@@ -556,7 +557,9 @@ async def serving(
     source: LiveSource, records: ConfigMapRecords
 ) -> AsyncIterator[tuple[aiohttp.ClientSession, str]]:
     """The real extender app around `source`, on a loopback port."""
-    runner = web.AppRunner(create_app(Settings(), source, None, records), access_log=None)
+    disruptions = LiveDisruptions(source.core_api)  # the one the source reads with
+    app = create_app(Settings(), source, None, records, disruptions)
+    runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
@@ -603,6 +606,26 @@ async def test_extender_rbac_is_exactly_what_the_extender_calls(
         async with session.get(f"{base}/explain?namespace=team-a&name=worker-0") as response:
             assert response.status == 200
         await write_gang_plan_records(fake_api, records)
+        # A gang of higher priority (2 x 4 GPUs) with no room preempts the least it can: busy,
+        # 2 GPUs on gpu-2 (6 free), not worker-0 (8 GPUs on gpu-1): the eviction made dry
+        # first, then for real, and an event on the victim.
+        ours = {keys.GANG: "urgent", keys.GANG_SIZE: "2"}
+        urgent = nodes.pod("urgent-0", gpus=4, annotations=ours)
+        urgent["spec"]["priority"] = 1000
+        urgent = fake_api.create("pods", urgent)
+        args = {"Pod": urgent, "NodeNames": ["gpu-1", "gpu-2"], "Nodes": None}
+        await eventually(lambda: source.cluster.pod("team-a", "urgent-0") is not None)
+        async with session.post(f"{base}/filter", data=orjson.dumps(args)) as response:
+            assert (await response.json())["NodeNames"] == []
+        await eventually(lambda: len(fake_api.objects("events")) == 1)
+        [event] = fake_api.objects("events")
+        assert (event["reason"], event["involvedObject"]["name"]) == ("Preempted", "busy")
+        assert event["message"] == (
+            "Preempted by gang team-a/urgent (priority 1000) to place it whole in cluster; "
+            "pod team-a/busy is evicted whole"
+        )
+        evictions = [r for r in fake_api.requests if r.path.endswith("/eviction")]
+        assert [r.query.get("dryRun") for r in evictions] == ["All", None]
     # API discovery (GET /apis/GROUP/VERSION) is a non-resource URL that every authenticated
     # user may read (the system:discovery ClusterRole), so it needs no rule of ours.
     called = sorted({authorized_as(r) for r in fake_api.requests if not discovery(r)})
@@ -622,11 +645,13 @@ async def test_extender_rbac_is_exactly_what_the_extender_calls(
         ("", "configmaps", "list"),
         ("", "configmaps", "update"),
         ("", "configmaps", "watch"),
+        ("", "events", "create"),
         ("", "nodes", "list"),
         ("", "nodes", "watch"),
         ("", "pods", "list"),
         ("", "pods", "watch"),
         ("", "pods/binding", "create"),
+        ("", "pods/eviction", "create"),
         *((group, plural, verb) for group, plural in optional for verb in ("list", "watch")),
     ]
     # The bind verb is how the node's NCCL settings reach the pod: in the Binding itself.

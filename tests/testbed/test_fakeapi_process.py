@@ -107,7 +107,8 @@ async def ready(url: str, context: ssl.SSLContext | None = None) -> bool:
 def test_it_says_where_it_listens_and_writes_a_kubeconfig(fake_api_process: FakeApiProcess) -> None:
     assert fake_api_process.line == (
         f"fake apiserver listening on {fake_api_process.url}: "
-        f"0 configmaps, 0 leases, {len(NAMESPACES)} namespaces, 8 nodes, {len(PODS)} pods\n"
+        f"0 configmaps, 0 events, 0 leases, {len(NAMESPACES)} namespaces, 8 nodes, "
+        f"0 poddisruptionbudgets, {len(PODS)} pods\n"
     )
     written = orjson.loads(fake_api_process.kubeconfig.read_bytes())
     assert written == kubeconfig(fake_api_process.url)
@@ -202,7 +203,11 @@ def test_without_a_snapshot_it_serves_a_new_cluster_and_stops_on_a_signal(
     line = process.stdout.readline() if process.stdout else ""
     prefix, _, contents = line.rpartition(": ")
     assert prefix.startswith("fake apiserver listening on http://127.0.0.1:")
-    assert contents == "0 configmaps, 0 leases, 4 namespaces, 0 nodes, 0 pods\n"
+    assert (
+        contents
+        == "0 configmaps, 0 events, 0 leases, 4 namespaces, 0 nodes, 0 poddisruptionbudgets, "
+        "0 pods\n"
+    )
     assert listening(int(prefix.rpartition(":")[2]))
     process.send_signal(sig)
     assert process.wait(timeout=10) == 0
@@ -248,7 +253,10 @@ def test_kinds_it_does_not_serve_are_left_out_with_a_note(tmp_path: Path) -> Non
     process = start_fake_api("--port", str(port), "--load", str(path))
     try:
         line = process.stdout.readline() if process.stdout else ""
-        assert line.endswith(": 0 configmaps, 0 leases, 4 namespaces, 1 nodes, 0 pods\n")
+        assert line.endswith(
+            ": 0 configmaps, 0 events, 0 leases, 4 namespaces, 1 nodes, "
+            "0 poddisruptionbudgets, 0 pods\n"
+        )
     finally:
         assert stop(process) == 0
     assert process.stderr is not None
@@ -283,7 +291,8 @@ async def test_workloads_in_a_snapshot_are_served_as_with_their_crds(tmp_path: P
     try:
         line = process.stdout.readline() if process.stdout else ""
         assert line.endswith(
-            ": 0 configmaps, 0 leases, 5 namespaces, 0 nodes, 0 pods, 1 pytorchjobs.kubeflow.org\n"
+            ": 0 configmaps, 0 events, 0 leases, 5 namespaces, 0 nodes, "
+            "0 poddisruptionbudgets, 0 pods, 1 pytorchjobs.kubeflow.org\n"
         )
         url = f"http://127.0.0.1:{port}/apis/kubeflow.org/v1/namespaces/team-a/pytorchjobs"
         status, body = await get_json(url)

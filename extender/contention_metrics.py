@@ -1,0 +1,58 @@
+"""Metrics of shared clusters, read from the scheduler's state at each scrape: gangs waiting
+and for how long, the holds in force, and the preemptions and evictions made."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from extender.scheduling import Scheduler
+
+
+class ContentionCollector(Collector):
+    def __init__(self, scheduler: Scheduler, clock: Callable[[], float]) -> None:
+        self._scheduler = scheduler
+        self._clock = clock
+
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+        scheduler, now = self._scheduler, self._clock()
+        waiting = list(scheduler.contention.waiting.values())
+        yield GaugeMetricFamily(
+            "kube_rdma_gangs_waiting",
+            "Gangs filtered and not planned yet (no room for them whole).",
+            value=len(waiting),
+        )
+        longest = GaugeMetricFamily(
+            "kube_rdma_gang_longest_wait_seconds",
+            "The longest wait of a gang not planned yet, by priority.",
+            labels=["priority"],
+        )
+        by_priority: dict[int, float] = {}
+        for entry in waiting:
+            wait = now - entry.since
+            by_priority[entry.priority] = max(by_priority.get(entry.priority, 0.0), wait)
+        for priority, wait in sorted(by_priority.items()):
+            longest.add_metric([str(priority)], wait)
+        yield longest
+        holds = list(scheduler.holds)
+        yield GaugeMetricFamily(
+            "kube_rdma_gang_holds", "Holds in force (nodes kept for a gang).", value=len(holds)
+        )
+        yield GaugeMetricFamily(
+            "kube_rdma_gang_held_gpus",
+            "GPUs on nodes held for gangs (draining or being preempted for).",
+            value=sum(h.gpus for h in holds),
+        )
+        evictor = scheduler.evictor
+        yield CounterMetricFamily(
+            "kube_rdma_gang_preemptions",
+            "Gang preemptions carried out (every dry run passed).",
+            value=evictor.preemptions,
+        )
+        yield CounterMetricFamily(
+            "kube_rdma_gang_evictions",
+            "Pods evicted (or, for the rest of a victim gang, deleted) by the extender.",
+            value=evictor.evicted,
+        )

@@ -1,0 +1,252 @@
+"""Gangs in a shared cluster, through the Scheduler in snapshot mode: holds that drain a domain
+for a gang that waited too long, gang preemption by whole units, and the rest of a gang torn
+down when kube-scheduler preempted one of its members."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from extender.cluster.disruptions import ModelDisruptions
+from extender.cluster.snapshot import SnapshotSource
+from extender.engine import FilterOutcome
+from extender.explain import table
+from extender.gangs.contention import ContentionSettings
+from extender.gangs.planner import GangSettings
+from extender.scheduling import Scheduler
+from extender.weights import DEFAULT
+from kube_rdma.core import keys
+from kube_rdma.core.objects import Json
+from testbed.builders import nodes
+
+LEAF = keys.LEAF
+NAMES = ["a0", "a1", "a2", "a3", "b0", "b1"]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def cluster() -> list[Json]:
+    return [nodes.node(f"a{i}", nodes.hgx(), labels={LEAF: "leaf-a"}) for i in range(4)] + [
+        nodes.node(f"b{i}", nodes.hgx(), labels={LEAF: "leaf-b"}) for i in range(2)
+    ]
+
+
+def pod(name: str, priority: int = 0, node: str | None = None, **extra: Any) -> Json:
+    found = nodes.pod(name, node_name=node, phase="Running" if node else "Pending", **extra)
+    if priority:
+        found["spec"]["priority"] = priority
+    return found
+
+
+def member(gang: str, index: int, size: int, priority: int = 0, node: str | None = None) -> Json:
+    annotations = {keys.GANG: gang, keys.GANG_SIZE: str(size)}
+    return pod(f"{gang}-{index}", priority, node, annotations=annotations)
+
+
+def scheduler(objects: list[Json], clock: Clock, **settings: Any) -> Scheduler:
+    source = SnapshotSource(objects)
+    return Scheduler(
+        source,
+        lambda: DEFAULT,
+        GangSettings(),
+        ("nvidia.com/gpu",),
+        ("rdma/*",),
+        clock=clock,
+        contention=ContentionSettings(**settings),
+        disruptions=ModelDisruptions(source.cluster),
+    )
+
+
+def busy_everywhere(priority: int = 0) -> list[Json]:
+    return [pod(f"job-{n}", priority, n) for n in NAMES]
+
+
+NO_FIT = "gang team-a/big needs 4 x (8 GPU, 8 rails): cluster fits 0"
+
+
+def test_a_gang_holds_the_domain_that_needs_least_freed_after_waiting() -> None:
+    clock = Clock()
+    big = [member("big", i, 4) for i in range(4)]
+    s = scheduler([*cluster(), *busy_everywhere(), *big], clock, hold_after=60, preemption=False)
+    assert s.filter(big[0], NAMES) == FilterOutcome([], {}, dict.fromkeys(NAMES, NO_FIT))
+    assert not s.holds
+    clock.now += 61
+    held = f"{NO_FIT}; 4 nodes in leaf-a held for it while they drain"
+    assert s.filter(big[1], NAMES) == FilterOutcome([], {}, dict.fromkeys(NAMES, held))
+    hold = s.holds.get(("team-a", "big"))
+    assert hold is not None
+    assert (hold.domain, sorted(hold.nodes), hold.gpus) == ("leaf-a", ["a0", "a1", "a2", "a3"], 32)
+
+
+def test_pods_of_the_same_or_lower_priority_fail_on_held_nodes_as_unresolvable() -> None:
+    clock = Clock()
+    big = [member("big", i, 4, priority=10) for i in range(4)]
+    objects = [*cluster(), *busy_everywhere(), *big]
+    s = scheduler(objects, clock, hold_after=0, preemption=False)
+    s.filter(big[0], NAMES)
+    for node in ["a0", "a1", "a2", "a3"]:
+        s._source.cluster.delete_pod(("team-a", f"job-{node}"))
+    # The occupants of leaf-a finished; a singleton of the same priority comes.
+    same = pod("same", 10)
+    blocked = "node held for gang team-a/big (priority 10) in leaf-a: draining"
+    answer = s.filter(same, NAMES)
+    assert answer.passed == []
+    assert {n: r for n, r in answer.unresolvable.items()} == dict.fromkeys(
+        ["a0", "a1", "a2", "a3"], blocked
+    )
+    higher = s.filter(pod("urgent", 11), NAMES)
+    assert higher.passed == ["a0", "a1", "a2", "a3"]
+
+
+def test_the_gang_is_planned_on_its_held_nodes_once_they_drained() -> None:
+    clock = Clock()
+    big = [member("big", i, 4) for i in range(4)]
+    s = scheduler([*cluster(), *busy_everywhere(), *big], clock, hold_after=0, preemption=False)
+    s.filter(big[0], NAMES)
+    assert s.holds.get(("team-a", "big")) is not None
+    for node in ["a0", "a1", "a2", "a3"]:
+        s._source.cluster.delete_pod(("team-a", f"job-{node}"))
+    clock.now += 10
+    answer = s.filter(big[0], NAMES)
+    assert len(answer.passed) == 1
+    assert s.planner.plans[("team-a", "big")].domain == "leaf-a"
+    assert not s.holds, "the plan holds the nodes now"
+
+
+def test_holds_stay_within_their_share_except_for_the_oldest_highest_priority_gang() -> None:
+    clock = Clock()
+    first = [member("first", i, 2) for i in range(2)]
+    second = [member("second", i, 2) for i in range(2)]
+    objects = [*cluster(), *busy_everywhere(), *first, *second]
+    s = scheduler(objects, clock, hold_after=0, hold_share=0.2, preemption=False)
+    s.filter(first[0], NAMES)
+    clock.now += 1
+    s.filter(second[0], NAMES)
+    # 48 GPUs in all, 20 % is 9: the first gang (16 GPUs) is the oldest and may go past it.
+    assert s.holds.get(("team-a", "first")) is not None
+    assert s.holds.get(("team-a", "second")) is None
+
+
+async def test_a_higher_priority_gang_preempts_whole_units_and_then_is_placed() -> None:
+    clock = Clock()
+    victims = [member("low", i, 2, node=f"b{i}") for i in range(2)]
+    others = [pod(f"job-{n}", 5, n) for n in ["a0", "a1", "a2", "a3"]]
+    urgent = [member("urgent", i, 2, priority=10) for i in range(2)]
+    s = scheduler([*cluster(), *others, *victims, *urgent], clock)
+    answer = s.filter(urgent[0], NAMES)
+    expected = (
+        "gang team-a/urgent needs 2 x (8 GPU, 8 rails): cluster fits 0; "
+        "preempting gang team-a/low in leaf-b; 2 nodes held until they are gone"
+    )
+    assert answer == FilterOutcome([], {}, dict.fromkeys(NAMES, expected))
+    await s.evictor.drain()
+    assert s._source.cluster.pod("team-a", "low-0") is None
+    assert s._source.cluster.pod("team-a", "low-1") is None
+    assert s._source.cluster.pod("team-a", "job-a0") is not None, "the cheaper unit is spared"
+    clock.now += 10
+    placed = s.filter(urgent[0], NAMES)
+    assert placed.passed in (["b0"], ["b1"])
+    assert (s.evictor.preemptions, s.evictor.evicted) == (1, 2)
+
+
+async def test_preemption_never_takes_part_of_a_gang_or_pods_of_the_same_priority() -> None:
+    clock = Clock()
+    # The low gang spans leaves; a same-priority pod sits on b1.
+    victims = [member("low", 0, 2, node="b0"), member("low", 1, 2, node="a0")]
+    peers = [pod("peer", 10, "b1")] + [pod(f"job-{n}", 10, n) for n in ["a1", "a2", "a3"]]
+    urgent = [member("urgent", i, 1 + 1, priority=10) for i in range(2)]
+    s = scheduler([*cluster(), *peers, *victims, *urgent], clock)
+    s.filter(urgent[0], NAMES)
+    hold = s.holds.get(("team-a", "urgent"))
+    assert hold is not None
+    assert [name for name, _ in hold.units] == ["gang team-a/low"]
+    assert hold.victims == {("team-a", "low-0"), ("team-a", "low-1")}
+    await s.evictor.drain()
+
+
+@pytest.mark.parametrize("policy", ["Never"])
+def test_a_gang_whose_members_never_preempt_only_waits(policy: str) -> None:
+    clock = Clock()
+    urgent = [member("urgent", i, 2, priority=10) for i in range(2)]
+    for p in urgent:
+        p["spec"]["preemptionPolicy"] = policy
+    s = scheduler([*cluster(), *busy_everywhere(), *urgent], clock, hold_after=600)
+    s.filter(urgent[0], NAMES)
+    assert not s.holds
+
+
+async def test_a_gang_member_preempted_by_kube_scheduler_takes_the_rest_of_its_gang() -> None:
+    clock = Clock()
+    gang = [member("g", i, 3, node=f"a{i}") for i in range(3)]
+    s = scheduler([*cluster(), *gang], clock)
+    gone = dict(gang[0])
+    gone["status"] = {
+        "phase": "Running",
+        "conditions": [
+            {
+                "type": "DisruptionTarget",
+                "status": "True",
+                "reason": "PreemptionByScheduler",
+                "message": "rdma-scheduler: preempting to accommodate a higher priority pod",
+            }
+        ],
+    }
+    s._source.cluster.delete_pod(("team-a", "g-0"), gone)
+    s.sweep()
+    await s.evictor.drain()
+    assert [s._source.cluster.pod("team-a", f"g-{i}") for i in (1, 2)] == [None, None]
+    assert s.evictor.evicted == 2
+
+
+async def test_a_member_deleted_for_another_reason_leaves_its_gang_alone() -> None:
+    clock = Clock()
+    gang = [member("g", i, 3, node=f"a{i}") for i in range(3)]
+    s = scheduler([*cluster(), *gang], clock)
+    s._source.cluster.delete_pod(("team-a", "g-0"), gang[0])
+    s.sweep()
+    await s.evictor.drain()
+    assert s._source.cluster.pod("team-a", "g-1") is not None
+
+
+def test_explain_shows_the_wait_the_hold_and_the_held_nodes() -> None:
+    clock = Clock()
+    big = [member("big", i, 4) for i in range(4)]
+    solo = pod("solo")
+    objects = [*cluster(), *busy_everywhere(), *big, solo]
+    s = scheduler(objects, clock, hold_after=60, preemption=False)
+    s.filter(big[0], NAMES)
+    clock.now += 90
+    s.filter(big[0], NAMES)
+    body = s.explain("team-a", "big-1")
+    assert body is not None
+    assert body["gang"]["waiting"] == {
+        "priority": 0,
+        "seconds": 90.0,
+        "reason": f"{NO_FIT}; 4 nodes in leaf-a held for it while they drain",
+    }
+    assert body["gang"]["hold"] == {
+        "domain": "leaf-a",
+        "nodes": ["a0", "a1", "a2", "a3"],
+        "gpus": 32,
+        "victims": [],
+    }
+    assert table(body).splitlines()[1:4] == [
+        "gang team-a/big of 4 (kube-rdma.io/gang): no plan now (a member's next filter plans "
+        "it; none fit last time, or it expired)",
+        f"waiting 90s at priority 0: {NO_FIT}; 4 nodes in leaf-a held for it while they drain",
+        "holding 4 nodes in leaf-a (32 GPUs)",
+    ]
+    other = s.explain("team-a", "solo")
+    assert other is not None
+    held = [n for n in other["nodes"] if n["node"].startswith("a")]
+    assert {(n["verdict"], n["reason"]) for n in held} == {
+        ("unresolvable", "node held for gang team-a/big (priority 0) in leaf-a: draining")
+    }
+    assert other["summary"] == {"pass": 0, "fail": 2, "unresolvable": 4}
