@@ -3,6 +3,7 @@ long each variant takes on one core.
 
     python -m bench.simulate [--nodes 2000] [--jobs 1000] [--seed 1] [--load 0.6]
                              [--priorities high:0.2/low:0.8] [--busy 0.0]
+                             [--without-preemption]
 
 The cluster comes from testbed/clustergen (HGX-like boards in leaves of 32 nodes, 2 % of nodes
 with a rail down, 1 % with a flaky port, a share `--busy` of the GPUs taken by running pods of
@@ -37,6 +38,9 @@ def main() -> int:
     parser.add_argument("--load", type=float, default=0.6)
     parser.add_argument("--priorities", help="e.g. high:0.2/low:0.8 (none: all at 0)")
     parser.add_argument("--busy", type=float, default=0.0, help="share of GPUs running pods")
+    parser.add_argument(
+        "--without-preemption", action="store_true", help="kube-scheduler's preemption off"
+    )
     args = parser.parse_args()
     logging.getLogger("kube_rdma.extender").setLevel(logging.WARNING)
     with tempfile.TemporaryDirectory() as folder:
@@ -51,7 +55,8 @@ def main() -> int:
             source += f",priorities={args.priorities}"
         jobs = parse_generate(source).stream(cluster.shape())
         source = f"generate {source}"
-        document = run_variants(cluster, jobs, source, build_variants([], None), Settings())
+        settings = Settings(preemption=not args.without_preemption)
+        document = run_variants(cluster, jobs, source, build_variants([], None), settings)
     print(f"snapshot read in {loaded:.1f} s")
     for variant in document["variants"]:
         hours = variant["simulated_hours"]

@@ -58,6 +58,9 @@ class Settings:
     backoff_initial: float = 1.0
     backoff_max: float = 10.0
     max_unschedulable: float = 300.0
+    preemption: bool = True
+    """False: kube-scheduler's preemption off in every variant (a profile without
+    DefaultPreemption), to compare."""
 
 
 @dataclass
@@ -180,6 +183,7 @@ def scheduler_config(variant: Variant, settings: Settings) -> SchedulerConfig:
     return SchedulerConfig(
         use_extender=with_extender,
         preempt_via_extender=with_extender,
+        preemption=settings.preemption,
         # The extender's documented setting; plain kube-scheduler's adaptive default.
         percentage_of_nodes_to_score=100 if with_extender else None,
         http_timeout=settings.http_timeout,
