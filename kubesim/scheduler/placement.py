@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 
 import orjson
 
@@ -52,19 +53,43 @@ from kubesim.scheduler.preemption import priority
 
 
 class Unschedulable(Exception):
-    """No node fits the pod: `statuses` has, per node that failed, the reason and whether
-    preemption may resolve it (nodes not tried are absent)."""
+    """No node fits the pod: `failed` has the reason of each node that failed (nodes not tried
+    are absent), `in_tree` those the in-tree filters failed, `unresolvable` those the extender
+    failed as unresolvable."""
 
     def __init__(
         self,
         message: str,
-        statuses: Mapping[str, tuple[str, bool]] | None = None,
+        failed: Mapping[str, str] | None = None,
+        in_tree: Mapping[str, str] | None = None,
+        unresolvable: AbstractSet[str] = frozenset(),
         by_extender: bool = False,
     ):
         super().__init__(message)
-        self.statuses: Mapping[str, tuple[str, bool]] = statuses or {}
+        self.failed: Mapping[str, str] = failed or {}
+        self.in_tree: Mapping[str, str] = in_tree or {}
+        self.unresolvable = unresolvable
         self.by_extender = by_extender
         """The extender rejected some nodes the in-tree filters passed."""
+
+    def resolvable(self, node: str) -> bool:
+        """Whether removing pods may cure the node's failure (it failed Unschedulable, not
+        UnschedulableAndUnresolvable)."""
+        if node not in self.failed or node in self.unresolvable:
+            return False
+        reason = self.in_tree.get(node)
+        return reason is None or resolvable(reason)
+
+    def resolvable_nodes(self) -> list[str]:
+        """The nodes preemption may help on, in the order they were tried."""
+        cured = {r: resolvable(r) for r in set(self.in_tree.values())}
+        if all(cured.values()) and not self.unresolvable:
+            return list(self.failed)
+        return [
+            n
+            for n in self.failed
+            if n not in self.unresolvable and cured.get(self.in_tree.get(n, ""), True)
+        ]
 
 
 def resolvable(reason: str) -> bool:
@@ -126,11 +151,8 @@ class Placement:
         if feasible and extender is not None:
             feasible = await extender.filter(pod, feasible, failed, unresolvable)
         if not feasible:
-            statuses = {
-                n: (r, n not in unresolvable and (n not in in_tree or resolvable(r)))
-                for n, r in failed.items()
-            }
-            raise Unschedulable(fit_error(len(names), failed), statuses, sampled > 0)
+            message = fit_error(len(names), failed)
+            raise Unschedulable(message, failed, in_tree, unresolvable, sampled > 0)
         if len(feasible) == 1:
             return feasible[0], sampled
         scores = await self._scores(pod, feasible, pod_requests(pod), extender)

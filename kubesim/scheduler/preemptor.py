@@ -15,6 +15,7 @@ SchedulerAsyncPreemption.
 from __future__ import annotations
 
 import contextlib
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -24,8 +25,9 @@ from kube_rdma.kube.errors import ApiError, NotFound
 from kubesim.scheduler.apiserver import ApiCalls
 from kubesim.scheduler.config import SchedulerConfig
 from kubesim.scheduler.extender_client import ExtenderClient, ExtenderError
-from kubesim.scheduler.fit import NodeFacts, NodeUsage, fit_error, fit_failure
+from kubesim.scheduler.fit import NodeFacts, NodeUsage, fit_failure
 from kubesim.scheduler.nominated import Nominations
+from kubesim.scheduler.placement import Unschedulable
 from kubesim.scheduler.pods import PodKey, pod_key, pod_requests
 from kubesim.scheduler.preemption import (
     DISRUPTION_TARGET,
@@ -75,45 +77,44 @@ class Preemptor:
     async def post_filter(
         self,
         pod: Json,
-        statuses: Mapping[str, tuple[str, bool]],
+        failure: Unschedulable,
         apiserver: ApiCalls,
         extender: ExtenderClient | None,
     ) -> Preemption:
-        """Preemption for the pod, which failed with `statuses` (node -> reason, resolvable);
-        an apiserver error ends it, as an Error status does."""
-        if not self._config.preemption or not statuses:
+        """Preemption for the pod, which failed as `failure` says on each node; an apiserver
+        error ends it, as an Error status does."""
+        if not self._config.preemption or not failure.failed:
             return Preemption(None)
         try:
-            return await self._preempt(pod, statuses, apiserver, extender)
+            return await self._preempt(pod, failure, apiserver, extender)
         except ApiError as e:
             return Preemption(None, message=str(e))
 
     async def _preempt(
         self,
         pod: Json,
-        statuses: Mapping[str, tuple[str, bool]],
+        failure: Unschedulable,
         apiserver: ApiCalls,
         extender: ExtenderClient | None,
     ) -> Preemption:
-        nominated = (pod.get("status") or {}).get("nominatedNodeName")
+        nominated = str((pod.get("status") or {}).get("nominatedNodeName") or "")
         lowest = self._lowest()
         by_node = self._pods_by_node() if lowest is not None and lowest < priority(pod) else {}
-        status = statuses.get(nominated or "")
-        unresolvable = status is not None and not status[1]
-        why_not = not_eligible(pod, unresolvable, by_node.get(nominated or "", []))
+        unresolvable = nominated in failure.failed and not failure.resolvable(nominated)
+        why_not = not_eligible(pod, unresolvable, by_node.get(nominated, []))
         if why_not is not None:
             return Preemption(None, message=why_not)
-        potential = [n for n in self._nodes_in_order(statuses) if statuses[n][1]]
-        if by_node:
-            pdbs = await apiserver.disruption_budgets() if potential else []
-            candidates, failures, errors = dry_run(
-                potential,
-                lambda node: select_victims(
-                    pod, by_node.get(node, []), self._fits(pod, node), pdbs
-                ),
-            )
-        else:  # SelectVictimsOnNode's answer on every node, known at once
-            candidates, failures, errors = {}, dict.fromkeys(potential, NO_VICTIMS), []
+        potential = failure.resolvable_nodes()
+        if not by_node:  # SelectVictimsOnNode's answer on every node, known at once
+            if nominated:
+                await self._nominate(apiserver, pod, None)
+            counts = {NO_VICTIMS: len(potential), NOT_HELPFUL: len(self._nodes) - len(potential)}
+            return Preemption(None, message=_fit_error(len(self._nodes), counts))
+        pdbs = await apiserver.disruption_budgets() if potential else []
+        candidates, failures, errors = dry_run(
+            potential,
+            lambda node: select_victims(pod, by_node.get(node, []), self._fits(pod, node), pdbs),
+        )
         if not candidates and errors:
             return Preemption(None, message=aggregate(errors))
         if not candidates:
@@ -131,9 +132,6 @@ class Preemptor:
         deleted = await self._prepare(apiserver, pod, node, candidates[node])
         await self._nominate(apiserver, pod, node)
         return Preemption(node, deleted)
-
-    def _nodes_in_order(self, statuses: Mapping[str, tuple[str, bool]]) -> list[str]:
-        return [n for n in statuses if n in self._nodes]
 
     def _fits(self, pod: Json, node: str) -> Callable[[Sequence[Json]], str | None]:
         """SelectVictimsOnNode's filter run: the in-tree filters on the node without `removed`,
@@ -157,10 +155,9 @@ class Preemptor:
     def _no_candidates(self, failures: Mapping[str, str]) -> str:
         """The FitError kube-scheduler words for a preemption that found no candidate: the dry
         run's reasons, every node it did not try as not helpful."""
-        reasons = dict(failures)
-        for name in self._nodes:
-            reasons.setdefault(name, NOT_HELPFUL)
-        return fit_error(len(self._nodes), reasons)
+        counts = Counter(failures.values())
+        counts[NOT_HELPFUL] += sum(1 for n in self._nodes if n not in failures)
+        return _fit_error(len(self._nodes), counts)
 
     async def _ask(
         self,
@@ -261,3 +258,9 @@ class Preemptor:
         }  # fmt: skip
         with contextlib.suppress(ApiError):
             await apiserver.create_event(namespace, event)
+
+
+def _fit_error(num_all_nodes: int, counts: Mapping[str, int]) -> str:
+    """FitError's message from reason counts (kubesim/scheduler/fit.py's fit_error, counted)."""
+    reasons = sorted(f"{count} {reason}" for reason, count in counts.items() if count)
+    return f"0/{num_all_nodes} nodes are available: {', '.join(reasons)}."

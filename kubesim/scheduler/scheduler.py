@@ -298,7 +298,7 @@ class EmulatedScheduler:
             return Attempt(key, now, "error", message=str(e))
         except Unschedulable as e:
             preemption = await self._preemptor.post_filter(
-                pod, e.statuses, self.connections.apiserver, self._extender_for(pod)
+                pod, e, self.connections.apiserver, self._extender_for(pod)
             )
             del self._in_flight[key]
             # The victims' deletions came during the cycle: kube-scheduler replays such
