@@ -72,6 +72,16 @@ def _register_extender(subcommands: argparse._SubParsersAction[argparse.Argument
         "given up and planned again",
     )
     extender.add_argument(
+        "--percentage-of-nodes-to-score",
+        type=_percentage,
+        default=100,
+        metavar="PERCENT",
+        help="kube-scheduler's percentageOfNodesToScore for the RDMA scheduler (0: its adaptive "
+        "default); tells a candidate list cut short by sampling from one where kube-scheduler "
+        "ruled a planned node out, which has its gang planned again at once; 100 is what "
+        "manifests/scheduler configures",
+    )
+    extender.add_argument(
         "--plan-namespace",
         default=os.environ.get("POD_NAMESPACE", "kube-rdma"),
         help="namespace of the ConfigMaps that record gang plans, so that the extender that "
@@ -97,6 +107,12 @@ def _register_extender(subcommands: argparse._SubParsersAction[argparse.Argument
         "waiting gang of the highest priority may go past it",
     )
     extender.add_argument(
+        "--broken-gang-grace",
+        type=float,
+        help="seconds a running gang may lack members (evicted, node gone) before its other "
+        "members are evicted too, so that its operator restarts the job (default: never)",
+    )
+    extender.add_argument(
         "--no-gang-preemption",
         action="store_true",
         help="gangs never preempt lower-priority pods (they still hold nodes to drain)",
@@ -119,6 +135,14 @@ def _register_explain(subcommands: argparse._SubParsersAction[argparse.ArgumentP
     explain.set_defaults(run=run_explain)
 
 
+def _percentage(value: str) -> int:
+    if not value.isdigit() or int(value) > 100:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a percentage from 0 to 100 (0: kube-scheduler's adaptive default)"
+        )
+    return int(value)
+
+
 def _loopback(host: str) -> bool:
     try:
         return ipaddress.ip_address(host).is_loopback
@@ -137,6 +161,9 @@ def run_extender(args: argparse.Namespace) -> int:
 
     if bool(args.tls_cert_file) != bool(args.tls_key_file):
         log.error("--tls-cert-file and --tls-key-file go together")
+        return 2
+    if (args.broken_gang_grace or 0) < 0:
+        log.error("--broken-gang-grace is a number of seconds, 0 or more")
         return 2
     if not 0 <= args.hold_max_share <= 1 or args.hold_after < 0:
         log.error(
@@ -197,6 +224,7 @@ async def _extender_app(args: argparse.Namespace, tls: Any = None) -> Any:
         plan_timeout=args.plan_timeout,
         barrier_timeout=args.barrier_timeout,
         barrier_progress_timeout=args.barrier_progress_timeout,
+        percentage_of_nodes_to_score=args.percentage_of_nodes_to_score,
     )
     if args.domain_label:
         gangs = replace(gangs, domains=tuple(args.domain_label))
@@ -210,6 +238,7 @@ async def _extender_app(args: argparse.Namespace, tls: Any = None) -> Any:
             hold_after=args.hold_after,
             hold_share=args.hold_max_share,
             preemption=not args.no_gang_preemption,
+            broken_grace=args.broken_gang_grace,
         ),
     )
     if args.cluster_snapshot:

@@ -15,6 +15,7 @@ never writes.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
@@ -26,14 +27,15 @@ from extender.cluster.source import BindError, ClusterSource
 from extender.engine import Engine, FilterOutcome
 from extender.explain import explanation
 from extender.gangs.barrier import Barrier
+from extender.gangs.broken import BrokenGangs
 from extender.gangs.contention import Contention, ContentionSettings, Waiting
 from extender.gangs.evictor import Evictor
-from extender.gangs.holds import Hold, HoldBook
+from extender.gangs.holds import Hold, HoldBook, hold_of
 from extender.gangs.identity import Gang, Singleton, gang_of
 from extender.gangs.ownership import owner_gang
 from extender.gangs.planner import GangSettings, Planner
 from extender.gangs.priority import pod_priority
-from extender.gangs.records import PlanRecords
+from extender.gangs.records import MemoryRecords, PlanRecord, PlanRecords
 from extender.gangs.reservations import GangKey, Reservations
 from extender.gangs.resume import Members, resume
 from extender.podview import PodView, pod_view
@@ -42,6 +44,7 @@ from extender.protocol import MetaVictims
 from extender.weights import Weights
 from kube_rdma.core.objects import Json
 
+log = logging.getLogger("kube_rdma.extender")
 DEFAULT_CONTENTION = ContentionSettings()
 STARTING = "the kube-rdma extender is starting: cluster not read yet; the pod is retried"
 
@@ -72,7 +75,8 @@ class Scheduler:
         cluster = source.cluster
         book = Reservations(gangs.domains[0] if gangs.domains else None)
         self.engine = Engine(cluster, weights, book, require_acceptance)
-        self.holds = HoldBook()
+        records = records or MemoryRecords()
+        self.holds = HoldBook(records)
         if disruptions is None:
             contention = replace(contention, preemption=False)
         self.evictor = Evictor(cluster, disruptions or ModelDisruptions(cluster), self._refused)
@@ -88,6 +92,9 @@ class Scheduler:
             self.evictor.start,
             tuple(gpu_resources),
         )
+        self.broken = BrokenGangs(
+            contention.broken_grace, clock, self.gang, self.evictor.tear_down_gang
+        )
         self.planner = Planner(
             cluster,
             self.engine,
@@ -97,6 +104,8 @@ class Scheduler:
             records,
             self.holds,
             self.contention.priority,
+            self.contention.ahead,
+            self._waiting_members,
         )
         self._records = self.planner.records
         self._adopted = 0
@@ -115,6 +124,17 @@ class Scheduler:
     def _needs(self, template: Json) -> bool:
         """Whether a workload's pod template requests GPUs or RDMA."""
         return self.view(template).relevant
+
+    def _waiting_members(self, gang: Gang) -> list[Json]:
+        """The gang's pods in the cache that are not bound yet: the planner groups them by the
+        nodes they may use."""
+        return [
+            pod
+            for pod in self._source.cluster.pods()
+            if not (pod.get("spec") or {}).get("nodeName")
+            and (pod.get("metadata") or {}).get("namespace") == gang.namespace
+            and _key(self.gang(pod)) == gang.key
+        ]
 
     def ready(self) -> bool:
         """The cluster and the gang plan records have been read."""
@@ -306,6 +326,7 @@ class Scheduler:
             self.planner.sweep()
             self.contention.sweep(self._still_waiting)
             self._tear_down_preempted()
+            self.broken.check(self._source.cluster.pods())
 
     def _still_waiting(self, gang: GangKey) -> bool:
         waiting = self.contention.waiting[gang]
@@ -326,11 +347,15 @@ class Scheduler:
                 self.evictor.tear_down_gang(gang, self._bound_members(gang.key))
 
     def _bound_members(self, gang: GangKey) -> list[PodKey]:
+        return self._gang_pods(gang, bound=True)
+
+    def _gang_pods(self, gang: GangKey, bound: bool) -> list[PodKey]:
+        """The gang's pods in the cache, bound or pending."""
         return [
             pod_key(pod)
             for pod in self._source.cluster.pods()
             if (pod.get("metadata") or {}).get("namespace") == gang[0]
-            and (pod.get("spec") or {}).get("nodeName")
+            and bool((pod.get("spec") or {}).get("nodeName")) == bound
             and _key(self.gang(pod)) == gang
         ]
 
@@ -342,7 +367,27 @@ class Scheduler:
         self._adopted = foreign
         saved = dict(self._records.saved())
         reason = "another kube-rdma extender served meanwhile; the pod is retried"
-        resume(self.planner, saved, self._members(saved.keys()), reason)
+        plans = {k: r for k, r in saved.items() if r.hold is None}
+        resume(self.planner, plans, self._members(plans.keys()), reason)
+        self._adopt_holds([r for r in saved.values() if r.hold is not None])
+
+    def _adopt_holds(self, records: list[PlanRecord]) -> None:
+        """Keep the holds another process made; go on evicting a preemption's victims that
+        are still there (their evictions are tried dry again first)."""
+        self.holds.clear()
+        found = self._members({r.gang for r in records})
+        for record in records:
+            hold = hold_of(record, self.contention.now())
+            members = found.get(record.gang)
+            if hold is None or members is None or record.gang in self.planner.plans:
+                continue
+            self.holds.adopt(hold)
+            waiting = self.contention.note_adopted(members.gang, members.member, hold.priority)
+            waiting.members.update(self._gang_pods(record.gang, bound=False))
+            if any(self._source.cluster.pod(*key) for key in hold.victims):
+                self.evictor.start(hold)
+        if records:
+            log.info("took over %d gang holds from their records", len(records))
 
     def _members(self, gangs: Collection[GangKey]) -> dict[GangKey, Members]:
         """What the cache shows of each gang: a member with GPU or RDMA requests, and the

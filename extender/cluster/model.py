@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from kube_rdma.core import keys
+from kube_rdma.core.nodeconstraints import NodeFacts, Taint, node_facts
 from kube_rdma.core.objects import Json
 from kube_rdma.core.quantity import QuantityError, parse_quantity
 from kube_rdma.core.requests import effective_requests
@@ -97,6 +98,10 @@ class NodeInfo:
     topology_error: str | None = None
     """Why the node has no usable topology (no annotation, or a malformed one)."""
     pods: frozenset[PodKey] = field(default_factory=frozenset)
+    taints: tuple[Taint, ...] = ()
+    """The NoSchedule and NoExecute taints, with those readiness and cordons imply
+    (kube_rdma.core.nodeconstraints reads them, with the name and labels)."""
+    unschedulable: bool = False
     rails_key: int = field(default=0, compare=False)
     """Equal for nodes whose documents are alike to every filter and score (`rails_signature`):
     the same ports, states, rates, PCIe links and pairs, and GPUDirect RDMA paths; their rail
@@ -116,6 +121,7 @@ class _NodeEntry:
     topology_error: str | None
     annotation: str | None
     rails_key: int
+    facts: NodeFacts
 
 
 class Cluster:
@@ -159,7 +165,8 @@ class Cluster:
         else:
             topology, error = _read_topology(name, annotation)
             rails_key = self._intern(rails_signature(topology) if topology else None)
-        self._nodes[name] = _NodeEntry(obj, topology, error, annotation, rails_key)
+        facts = node_facts(obj)
+        self._nodes[name] = _NodeEntry(obj, topology, error, annotation, rails_key, facts)
         self._refresh(name)
 
     def delete_node(self, name: str) -> None:
@@ -290,6 +297,8 @@ class Cluster:
             topology=entry.topology,
             topology_error=entry.topology_error,
             pods=keys_,
+            taints=entry.facts.taints,
+            unschedulable=entry.facts.unschedulable,
             rails_key=entry.rails_key,
             state=self._intern(state),
         )

@@ -7,11 +7,14 @@ Pod and workload object is trimmed as it arrives (client-go's SetTransform does 
 informer's store), so memory follows the useful data. What each one keeps, and who reads it:
 - Pod: name, namespace, uid, labels, annotations and the controller's ownerReference (the pod's
   view, gang identity); spec.nodeName and each container's name, resources and the env entries
-  that read a field (the pod's requests, the annotations a bind must write); status.phase.
+  that read a field (the pod's requests, the annotations a bind must write); spec.nodeSelector,
+  the required node affinity and the tolerations (the nodes a gang member may use); status.phase.
   Annotations are kept but for a few large ones nothing here reads (NOT_READ_ANNOTATIONS), since
   gang identity looks up keys of many schedulers and queues.
-- Node: name, labels, the kube-rdma.io/ annotations (the topology document) and
-  status.allocatable.
+- Node: name, labels, the kube-rdma.io/ annotations (the topology document),
+  status.allocatable, and what decides whether pods may use it at all: spec.taints,
+  spec.unschedulable and the type and status of the conditions that imply a taint (Ready, the
+  pressures).
 - A workload that owns pods (PyTorchJob, JobSet, ...): everything but managedFields and status;
   its spec says how many pods its gang has.
 A field read anywhere new must be kept here too; tests/extender/cluster/test_trim.py checks that
@@ -24,6 +27,7 @@ import sys
 from typing import Any, Final
 
 from kube_rdma.core import keys
+from kube_rdma.core.nodeconstraints import CONDITION_TYPES
 from kube_rdma.core.objects import Json
 
 NOT_READ_ANNOTATIONS: Final = frozenset(
@@ -36,6 +40,7 @@ NOT_READ_ANNOTATIONS: Final = frozenset(
 """Large annotations that other tools write on pods and the extender never reads."""
 POD_METADATA: Final = ("name", "generateName", "namespace", "uid", "resourceVersion", "labels")
 CONTAINER_LISTS: Final = ("containers", "initContainers")
+REQUIRED: Final = "requiredDuringSchedulingIgnoredDuringExecution"
 
 
 DISRUPTION = "DisruptionTarget"
@@ -65,6 +70,7 @@ def trim_pod(pod: Json) -> Json:
         trimmed_spec["priority"] = spec["priority"]
     if spec.get("preemptionPolicy") == "Never":
         trimmed_spec["preemptionPolicy"] = "Never"
+    trimmed_spec.update(_node_constraints(spec))
     result: Json = {**_type(pod), "metadata": kept, "spec": trimmed_spec}
     status = _pod_status(pod.get("status") or {})
     if status:
@@ -93,10 +99,23 @@ def trim_node(node: Json) -> Json:
     ours = {k: v for k, v in (meta.get("annotations") or {}).items() if k.startswith(keys.PREFIX)}
     if ours:
         kept["annotations"] = ours
-    allocatable = (node.get("status") or {}).get("allocatable")
+    status = node.get("status") or {}
     result: Json = {**_type(node), "metadata": kept}
-    if allocatable is not None:
-        result["status"] = {"allocatable": allocatable}
+    spec = {k: v for k, v in (node.get("spec") or {}).items() if k in ("taints", "unschedulable")}
+    if spec:
+        result["spec"] = spec
+    kept_status: Json = {}
+    if status.get("allocatable") is not None:
+        kept_status["allocatable"] = status["allocatable"]
+    conditions = [
+        {"type": c["type"], "status": c.get("status")}
+        for c in status.get("conditions") or []
+        if isinstance(c, dict) and c.get("type") in CONDITION_TYPES
+    ]
+    if conditions:
+        kept_status["conditions"] = conditions
+    if kept_status:
+        result["status"] = kept_status
     return result
 
 
@@ -113,6 +132,17 @@ def _controller(references: Any) -> Json | None:
                 k: ref[k] for k in ("apiVersion", "kind", "name", "uid", "controller") if k in ref
             }
     return None
+
+
+def _node_constraints(spec: Json) -> Json:
+    """nodeSelector, tolerations and the required node affinity: the rest of the affinity
+    (preferences, pod affinity) is kube-scheduler's alone."""
+    kept: Json = {k: spec[k] for k in ("nodeSelector", "tolerations") if spec.get(k)}
+    affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
+    required = affinity.get(REQUIRED) if isinstance(affinity, dict) else None
+    if required is not None:
+        kept["affinity"] = {"nodeAffinity": {REQUIRED: required}}
+    return kept
 
 
 def _container(container: Json) -> Json:

@@ -6,12 +6,17 @@ then the whole cluster) whose nodes hold all the members still to place; among t
 that level, the tightest (fewest member slots in all, so bigger domains stay whole for bigger
 gangs), then the best mean score; within it the best-scoring nodes, each filled with as many
 members as fit before the next one is used.
+
+Members of one gang may be allowed different nodes (a master pinned to one pool, workers
+tolerating a taint the master does not): each group of members with the same constraints is
+then placed within the nodes it may use, the node capacity shared between the groups, the
+group with the least capacity open to it first; a domain is viable only if every group fits.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from extender.cluster.model import NodeInfo
 from extender.podview import PodView
@@ -29,6 +34,8 @@ class Fit:
     score: float
     """The node's score for a member."""
     labels: Mapping[str, str]
+    groups: frozenset[int] | None = None
+    """The member groups that may use the node (indexes into the demands); None: all."""
 
 
 Fits = Mapping[str, Fit]
@@ -40,6 +47,8 @@ class Choice:
     domain: str
     nodes: list[str]
     """One node per member (a node appears once for each member it takes), best first."""
+    groups: list[int] = field(default_factory=list)
+    """The member group each of `nodes` is for; empty when the gang is one group."""
 
 
 def members_fitting(pod: PodView, node: NodeInfo, held: Mapping[str, int]) -> int:
@@ -56,6 +65,13 @@ def members_fitting(pod: PodView, node: NodeInfo, held: Mapping[str, int]) -> in
 def choose(fits: Fits, needed: int, domains: Sequence[str]) -> Choice | None:
     """The domain and nodes for `needed` members; None when no domain, not even the whole
     cluster, holds them all."""
+    return choose_for_groups(fits, (needed,), domains)
+
+
+def choose_for_groups(fits: Fits, demands: Sequence[int], domains: Sequence[str]) -> Choice | None:
+    """The domain and nodes for `demands[g]` members of each group g; None when no domain holds
+    every group within the nodes it may use."""
+    needed = sum(demands)
     for label in [*domains, CLUSTER]:
         groups: dict[str, list[str]] = {}
         for name, fit in fits.items():
@@ -65,12 +81,23 @@ def choose(fits: Fits, needed: int, domains: Sequence[str]) -> Choice | None:
         viable = [
             (_capacity(fits, members), -_mean_score(fits, members), value, members)
             for value, members in groups.items()
-            if _capacity(fits, members) >= needed
+            if _capacity(fits, members) >= needed and _holds(fits, members, demands)
         ]
         if viable:
             _, _, value, members = min(viable)
-            return Choice(value, _fill(members, fits, needed))
+            slots = _fill(members, fits, demands)
+            assert slots is not None
+            return Choice(
+                value, [n for n, _ in slots], [g for _, g in slots] if len(demands) > 1 else []
+            )
     return None
+
+
+def _holds(fits: Fits, members: list[str], demands: Sequence[int]) -> bool:
+    """Every group fits on the members' nodes open to it, the groups sharing their capacity."""
+    if len(demands) == 1:
+        return sum(fits[n].count for n in members if _admits(fits[n], 0)) >= demands[0]
+    return _fill(members, fits, demands) is not None
 
 
 def per_domain(fits: Fits, label: str) -> dict[str, int]:
@@ -110,13 +137,27 @@ def _mean_score(fits: Fits, names: Sequence[str]) -> float:
     return sum(fits[n].score for n in names) / len(names) if names else 0.0
 
 
-def _fill(members: list[str], fits: Fits, needed: int) -> list[str]:
-    """Best-scoring nodes first, each filled with as many members as fit."""
+def _fill(members: list[str], fits: Fits, demands: Sequence[int]) -> list[tuple[str, int]] | None:
+    """Slots (node, group): the group with the least capacity open to it first, each on its
+    best-scoring nodes, each node filled with as many members as fit before the next one is
+    used; None when a group does not fit."""
     ordered = sorted(members, key=lambda n: (-fits[n].score, -fits[n].count, n))
-    slots: list[str] = []
-    for name in ordered:
-        take = min(fits[name].count, needed - len(slots))
-        slots += [name] * take
-        if len(slots) >= needed:
-            break
+    open_to = {g: [n for n in ordered if _admits(fits[n], g)] for g in range(len(demands))}
+    left = {n: fits[n].count for n in members}
+    slots: list[tuple[str, int]] = []
+    for group in sorted(open_to, key=lambda g: (sum(left[n] for n in open_to[g]), g)):
+        placed = 0
+        for name in open_to[group]:
+            take = min(left[name], demands[group] - placed)
+            left[name] -= take
+            slots += [(name, group)] * take
+            placed += take
+            if placed >= demands[group]:
+                break
+        if placed < demands[group]:
+            return None
     return slots
+
+
+def _admits(fit: Fit, group: int) -> bool:
+    return fit.groups is None or group in fit.groups

@@ -29,6 +29,8 @@ from kube_rdma.core.objects import Json
 
 log = logging.getLogger("kube_rdma.extender")
 
+AHEAD = 8
+"""Waiting gangs of a higher priority whose needs are set aside before a gang is planned."""
 GangOf = Callable[[Json], "Gang | Singleton"]
 
 
@@ -46,6 +48,8 @@ class ContentionSettings:
     """Seconds between two decisions for the same gang."""
     preemption: bool = True
     """Whether gangs may preempt lower-priority pods (needs the eviction RBAC)."""
+    broken_grace: float | None = None
+    """Seconds a running gang may lack members before the rest is torn down; None: never."""
 
 
 @dataclass
@@ -101,12 +105,15 @@ class Contention:
         entry.members.add(member.key)
         return entry
 
+    def note_adopted(self, gang: Gang, member: PodView, priority: int) -> Waiting:
+        """A gang whose hold another process made: it waits from now on, here."""
+        entry = self.waiting[gang.key] = Waiting(gang, member, priority, True, self._clock())
+        return entry
+
     def placed(self, gang: GangKey) -> None:
         """The gang has a plan: it waits no more, and its hold has done its work."""
         self.waiting.pop(gang, None)
-        hold = self.holds.get(gang)
-        if hold is not None and not hold.units:
-            self.holds.remove(gang)
+        self.holds.remove(gang, record=False)
 
     def now(self) -> float:
         return self._clock()
@@ -114,6 +121,14 @@ class Contention:
     def priority(self, gang: GangKey) -> int:
         entry = self.waiting.get(gang)
         return entry.priority if entry else 0
+
+    def ahead(self, gang: GangKey) -> list[tuple[Gang, PodView]]:
+        """The waiting gangs of a higher priority than `gang`'s, highest and oldest first; at
+        most AHEAD of them, as each costs the planner a pass over the nodes."""
+        mine = self.priority(gang)
+        others = [w for w in self.waiting.values() if w.priority > mine and w.gang.key != gang]
+        others.sort(key=lambda w: (-w.priority, w.since))
+        return [(w.gang, w.member) for w in others[:AHEAD]]
 
     def unplaced(self, entry: Waiting, no_fit: str) -> str:
         """Decide, at most every `recheck` seconds, whether the gang preempts or holds; the
@@ -243,6 +258,7 @@ class Contention:
                 self.holds.remove(hold.gang)
             elif hold.units and not any(self._cluster.pod(*k) for k in hold.victims):
                 hold.units = ()
+                self.holds.changed(hold)
 
 
 def _drain_rank(choice: VictimChoice) -> tuple[object, ...]:

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from extender.cluster.model import PodKey
+from extender.gangs.records import MemoryRecords, PlanRecord, PlanRecords
 from extender.gangs.reservations import GangKey
 
 Victims = tuple[tuple[str, tuple[PodKey, ...]], ...]
@@ -69,10 +70,41 @@ class Hold:
         return f"held for gang {self.label} (priority {self.priority}) in {self.domain}: {what}"
 
 
-class HoldBook:
-    """The holds in force, by gang and by node."""
+def record_of(hold: Hold) -> PlanRecord:
+    """The hold as the gang's record, so that the extender serving next keeps it."""
+    units = [[name, [list(key) for key in pods]] for name, pods in hold.units]
+    info = {"priority": hold.priority, "gpus": hold.gpus, "units": units}
+    return PlanRecord(hold.gang, 0, hold.domain, tuple(sorted(hold.nodes)), hold=info)
 
-    def __init__(self) -> None:
+
+def hold_of(record: PlanRecord, since: float) -> Hold | None:
+    """The hold a record holds; None when it is a plan's record, or not a readable hold."""
+    info = record.hold
+    if info is None:
+        return None
+    try:
+        units = tuple(
+            (str(name), tuple((str(k[0]), str(k[1])) for k in pods)) for name, pods in info["units"]
+        )
+        return Hold(
+            record.gang,
+            int(info["priority"]),
+            record.domain,
+            frozenset(record.slots),
+            int(info["gpus"]),
+            since,
+            units,
+        )
+    except (KeyError, TypeError, ValueError, IndexError):
+        return None
+
+
+class HoldBook:
+    """The holds in force, by gang and by node; each written to `records` as it is made and
+    removed with it."""
+
+    def __init__(self, records: PlanRecords | None = None) -> None:
+        self._records = records or MemoryRecords()
         self._by_gang: dict[GangKey, Hold] = {}
         self._by_node: dict[str, GangKey] = {}
 
@@ -104,18 +136,36 @@ class HoldBook:
         lost = [self._by_gang[g] for g in displaced]
         for other in lost:
             self.remove(other.gang)
+        self.adopt(hold)
+        self._records.put(record_of(hold))
+        return lost
+
+    def adopt(self, hold: Hold) -> None:
+        """Keep a hold read from its record, without writing it again."""
         self._by_gang[hold.gang] = hold
         for node in hold.nodes:
             self._by_node[node] = hold.gang
-        return lost
 
-    def remove(self, gang: GangKey) -> Hold | None:
+    def remove(self, gang: GangKey, record: bool = True) -> Hold | None:
+        """Forget the gang's hold, and remove its record unless `record` is False (a plan
+        made for the gang has written over it)."""
         hold = self._by_gang.pop(gang, None)
         if hold is not None:
             for node in hold.nodes:
                 if self._by_node.get(node) == gang:
                     del self._by_node[node]
+            if record:
+                self._records.remove(gang)
         return hold
+
+    def clear(self) -> None:
+        """Forget every hold here only (another process's records are adopted next)."""
+        self._by_gang.clear()
+        self._by_node.clear()
+
+    def changed(self, hold: Hold) -> None:
+        """The hold's victims are gone: write it again without them."""
+        self._records.put(record_of(hold))
 
     def held_gpus(self) -> int:
         return sum(h.gpus for h in self._by_gang.values())

@@ -8,12 +8,14 @@ The planner (extender/gangs/planner.py) makes and keeps plans; the bind barrier
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 
 from extender.cluster.model import PodKey
 from extender.cluster.source import BindError
 from extender.gangs.identity import Gang
 from extender.podview import PodView
+from kube_rdma.core.nodeconstraints import NodeConstraints
 
 
 @dataclass(frozen=True)
@@ -45,15 +47,37 @@ class Plan:
     opened: bool = False
     """Every member arrived: members bind from then on without waiting."""
     absent: dict[str, int] = field(default_factory=dict)
+    constraints: list[NodeConstraints | None] = field(default_factory=list)
+    """Per slot, the node constraints of the members it was planned for; None (or no entry)
+    for a slot any member may take."""
+    ruled_out: frozenset[str] = frozenset()
+    """Nodes kube-scheduler ruled out for this gang: plans redone for it avoid them too."""
 
-    def slot_of(self, pod: PodKey) -> int | None:
+    @property
+    def mixed(self) -> bool:
+        """Slots were planned for members with different constraints."""
+        return len(self.groups()) > 1
+
+    def groups(self) -> set[Hashable]:
+        """The constraints' keys; the slots of one group share one object, hashed once."""
+        distinct = {id(c): c for c in self.constraints if c is not None}
+        return {c.key for c in distinct.values()}
+
+    def slot_of(self, pod: PodKey, group: Hashable | None = None) -> int | None:
+        """The pod's slot, assigning it the first free one planned for its `group` (any free
+        one when None)."""
         index = self.assigned.get(pod)
         if index is None:
             taken = set(self.assigned.values())
-            index = next((i for i in range(len(self.slots)) if i not in taken), None)
+            free = (i for i in range(len(self.slots)) if i not in taken and self._for(i, group))
+            index = next(free, None)
             if index is not None:
                 self.assigned[pod] = index
         return index
+
+    def _for(self, index: int, group: Hashable | None) -> bool:
+        planned = self.constraints[index] if index < len(self.constraints) else None
+        return group is None or planned is None or planned.key == group
 
     def fail_waiting(self, reason: str) -> None:
         for waiter in self.waiting.values():

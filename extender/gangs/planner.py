@@ -2,14 +2,16 @@
 for it, and its later members are steered to them.
 
 - Planning: for each node, how many members fit (every filter passing, free GPUs and RDMA
-  units after other gangs' reservations); extender/gangs/choose.py then picks the domain and
-  the nodes.
+  units after other gangs' reservations) and which members may use it at all (node selector,
+  required affinity, taints, cordons: extender/gangs/pools.py); extender/gangs/choose.py then
+  picks the domain and the nodes.
 - Reservation: later members are steered to their planned node, and every other pod sees the
   planned capacity as used (extender/gangs/reservations.py).
 - Upkeep: a plan without progress for `plan_timeout` expires, and so does one whose members
   stopped arriving at the bind barrier for `barrier_progress_timeout`; a planned node that no
-  longer fits or that kube-scheduler keeps leaving out of its candidates makes the plan be
-  redone; members deleted release their slots; a gang fully bound needs no plan any more.
+  longer fits, that kube-scheduler keeps leaving out of its sampled candidates, or that it ruled
+  out (extender/gangs/sampling.py) makes the plan be redone; members deleted release their
+  slots; a gang fully bound needs no plan any more.
 
 The bind barrier (extender/gangs/barrier.py) waits on the plans kept here.
 """
@@ -22,17 +24,28 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from extender.cluster.model import Cluster, PodKey
+from extender.cluster.model import Cluster, PodKey, pod_key
 from extender.cluster.source import BindError
 from extender.engine import Engine, FilterOutcome
-from extender.gangs.choose import Fit, Fits, choose, members_fitting, narrowest_fit, no_fit_reason
+from extender.gangs.choose import (
+    Fit,
+    Fits,
+    choose_for_groups,
+    members_fitting,
+    narrowest_fit,
+    no_fit_reason,
+)
 from extender.gangs.holds import HoldBook
 from extender.gangs.identity import Gang
 from extender.gangs.plan import Plan
+from extender.gangs.pools import MemberGroup, member_groups, open_groups
 from extender.gangs.records import MemoryRecords, PlanRecord, PlanRecords
 from extender.gangs.reservations import GangKey, Reservations
+from extender.gangs.sampling import ruled_out_reason, sampled, sampled_reason
 from extender.podview import PodView
 from kube_rdma.core import keys
+from kube_rdma.core.nodeconstraints import NodeConstraints
+from kube_rdma.core.objects import Json
 
 log = logging.getLogger("kube_rdma.extender")
 
@@ -55,7 +68,11 @@ class GangSettings:
     (nothing bound, the plan dropped): the barrier's window grows with the gang as long as
     members keep coming."""
     absent_limit: int = 3
-    """Calls in a row without a planned node among the candidates before the plan is redone."""
+    """Calls in a row without a planned node among sampled candidates before the plan is
+    redone."""
+    percentage_of_nodes_to_score: int = 100
+    """kube-scheduler's percentageOfNodesToScore (0: its adaptive default), which tells a
+    candidate list cut short by sampling from one that holds every feasible node."""
 
 
 @dataclass(frozen=True)
@@ -80,12 +97,18 @@ class Planner:
         records: PlanRecords | None = None,
         holds: HoldBook | None = None,
         priority: Callable[[GangKey], int] = lambda gang: 0,
+        ahead: Callable[[GangKey], list[tuple[Gang, PodView]]] = lambda gang: [],
+        members: Callable[[Gang], Iterable[Json]] = lambda gang: (),
     ) -> None:
         """`holds` keeps the nodes held for waiting gangs from lower-priority gangs' plans;
-        `priority` gives a gang's priority (extender/gangs/contention.py)."""
+        `priority` gives a gang's priority, and `ahead` the waiting gangs of a higher one,
+        first first (extender/gangs/contention.py)."""
         self._holds = holds or HoldBook()
         self._priority = priority
+        self._ahead = ahead
         self._cluster = cluster
+        self._members = members
+        """The gang's members not bound yet, from the pod cache."""
         self.records = records or MemoryRecords()
         """Where each plan is written when made and removed when dropped."""
         self._engine = engine
@@ -115,7 +138,10 @@ class Planner:
         if plan is None:
             reason = self._no_fit_reason(pod, gang)
             return FilterOutcome([], {}, dict.fromkeys(names, reason))
-        slot = plan.slot_of(pod.key)
+        plan, slot = self._member_slot(plan, pod)
+        if plan is None:
+            reason = self._no_fit_reason(pod, gang)
+            return FilterOutcome([], {}, dict.fromkeys(names, reason))
         if slot is None:
             return None
         self.touch(plan)
@@ -158,7 +184,30 @@ class Planner:
             plan = None
         return plan or self._plan(gang, pod)
 
+    def _member_slot(self, plan: Plan, pod: PodView) -> tuple[Plan | None, int | None]:
+        """The member's slot; in a plan redone first when its constraints are none the plan was
+        made for (it was not in the cache when the gang was planned)."""
+        cached = self._cluster.pod(*pod.key)
+        if pod.key in plan.assigned or cached is None or not plan.constraints:
+            return plan, plan.slot_of(pod.key)
+        group = NodeConstraints.of(cached).key
+        if group not in plan.groups() and len(plan.assigned) < len(plan.slots):
+            log.info(
+                "gang %s: member %s/%s has constraints the plan did not expect; planning again",
+                plan.gang,
+                *pod.key,
+            )
+            self.drop(plan.gang.key)
+            replanned = self._plan(plan.gang, pod)
+            if replanned is None:
+                return None, None
+            plan = replanned
+        return plan, plan.slot_of(pod.key, group if plan.mixed else None)
+
     def _absent(self, plan: Plan, pod: PodView, node: str, names: list[str]) -> FilterOutcome:
+        percentage = self.settings.percentage_of_nodes_to_score
+        if not sampled(len(names), len(self._cluster.views), percentage):
+            return self._ruled_out(plan, pod, node, names)
         limit = self.settings.absent_limit
         plan.absent[node] = plan.absent.get(node, 0) + 1
         if plan.absent[node] >= limit:
@@ -167,19 +216,46 @@ class Planner:
             )
             excluded = {n for n, count in plan.absent.items() if count >= limit}
             self.drop(plan.gang.key)
-            self._plan(plan.gang, pod, excluded)
-        reason = (
-            f"gang {plan.gang}: planned node {node} was not among the {len(names)} candidates "
-            "kube-scheduler sent (set percentageOfNodesToScore: 100 for the RDMA scheduler)"
+            replanned = self._plan(plan.gang, pod, excluded | plan.ruled_out)
+            if replanned is not None:
+                replanned.ruled_out = plan.ruled_out
+        reason = sampled_reason(str(plan.gang), node, len(names))
+        return FilterOutcome([], {}, dict.fromkeys(names, reason))
+
+    def _ruled_out(self, plan: Plan, pod: PodView, node: str, names: list[str]) -> FilterOutcome:
+        """kube-scheduler sent every node that passed its filters, without the planned one: the
+        gang is planned again at once without it."""
+        log.info(
+            "gang %s: kube-scheduler ruled out planned node %s; planning again", plan.gang, node
         )
+        avoided = plan.ruled_out | {node}
+        self.drop(plan.gang.key)
+        replanned = self._plan(plan.gang, pod, avoided)
+        if replanned is not None:
+            replanned.ruled_out = avoided
+        reason = ruled_out_reason(str(plan.gang), node, len(names))
         return FilterOutcome([], {}, dict.fromkeys(names, reason))
 
     def _still_fits(self, plan: Plan) -> bool:
-        pending = [plan.slots[i] for key, i in plan.assigned.items() if not self._bound(key)]
-        unassigned = [s for i, s in enumerate(plan.slots) if i not in plan.assigned.values()]
-        for node in set(pending + unassigned):
+        settled = {i for key, i in plan.assigned.items() if self._bound(key)}
+        open_slots = [i for i in range(len(plan.slots)) if i not in settled]
+        for node in {plan.slots[i] for i in open_slots}:
             info = self._cluster.node(node)
             if info is None or not self._engine.verdict(plan.member, node, plan.gang.key).ok:
+                return False
+        return self._still_admitted(plan, open_slots)
+
+    def _still_admitted(self, plan: Plan, open_slots: list[int]) -> bool:
+        """The open slots' nodes still admit the members planned there (no cordon, taint or
+        label change since)."""
+        judged = set()
+        for i in open_slots:
+            constraints = plan.constraints[i] if i < len(plan.constraints) else None
+            if constraints is None or (plan.slots[i], id(constraints)) in judged:
+                continue
+            judged.add((plan.slots[i], id(constraints)))
+            info = self._cluster.node(plan.slots[i])
+            if info is not None and constraints.refusal(info) is not None:
                 return False
         return True
 
@@ -188,8 +264,9 @@ class Planner:
     def _plan(self, gang: Gang, pod: PodView, excluded: Iterable[str] = ()) -> Plan | None:
         bound = self.bound_of(gang)
         needed = gang.size - len(bound)
-        fits = self._fits(pod, gang, excluded)
-        choice = choose(fits, needed, self.settings.domains)
+        groups = self._groups(gang, pod, bound, needed)
+        fits = self._fits(pod, gang, excluded, groups)
+        choice = choose_for_groups(fits, [g.count for g in groups], self.settings.domains)
         if choice is None:
             return None
         narrowest = narrowest_fit(fits, self.settings.domains)
@@ -198,6 +275,8 @@ class Planner:
         plan = Plan(gang, pod, list(bound.values()) + choice.nodes, choice.domain, now, now)
         for i, key in enumerate(bound):
             plan.assigned[key] = i
+        planned_for = choice.groups or [0] * len(choice.nodes)
+        plan.constraints = [None] * len(bound) + [groups[g].constraints for g in planned_for]
         self.plans[gang.key] = plan
         self._reserve(plan)
         self.records.put(record_of(plan))
@@ -211,18 +290,59 @@ class Planner:
         )
         return plan
 
-    def _fits(self, pod: PodView, gang: Gang, excluded: Iterable[str]) -> Fits:
+    def _groups(
+        self, gang: Gang, pod: PodView, bound: dict[PodKey, str], needed: int
+    ) -> list[MemberGroup]:
+        waiting = [p for p in self._members(gang) if pod_key(p) not in bound]
+        settled = [p for key in bound if (p := self._cluster.pod(*key)) is not None]
+        return member_groups(waiting, settled, needed, self._cluster.pod(*pod.key) or {})
+
+    def _fits(
+        self, pod: PodView, gang: Gang, excluded: Iterable[str], groups: list[MemberGroup]
+    ) -> Fits:
+        """Where the gang's members fit, net of what plans hold and of what waiting gangs of
+        a higher priority need (set aside here, so that kube-scheduler's queue order alone
+        does not decide which gang of two gets the room)."""
+        aside: dict[str, dict[str, int]] = {}
+        for other, member in self._ahead(gang.key):
+            if other.key in self.plans:
+                continue
+            bound = self.bound_of(other)
+            needed = other.size - len(bound)
+            theirs = self._groups(other, member, bound, needed)
+            fits = self._fits_with(member, other, excluded, theirs, aside)
+            choice = choose_for_groups(fits, [g.count for g in theirs], self.settings.domains)
+            for name in choice.nodes if choice else ():
+                held = aside.setdefault(name, {})
+                for resource, amount in _need_of(member).items():
+                    held[resource] = held.get(resource, 0) + amount
+        return self._fits_with(pod, gang, excluded, groups, aside)
+
+    def _fits_with(
+        self,
+        pod: PodView,
+        gang: Gang,
+        excluded: Iterable[str],
+        groups: list[MemberGroup],
+        aside: dict[str, dict[str, int]],
+    ) -> Fits:
         skip = set(excluded) | self._held_off(gang)
-        names = [n.name for n in self._cluster.nodes() if n.name not in skip]
-        passed = self._engine.filter(pod, names, gang.key).passed
+        open_to: dict[str, frozenset[int] | None] = {}
+        for info in self._cluster.nodes():
+            if info.name not in skip and ((which := open_groups(groups, info)) is None or which):
+                open_to[info.name] = which
+        passed = self._engine.filter(pod, list(open_to), gang.key).passed
         scores = self._engine.prioritize(pod, passed, gang.key)
         result = {}
         for name in passed:
             node = self._cluster.node(name)
             assert node is not None
-            count = members_fitting(pod, node, self._book.held(name, gang.key))
+            held = self._book.held(name, gang.key)
+            for resource, amount in (aside.get(name) or {}).items():
+                held[resource] = held.get(resource, 0) + amount
+            count = members_fitting(pod, node, held)
             if count:
-                result[name] = Fit(count, scores[name], node.labels)
+                result[name] = Fit(count, scores[name], node.labels, open_to[name])
         return result
 
     def _held_off(self, gang: Gang) -> set[str]:
@@ -233,8 +353,9 @@ class Planner:
         return {n for n in self._holds.nodes() if self._holds.blocking(n, priority, gang.key)}
 
     def _no_fit_reason(self, pod: PodView, gang: Gang) -> str:
-        needed = gang.size - len(self.bound_of(gang))
-        fits = self._fits(pod, gang, ())
+        bound = self.bound_of(gang)
+        needed = gang.size - len(bound)
+        fits = self._fits(pod, gang, (), self._groups(gang, pod, bound, needed))
         return no_fit_reason(fits, needed, self.settings.domains, pod, str(gang))
 
     # Reservations
@@ -251,7 +372,7 @@ class Planner:
 
     def _need(self, plan: Plan) -> dict[str, int]:
         """What one member holds on its planned node."""
-        return {plan.member.gpu_resource: plan.member.gpus, **plan.member.rdma}
+        return _need_of(plan.member)
 
     def drop(self, gang: GangKey, reason: str | None = None) -> None:
         """Forget the gang's plan and remove its record; the binds waiting on it fail with
@@ -331,6 +452,10 @@ class Planner:
                 self.drop(key)
             elif gone:
                 self._reserve(plan)
+
+
+def _need_of(member: PodView) -> dict[str, int]:
+    return {member.gpu_resource: member.gpus, **member.rdma}
 
 
 def record_of(plan: Plan) -> PlanRecord:

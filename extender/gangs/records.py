@@ -45,6 +45,9 @@ class PlanRecord:
     """The node of each member slot (a node once per member it takes)."""
     holder: str = ""
     """The extender process that wrote the record."""
+    hold: Json | None = None
+    """Set when the record holds nodes for a gang without a plan (extender/gangs/holds.py):
+    its priority, GPUs and the units being evicted for it; the slots are then the held nodes."""
 
 
 def record_name(gang: GangKey) -> str:
@@ -64,7 +67,10 @@ def encode(record: PlanRecord, namespace: str) -> Json:
         "metadata": {
             "name": record_name(record.gang),
             "namespace": namespace,
-            "labels": {keys.GANG_PLAN: "true"},
+            "labels": {
+                keys.GANG_PLAN: "true",
+                **({keys.GANG_HOLD: "true"} if record.hold is not None else {}),
+            },
         },
         "data": {
             "namespace": record.gang[0],
@@ -73,6 +79,7 @@ def encode(record: PlanRecord, namespace: str) -> Json:
             "domain": record.domain,
             "slots": orjson.dumps(list(record.slots)).decode(),
             "holder": record.holder,
+            **({"hold": orjson.dumps(record.hold).decode()} if record.hold is not None else {}),
         },
     }
 
@@ -82,12 +89,14 @@ def decode(configmap: Json) -> PlanRecord | None:
     data = configmap.get("data") or {}
     try:
         slots = orjson.loads(data["slots"])
+        hold = orjson.loads(data["hold"]) if "hold" in data else None
         record = PlanRecord(
             (str(data["namespace"]), str(data["gang"])),
             int(data["size"]),
             str(data["domain"]),
             tuple(str(s) for s in slots),
             str(data.get("holder") or ""),
+            hold if isinstance(hold, dict) else None,
         )
     except (KeyError, ValueError, TypeError):
         return None

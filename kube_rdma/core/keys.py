@@ -52,8 +52,8 @@ SPINE = PREFIX + "spine"
 
 # ConfigMap label of the extender's gang plan records, in its own namespace.
 GANG_PLAN = PREFIX + "gang-plan"
-# ConfigMap label of the extender's hold records, in its own namespace; data key "gang" says
-# which gang ("<namespace>/<name>") the hold is for. A hold lasts as long as its ConfigMap.
+# ConfigMap label, beside GANG_PLAN, of a record that holds nodes for a waiting or preempting gang
+# rather than a plan.
 GANG_HOLD = PREFIX + "gang-hold"
 
 # Pod annotation: "true" makes the webhook add NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=INIT,NET, the

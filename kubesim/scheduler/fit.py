@@ -1,10 +1,11 @@
 """The in-tree filters and score: whether a pod fits a node, why not, and how well.
 
 Where it simplifies kube-scheduler's default profile, and a careful reader could tell:
-- the filters are NodeResourcesFit (every requested resource, and the pod count when the node
-  lists `pods`), NodeUnschedulable and TaintToleration; a Node whose Ready condition is not True
-  is treated as tainted `node.kubernetes.io/not-ready:NoSchedule` (the node lifecycle controller
-  does that); a Node without a Ready condition counts as ready;
+- the filters are NodeUnschedulable, TaintToleration and NodeAffinity (kube_rdma.core.
+  nodeconstraints, which also implies the taints the node lifecycle controller puts on a node
+  that is not Ready), then NodeResourcesFit (every requested resource, and the pod count when
+  the node lists `pods`); the other filters of the default profile (ports, volumes, inter-pod
+  affinity, topology spread) are not emulated;
 - the score is LeastAllocated over GPUs alone (0-100, weight 1), where the default profile scores
   cpu and memory with several plugins: only how it compares to the extender's 0-500 matters.
 """
@@ -15,14 +16,14 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from kube_rdma.core import nodeconstraints
+from kube_rdma.core.nodeconstraints import NodeConstraints
 from kube_rdma.core.objects import Json
 from kubesim.scheduler.pods import GPU, PodKey, amounts
 
 MAX_NODE_SCORE = 100
 FIT_WEIGHT = 1
 """NodeResourcesFit's weight in the default profile."""
-UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
-NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 
 
 @dataclass(frozen=True)
@@ -32,46 +33,31 @@ class NodeFacts:
     name: str
     labels: Mapping[str, str]
     allocatable: Mapping[str, int]
-    taints: tuple[Json, ...]
-    """The NoSchedule/NoExecute taints, with the ones spec.unschedulable and readiness imply."""
+    constraints: nodeconstraints.NodeFacts
+    """What NodeUnschedulable, TaintToleration and NodeAffinity read."""
 
 
 def node_facts(node: Json) -> NodeFacts:
-    meta, spec = node.get("metadata") or {}, node.get("spec") or {}
-    status = node.get("status") or {}
-    taints = [t for t in spec.get("taints") or [] if t.get("effect") in ("NoSchedule", "NoExecute")]
-    if spec.get("unschedulable"):
-        taints.append({"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"})
-    ready = [c for c in status.get("conditions") or [] if c.get("type") == "Ready"]
-    if ready and ready[0].get("status") != "True":
-        taints.append({"key": NOT_READY_TAINT, "effect": "NoSchedule"})
+    facts = nodeconstraints.node_facts(node)
     return NodeFacts(
-        name=str(meta.get("name")),
-        labels=dict(meta.get("labels") or {}),
-        allocatable=amounts(status.get("allocatable")),
-        taints=tuple(taints),
+        name=facts.name,
+        labels=facts.labels,
+        allocatable=amounts((node.get("status") or {}).get("allocatable")),
+        constraints=facts,
     )
 
 
-def tolerates(toleration: Json, taint: Json) -> bool:
-    """ToleratesTaint (k8s.io/api/core/v1 toleration.go)."""
-    effect, key = toleration.get("effect") or "", toleration.get("key") or ""
-    if (effect and effect != taint.get("effect")) or (key and key != taint.get("key")):
-        return False
-    if toleration.get("operator") == "Exists":
-        return True
-    return bool((toleration.get("value") or "") == (taint.get("value") or ""))
-
-
 def fit_failure(
-    node: NodeFacts, used: Mapping[str, int], requests: Mapping[str, int], tolerations: list[Json]
+    node: NodeFacts,
+    used: Mapping[str, int],
+    requests: Mapping[str, int],
+    constraints: NodeConstraints,
 ) -> str | None:
-    """Why the pod cannot go to the node (the reasons kube-scheduler prints), None if it can."""
-    for taint in node.taints:
-        if not any(tolerates(t, taint) for t in tolerations):
-            if taint.get("key") == UNSCHEDULABLE_TAINT:
-                return "node(s) were unschedulable"
-            return f"node(s) had untolerated taint {{{taint.get('key')}: {taint.get('value', '')}}}"
+    """Why the pod cannot go to the node (the reasons kube-scheduler prints), None if it can;
+    the filters in the default profile's order."""
+    refusal = constraints.refusal(node.constraints)
+    if refusal is not None:
+        return refusal
     pods = node.allocatable.get("pods")
     if pods is not None and used.get("pods", 0) + 1 > pods:
         return "Too many pods"

@@ -20,7 +20,7 @@ Where it simplifies, and a careful reader could tell: ties go to the smallest no
 (kube-scheduler picks at random among the best).
 
 A node's in-tree verdict for a pod depends only on the node, its usage and what the pod asks
-(requests and tolerations), so it is kept until the node or its usage changes: pods of one
+(requests and node constraints), so it is kept until the node or its usage changes: pods of one
 shape, as a gang's members are, are judged once per node state (the simulator's day of
 thousands of pods over thousands of nodes depends on it).
 """
@@ -28,11 +28,10 @@ thousands of pods over thousands of nodes depends on it).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from collections.abc import Set as AbstractSet
 
-import orjson
-
+from kube_rdma.core.nodeconstraints import NodeConstraints
 from kube_rdma.core.objects import Json
 from kubesim.scheduler.clock import Clock
 from kubesim.scheduler.config import SchedulerConfig, num_feasible_nodes_to_find
@@ -114,7 +113,7 @@ class Placement:
         self._clock = clock
         self._nominations = nominations or Nominations()
         self._next_start = 0
-        self._verdicts: dict[bytes, dict[str, tuple[NodeFacts, int, str | None]]] = {}
+        self._verdicts: dict[Hashable, dict[str, tuple[NodeFacts, int, str | None]]] = {}
         """Per pod shape: node -> (its facts, its usage's changes, the verdict then)."""
 
     async def find_node(self, pod: Json, extender: ExtenderClient | None) -> tuple[str, int]:
@@ -161,10 +160,10 @@ class Placement:
     def checker(self, pod: Json) -> Callable[[str], str | None]:
         """The in-tree verdict on a node for the pod (None: it fits), nominated pods counted."""
         requests = pod_requests(pod)
-        tolerations = list((pod.get("spec") or {}).get("tolerations") or [])
+        constraints = NodeConstraints.of(pod)
         mine, key = priority(pod), pod_key(pod)
         verdicts = self._verdicts.setdefault(
-            orjson.dumps([sorted(requests.items()), tolerations, mine]), {}
+            (tuple(sorted(requests.items())), constraints.key, mine), {}
         )
         nodes, usage, counts = self._nodes, self._usage, self._usage.changes
         nominations, nominated_counts = self._nominations, self._nominations.changes
@@ -176,7 +175,7 @@ class Placement:
             if known is not None and known[1] == changes and known[0] is facts and name != own:
                 return known[2]
             used = _plus(usage.of(name), nominations.of(name, mine, key))
-            reason = fit_failure(facts, used, requests, tolerations)
+            reason = fit_failure(facts, used, requests, constraints)
             if name != own:
                 verdicts[name] = (facts, changes, reason)
             return reason

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from kube_rdma.core.nodeconstraints import NodeConstraints
 from kube_rdma.core.objects import Json
 from kube_rdma.kube.errors import ApiError, NotFound
 from kubesim.scheduler.apiserver import ApiCalls
@@ -137,7 +138,7 @@ class Preemptor:
         """SelectVictimsOnNode's filter run: the in-tree filters on the node without `removed`,
         with the nominated pods of equal or higher priority."""
         requests = pod_requests(pod)
-        tolerations = list((pod.get("spec") or {}).get("tolerations") or [])
+        constraints = NodeConstraints.of(pod)
         nominated = self._nominations.of(node, priority(pod), pod_key(pod))
         base = dict(self._usage.of(node))
         for name, amount in nominated.items():
@@ -148,7 +149,7 @@ class Preemptor:
             for victim in removed:
                 for name, amount in {**pod_requests(victim), "pods": 1}.items():
                     used[name] = used.get(name, 0) - amount
-            return fit_failure(self._nodes[node], used, requests, tolerations)
+            return fit_failure(self._nodes[node], used, requests, constraints)
 
         return fits
 

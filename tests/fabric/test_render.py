@@ -150,6 +150,9 @@ async def extender(cluster: list[Json]) -> AsyncIterator[Any]:
         await runner.cleanup()
 
 
+HOSTNAME = "kubernetes.io/hostname"
+
+
 async def test_the_extender_places_acceptance_pods_on_untested_nodes_only() -> None:
     ib8 = PROFILES.profiles["ib8"]
     w0, w1 = (mutate(o, "ib8", ib8, Target("fabric")).pod for o in objects()[2:4])
@@ -159,10 +162,14 @@ async def test_the_extender_places_acceptance_pods_on_untested_nodes_only() -> N
         "namespace": "fabric",
         "annotations": {keys.APPLIED: w0["metadata"]["annotations"][keys.APPLIED]},
     }
+    # kubelet labels every node with its hostname, which the workers' affinity pins them by
     nodes = [
-        node("a1", hgx("InfiniBand")),
-        node("b1", hgx("InfiniBand"), labels={keys.ACCEPTANCE: keys.ACCEPTANCE_FAILED}),
-        node("c1", hgx("InfiniBand"), labels={keys.ACCEPTANCE: keys.ACCEPTANCE_PASSED}),
+        node(name, hgx("InfiniBand"), labels={HOSTNAME: name, **labels})
+        for name, labels in (
+            ("a1", {}),
+            ("b1", {keys.ACCEPTANCE: keys.ACCEPTANCE_FAILED}),
+            ("c1", {keys.ACCEPTANCE: keys.ACCEPTANCE_PASSED}),
+        )
     ]
     async with extender([*nodes, w0, w1, trainer]) as ask:
         # kube-scheduler sends each worker only the node its affinity pins it to

@@ -87,6 +87,10 @@ def bad_inputs(tmp: Path, port: int) -> list[tuple[list[str], str]]:
             "cannot write",
         ),
         (["extender", "--cluster-snapshot", str(tmp / "broken.yaml")], "broken.yaml"),
+        (
+            ["extender", *snapshot, "--percentage-of-nodes-to-score", "150"],
+            "'150' is not a percentage from 0 to 100",
+        ),
         (["agent", "run", "--kubeconfig", str(tmp / "tls.crt")], "is not a kubeconfig"),
         (["agent", "run", "--sysfs-root", str(tmp / "nonexistent")], "not a directory"),
     ]
@@ -130,6 +134,7 @@ def test_help_shows_every_default() -> None:
         ("--port", "8888"),
         ("--host", "127.0.0.1"),
         ("--plan-timeout", "120.0"),
+        ("--percentage-of-nodes-to-score", "100"),
     ]:
         assert f"(default: {default})" in entries[option], entries[option]
 

@@ -26,7 +26,10 @@ from prometheus_client import CollectorRegistry
 
 from certs.generate import service_dns_names
 from certs.watch import watch_certificate
+from extender.app import EXTENDER, Settings, create_app
 from extender.app import Metrics as ExtenderMetrics
+from extender.cluster.snapshot import SnapshotSource
+from extender.contention_metrics import ContentionCollector
 from kube_rdma.core.objects import Json
 from tests.manifests.test_manifests import NAMESPACE, SERVICE, TLS_SECRET, find
 from webhook.metrics import Metrics as WebhookMetrics
@@ -42,6 +45,8 @@ PROMQL_WORDS = {"sum", "rate", "increase", "histogram_quantile", "absent", "by"}
 def exported_metrics() -> set[str]:
     """Every series name the code's registries can produce."""
     registries = [WebhookMetrics().registry, ExtenderMetrics().registry, CollectorRegistry()]
+    scheduler = create_app(Settings(), SnapshotSource([]))[EXTENDER].scheduler
+    registries[-1].register(ContentionCollector(scheduler, lambda: 0.0))
     tls = SimpleNamespace(not_after=None, on_result=None)
     watch_certificate(web.Application(), tls, registries[-1])  # type: ignore[arg-type]
     return {
@@ -119,6 +124,12 @@ def test_the_registries_export_what_the_docs_list() -> None:
         "kube_rdma_extender_call_duration_seconds_sum",
         "kube_rdma_extender_call_duration_seconds_count",
         "kube_rdma_weights_reloads_total",
+        "kube_rdma_gangs_waiting",
+        "kube_rdma_gang_longest_wait_seconds",
+        "kube_rdma_gang_holds",
+        "kube_rdma_gang_held_gpus",
+        "kube_rdma_gang_preemptions_total",
+        "kube_rdma_gang_evictions_total",
         "kube_rdma_tls_reloads_total",
         "kube_rdma_tls_certificate_expiry_seconds",
     }

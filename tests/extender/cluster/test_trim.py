@@ -66,6 +66,14 @@ WHOLE_POD: Json = {
         "initContainers": [{"name": "init", "image": "busybox"}],
         "nodeName": "n1",
         "tolerations": [{"key": "x", "operator": "Exists"}],
+        "nodeSelector": {"pool": "a"},
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []},
+                "preferredDuringSchedulingIgnoredDuringExecution": [],
+            },
+            "podAntiAffinity": {},
+        },
         "volumes": [{"name": "token", "projected": {}}],
     },
     "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
@@ -103,6 +111,13 @@ def test_a_pod_keeps_what_the_extender_reads() -> None:
             ],
             "initContainers": [{"name": "init"}],
             "nodeName": "n1",
+            "nodeSelector": {"pool": "a"},
+            "tolerations": [{"key": "x", "operator": "Exists"}],
+            "affinity": {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}
+                }
+            },
         },
         "status": {"phase": "Running"},
     }
@@ -115,7 +130,10 @@ def test_a_pending_pod_with_bare_metadata() -> None:
     }
 
 
-def test_a_node_keeps_its_labels_topology_and_allocatable() -> None:
+TAINTS = [{"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule", "timeAdded": None}]
+
+
+def test_a_node_keeps_its_labels_topology_allocatable_taints_and_readiness() -> None:
     whole = {
         "apiVersion": "v1",
         "kind": "Node",
@@ -126,11 +144,15 @@ def test_a_node_keeps_its_labels_topology_and_allocatable() -> None:
             "annotations": {keys.TOPOLOGY: "{}", "node.alpha.kubernetes.io/ttl": "0"},
             "managedFields": MANAGED,
         },
-        "spec": {"podCIDR": "10.0.0.0/24"},
+        "spec": {"podCIDR": "10.0.0.0/24", "unschedulable": True, "taints": TAINTS},
         "status": {
             "allocatable": {"nvidia.com/gpu": "8"},
             "capacity": {"nvidia.com/gpu": "8"},
             "images": [{"names": ["pytorch"], "sizeBytes": 1}],
+            "conditions": [
+                {"type": "Ready", "status": "False", "reason": "KubeletNotReady", "message": "x"},
+                {"type": "FrequentKernelDeadlock", "status": "False"},
+            ],
         },
     }
     assert trim_node(whole) == {
@@ -142,7 +164,11 @@ def test_a_node_keeps_its_labels_topology_and_allocatable() -> None:
             "labels": {keys.LEAF: "l1"},
             "annotations": {keys.TOPOLOGY: "{}"},
         },
-        "status": {"allocatable": {"nvidia.com/gpu": "8"}},
+        "spec": {"unschedulable": True, "taints": TAINTS},
+        "status": {
+            "allocatable": {"nvidia.com/gpu": "8"},
+            "conditions": [{"type": "Ready", "status": "False"}],
+        },
     }
 
 
@@ -240,15 +266,35 @@ def test_every_answer_is_the_same_as_from_whole_objects(served: list[Json]) -> N
         assert trimmed.prioritize(pod, names) == whole.prioritize(pod, names), name
 
 
-def test_serving_adds_nothing_the_extender_reads_but_priority() -> None:
-    """The apiserver's additions to the generated objects are all trimmed away, except the
-    priority its Priority admission plugin fills in from a PriorityClass (here the DaemonSet
-    pods' system-node-critical), which preemption reads; its defaults (0, may preempt) are
-    trimmed as if absent."""
+def without_default_tolerations(obj: Json) -> Json:
+    spec = obj.get("spec") or {}
+    kept = [t for t in spec.get("tolerations", []) if t.get("tolerationSeconds") != 300]
+    if "tolerations" not in spec:
+        return obj
+    return {
+        **obj,
+        "spec": {
+            **{k: v for k, v in spec.items() if k != "tolerations"},
+            **({"tolerations": kept} if kept else {}),
+        },
+    }
+
+
+def test_serving_adds_nothing_the_extender_reads_but_tolerations_and_priority() -> None:
+    """The apiserver's additions to the generated objects are all trimmed away, but for the
+    tolerations of not-ready and unreachable nodes that admission (DefaultTolerationSeconds)
+    adds, which TaintToleration reads, and the priority its Priority admission plugin fills in
+    from a PriorityClass (here the DaemonSet pods' system-node-critical), which preemption
+    reads; the priority's defaults (0, may preempt) are trimmed as if absent."""
     spec = ClusterSpec(nodes=32, seed=2, daemon_pods_per_node=2, cpu_pods=10)
     plain, full = generate(spec), generate(replace(spec, served=True))
     trim = {"Node": trim_node, "Pod": trim_pod}
     served = [trim[o["kind"]](o) for o in full]
     priorities = {o["spec"].pop("priority", None) for o in served if o["kind"] == "Pod"}
     assert priorities == {None, 2000001000}
-    assert served == [trim[o["kind"]](o) for o in plain]
+    assert [without_default_tolerations(o) for o in served] == [trim[o["kind"]](o) for o in plain]
+    assert served[-1]["spec"]["tolerations"][-2:] == [
+        {"key": f"node.kubernetes.io/{key}", "operator": "Exists", "effect": "NoExecute"}
+        | {"tolerationSeconds": 300}
+        for key in ("not-ready", "unreachable")
+    ]

@@ -10,6 +10,7 @@ from extender.gangs.choose import (
     Choice,
     Fit,
     choose,
+    choose_for_groups,
     members_fitting,
     narrowest_fit,
     no_fit_reason,
@@ -102,3 +103,44 @@ def test_members_fitting(gpus: int, rdma: dict[str, int], held: dict[str, int], 
     assert node is not None
     pod = pod_view(nodes.pod("p", gpus=gpus, rdma=rdma))
     assert members_fitting(pod, node, held) == count
+
+
+def pool(leaf: str, groups: set[int], count: int = 1, score: float = 8.0) -> Fit:
+    return Fit(count, score, {LEAF: leaf, SPINE: "spine-1"}, frozenset(groups))
+
+
+# leaf-a: a0 open to the master (group 0) only, a1-a3 to the workers (group 1) only;
+# leaf-b: b0 open to both, taking two members, b1 to the workers only.
+POOLS = {
+    "a0": pool("leaf-a", {0}),
+    **{f"a{i}": pool("leaf-a", {1}) for i in (1, 2, 3)},
+    "b0": pool("leaf-b", {0, 1}, count=2, score=9.0),
+    "b1": pool("leaf-b", {1}),
+}
+
+GROUPED = [
+    # demands (master, workers), domains, choice
+    ((1, 1), DOMAINS, Choice("leaf-b", ["b0", "b0"], [0, 1])),  # b0 takes both
+    ((1, 2), DOMAINS, Choice("leaf-b", ["b0", "b0", "b1"], [0, 1, 1])),
+    # leaf-b holds 3 members, but the master is then left b0 only: b0's second member goes to
+    # a worker, and the other worker takes b1; with 3 workers leaf-b is too small.
+    ((1, 3), DOMAINS, Choice("leaf-a", ["a0", "a1", "a2", "a3"], [0, 1, 1, 1])),
+    ((2, 1), DOMAINS, Choice("leaf-b", ["b0", "b0", "b1"], [0, 0, 1])),
+    # two masters: leaf-a opens one node to them, leaf-b's b0 takes both; the workers get b1
+    ((2, 2), DOMAINS, Choice("spine-1", ["b0", "b0", "a1", "a2"], [0, 0, 1, 1])),
+    ((3, 0), DOMAINS, Choice("spine-1", ["b0", "b0", "a0"], [0, 0, 0])),
+    ((4, 1), DOMAINS, None),  # only a0 and b0 (2 members) are open to masters
+]
+
+
+@pytest.mark.parametrize(("demands", "domains", "choice"), GROUPED)
+def test_choose_for_groups(
+    demands: tuple[int, ...], domains: tuple[str, ...], choice: Choice | None
+) -> None:
+    assert choose_for_groups(POOLS, demands, domains) == choice
+
+
+def test_the_most_constrained_group_is_placed_first() -> None:
+    """Workers placed first would take b0, the only node the master may use."""
+    fits = {"b0": pool("leaf-b", {0, 1}, score=9.0), "b1": pool("leaf-b", {1})}
+    assert choose_for_groups(fits, (1, 1), DOMAINS) == Choice("leaf-b", ["b0", "b1"], [0, 1])

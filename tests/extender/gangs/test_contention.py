@@ -4,6 +4,7 @@ down when kube-scheduler preempted one of its members."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from extender.engine import FilterOutcome
 from extender.explain import table
 from extender.gangs.contention import ContentionSettings
 from extender.gangs.planner import GangSettings
+from extender.gangs.records import PlanRecord
 from extender.scheduling import Scheduler
 from extender.weights import DEFAULT
 from kube_rdma.core import keys
@@ -250,3 +252,161 @@ def test_explain_shows_the_wait_the_hold_and_the_held_nodes() -> None:
         ("unresolvable", "node held for gang team-a/big (priority 0) in leaf-a: draining")
     }
     assert other["summary"] == {"pass": 0, "fail": 2, "unresolvable": 4}
+
+
+def test_room_a_waiting_higher_priority_gang_needs_is_set_aside_from_lower_ones() -> None:
+    clock = Clock()
+    high = [member("high", i, 4, priority=10) for i in range(4)]
+    low = [member("low", i, 2) for i in range(2)]
+    objects = [*cluster(), *busy_everywhere(), *high, *low]
+    s = scheduler(objects, clock, hold_after=600, preemption=False)
+    s.filter(high[0], NAMES)  # no room: it waits
+    for node in ["a0", "a1", "a2", "a3"]:
+        s._source.cluster.delete_pod(("team-a", f"job-{node}"))
+    # kube-scheduler happens to try the low gang first (the high one is in backoff).
+    refused = s.filter(low[0], NAMES)
+    assert refused.passed == []
+    assert s.planner.plans.keys() == set()
+    placed = s.filter(high[0], NAMES)
+    assert len(placed.passed) == 1
+    assert s.planner.plans[("team-a", "high")].domain == "leaf-a"
+
+
+class SharedRecords:
+    """Records two extender processes share, each seeing the other's writes as foreign."""
+
+    def __init__(self) -> None:
+        self.saved_: dict[Any, PlanRecord] = {}
+        self.writes = {"a": 0, "b": 0}
+
+    def of(self, who: str) -> Any:
+        shared = self
+
+        class View:
+            def ready(self) -> bool:
+                return True
+
+            def saved(self) -> dict[Any, PlanRecord]:
+                return shared.saved_
+
+            @property
+            def foreign_changes(self) -> int:
+                return sum(n for w, n in shared.writes.items() if w != who)
+
+            def put(self, record: PlanRecord) -> None:
+                shared.saved_[record.gang] = record
+                shared.writes[who] += 1
+
+            def remove(self, gang: Any) -> None:
+                shared.saved_.pop(gang, None)
+                shared.writes[who] += 1
+
+            async def flush(self, gang: Any) -> bool:
+                return True
+
+            async def run(self) -> None:
+                await asyncio.Event().wait()
+
+        return View()
+
+
+class Stalled:
+    """Disruptions of a leader that dies before its evictions are answered."""
+
+    async def evict(self, namespace: str, name: str, uid: str, dry_run: bool) -> None:
+        await asyncio.Event().wait()
+
+    async def delete(self, namespace: str, name: str, uid: str) -> None:
+        await asyncio.Event().wait()
+
+    async def event(self, pod: Json, reason: str, message: str) -> None:
+        return None
+
+
+async def test_a_preemption_in_flight_is_finished_by_the_extender_that_serves_next() -> None:
+    clock = Clock()
+    victims = [member("low", i, 2, node=f"b{i}") for i in range(2)]
+    others = [pod(f"job-{n}", 5, n) for n in ["a0", "a1", "a2", "a3"]]
+    urgent = [member("urgent", i, 2, priority=10) for i in range(2)]
+    objects = [*cluster(), *others, *victims, *urgent]
+    shared = SharedRecords()
+    first_source = SnapshotSource(objects)
+    first = Scheduler(
+        first_source,
+        lambda: DEFAULT,
+        GangSettings(),
+        ("nvidia.com/gpu",),
+        ("rdma/*",),
+        shared.of("a"),
+        clock=clock,
+        disruptions=Stalled(),
+    )
+    first.filter(urgent[0], NAMES)
+    record = shared.saved_[("team-a", "urgent")]
+    assert record.hold is not None
+    assert record.slots == ("b0", "b1")
+    # The first leader dies with its evictions unanswered; the next one serves.
+    source = SnapshotSource(objects)
+    second = Scheduler(
+        source,
+        lambda: DEFAULT,
+        GangSettings(),
+        ("nvidia.com/gpu",),
+        ("rdma/*",),
+        shared.of("b"),
+        clock=clock,
+        disruptions=ModelDisruptions(source.cluster),
+    )
+    solo = second.filter(pod("solo"), NAMES)
+    assert solo.unresolvable.keys() >= {"b0", "b1"}, "the held nodes stay held"
+    await second.evictor.drain()
+    assert [source.cluster.pod("team-a", f"low-{i}") for i in (0, 1)] == [None, None]
+    second.sweep()
+    clock.now += 10
+    placed = second.filter(urgent[0], NAMES)
+    assert placed.passed in (["b0"], ["b1"])
+
+
+async def test_a_running_gang_short_of_members_past_the_grace_is_torn_down() -> None:
+    clock = Clock()
+    gang = [member("g", i, 3, node=f"a{i}") for i in range(3)]
+    s = scheduler([*cluster(), *gang], clock, broken_grace=60)
+    s.sweep()  # seen whole
+    s._source.cluster.delete_pod(("team-a", "g-0"))  # evicted by a drain, say
+    clock.now += 30
+    s.sweep()
+    assert s.broken.broken() == {("team-a", "g"): clock.now}
+    clock.now += 59
+    s.sweep()
+    await s.evictor.drain()
+    assert s._source.cluster.pod("team-a", "g-1") is not None, "within the grace"
+    clock.now += 11
+    s.sweep()
+    await s.evictor.drain()
+    assert [s._source.cluster.pod("team-a", f"g-{i}") for i in (1, 2)] == [None, None]
+
+
+async def test_a_gang_made_whole_again_within_the_grace_is_left_alone() -> None:
+    clock = Clock()
+    gang = [member("g", i, 3, node=f"a{i}") for i in range(3)]
+    s = scheduler([*cluster(), *gang], clock, broken_grace=60)
+    s.sweep()
+    s._source.cluster.delete_pod(("team-a", "g-0"))
+    clock.now += 30
+    s.sweep()
+    s._source.cluster.upsert_pod(member("g", 0, 3, node="b0"))  # its operator replaced it
+    clock.now += 60
+    s.sweep()
+    assert s.broken.broken() == {}
+    assert s._source.cluster.pod("team-a", "g-1") is not None
+
+
+def test_without_a_grace_broken_gangs_are_left_alone() -> None:
+    clock = Clock()
+    gang = [member("g", i, 3, node=f"a{i}") for i in range(3)]
+    s = scheduler([*cluster(), *gang], clock)
+    s.sweep()
+    s._source.cluster.delete_pod(("team-a", "g-0"))
+    clock.now += 3600
+    s.sweep()
+    assert s.broken.broken() == {}

@@ -199,21 +199,23 @@ async def test_a_plan_without_progress_expires(serve: Any) -> None:
     assert client.app[EXTENDER].planner.reserved == {}
 
 
-async def test_a_planned_node_left_out_of_the_candidates_leads_to_a_new_plan(serve: Any) -> None:
+async def test_a_planned_node_kube_scheduler_ruled_out_is_avoided_at_once(serve: Any) -> None:
+    """Six nodes: kube-scheduler sends every node that passed its filters, so a planned node
+    missing from its candidates was ruled out, and the gang is planned again without it."""
     members = [member("pair", i, 2) for i in range(2)]
     client = await serve([*cluster(), *members], GangSettings(absent_limit=2))
     assert (await client.filter(members[0], NAMES))["NodeNames"] == ["b0"]
-    without_b = ["a0", "a1", "a2", "a3"]
-    result = await client.filter(members[0], without_b)
+    without_b0 = ["a0", "a1", "a2", "a3", "b1"]
+    result = await client.filter(members[0], without_b0)
     assert result["NodeNames"] == []
     assert set(result["FailedAndUnresolvableNodes"].values()) == {
-        "gang team-a/pair: planned node b0 was not among the 4 candidates kube-scheduler sent "
-        "(set percentageOfNodesToScore: 100 for the RDMA scheduler)"
+        "gang team-a/pair: kube-scheduler ruled out planned node b0: its 5 candidates are every "
+        "node that passed its filters, so a check the extender cannot see refused it (another "
+        "plugin, pod affinity, volumes, ports); the gang is planned again without b0"
     }
-    await client.filter(members[0], without_b)  # second absence: planned again without b0
     plan = client.app[EXTENDER].planner.plans[("team-a", "pair")]
-    assert "b0" not in plan.slots
-    assert (await client.filter(members[0], without_b))["NodeNames"][0] in without_b
+    assert (plan.slots, plan.ruled_out) == (["a0", "a1"], frozenset({"b0"}))
+    assert (await client.filter(members[0], without_b0))["NodeNames"] == ["a0"]
 
 
 async def test_explain_shows_the_gang_and_its_plan(serve: Any) -> None:

@@ -65,6 +65,7 @@ async def gang_seen(url: str, pod: str) -> Json:
         body: Json = await answer.json()
     gang: Json = body["gang"]
     gang.pop("plan", None)
+    gang.pop("waiting", None)  # a member still pending when asked waits for its gang
     return gang
 
 

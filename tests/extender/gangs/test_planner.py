@@ -88,23 +88,6 @@ def test_a_plan_without_progress_expires() -> None:
     assert s.book.by_node == {}
 
 
-def test_a_planned_node_left_out_of_the_candidates_leads_to_a_new_plan() -> None:
-    s = setup(PAIR, GangSettings(absent_limit=2))
-    without_b = ["a0", "a1", "a2", "a3"]
-    s.filter(PAIR, 0)
-    reason = (
-        "gang team-a/pair: planned node b0 was not among the 4 candidates kube-scheduler sent "
-        "(set percentageOfNodesToScore: 100 for the RDMA scheduler)"
-    )
-    absent = FilterOutcome([], {}, dict.fromkeys(without_b, reason))
-    assert s.filter(PAIR, 0, without_b) == absent
-    assert s.planner.plans[PAIR.key].slots == ["b0", "b1"]
-    assert s.filter(PAIR, 0, without_b) == absent  # second absence: planned again without b0
-    assert s.planner.plans[PAIR.key].slots == ["a0", "a1"]
-    assert s.book.by_node == {"a0": {PAIR.key: MEMBER}, "a1": {PAIR.key: MEMBER}}
-    assert s.filter(PAIR, 0, without_b) is not None
-
-
 def test_a_planned_node_taken_meanwhile_leads_to_a_new_plan() -> None:
     s = setup(PAIR)
     s.filter(PAIR, 0)
