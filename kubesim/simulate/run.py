@@ -28,7 +28,7 @@ from kubesim.scheduler.extender_client import Post
 from kubesim.scheduler.pods import pod_requests
 from kubesim.simulate.clock import run_simulated
 from kubesim.simulate.cluster import SimCluster
-from kubesim.simulate.holds import HoldRecorder
+from kubesim.simulate.holds import HoldRecorder, StoreRecords
 from kubesim.simulate.source import SimulatedSource, StoreDisruptions, follow
 from kubesim.simulate.store import MemoryApiserver, PodListener
 from kubesim.simulate.wire import NAME, InProcessExtender
@@ -170,6 +170,7 @@ def _extender(
         app.gangs,
         app.gpu_resources,
         app.rdma_resources,
+        StoreRecords(store),
         require_acceptance=app.require_acceptance,
         clock=loop.time,
         disruptions=StoreDisruptions(store),

@@ -4,13 +4,15 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 import pytest
 
+from extender.gangs.records import PlanRecord
 from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
 from kube_rdma.kube.errors import NotFound, ServerError, TooManyRequests
-from kubesim.simulate.holds import HoldRecorder
+from kubesim.simulate.holds import HoldRecorder, StoreRecords
 from kubesim.simulate.store import MemoryApiserver
 
 NODE: Json = {"metadata": {"name": "n1"}}
@@ -105,22 +107,26 @@ def test_budgets_are_read_with_the_disruption_controllers_status() -> None:
     assert budget["status"] == {"disruptionsAllowed": 1}
 
 
-def test_a_hold_lasts_from_its_configmaps_creation_to_its_deletion() -> None:
+def test_a_hold_lasts_while_a_record_holds_nodes() -> None:
+    """From a ConfigMap labelled kube-rdma.io/gang-hold appearing to its going, or to its
+    record turning into a plan (the label dropped); the extender's own records, written by
+    StoreRecords as ConfigMapRecords writes them."""
     now = [0.0]
     holds = HoldRecorder(lambda: now[0])
     api = MemoryApiserver([NODE], [], lambda old, new: None, on_object=holds.changed)
-    record = {
-        "metadata": {
-            "name": "hold-x",
-            "namespace": "kube-rdma",
-            "labels": {keys.GANG_HOLD: "true"},
-        },
-        "data": {"gang": "team/x"},
-    }
-    api.create_object("configmaps", record)
+    records = StoreRecords(api)
+    hold = PlanRecord(("team", "x"), 2, "leaf-a", ("n1", "n2"), "me", {"priority": 1000})
+    records.put(hold)
     api.create_object("configmaps", {"metadata": {"name": "other", "namespace": "kube-rdma"}})
     now[0] = 600.0
-    api.delete_object("configmaps", "kube-rdma", "hold-x")
-    api.create_object("configmaps", record)
+    records.put(dataclasses.replace(hold, hold=None))  # planned at last: no longer a hold
+    now[0] = 700.0
+    records.remove(("team", "x"))
+    by_hand = {
+        "metadata": {"name": "h", "namespace": "kube-rdma", "labels": {keys.GANG_HOLD: "true"}},
+        "data": {"gang": "team/y"},
+    }
+    api.create_object("configmaps", by_hand)
     now[0] = 900.0
-    assert holds.held_seconds() == {("team", "x"): 900.0}
+    assert holds.held_seconds() == {("team", "x"): 600.0, ("team", "y"): 200.0}
+    assert [name for _, name in api.objects["configmaps"]] == ["other", "h"]
