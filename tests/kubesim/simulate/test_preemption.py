@@ -120,3 +120,16 @@ def test_priorities_do_not_change_the_rest_of_a_generated_stream(tmp_path: Path)
     mixed = parse_generate("jobs=30,seed=4,priorities=500:0.5/0:0.5").stream(cluster.shape())
     assert [dataclasses.replace(j, priority=0) for j in mixed] == plain
     assert {j.priority for j in mixed} == {500, 0}
+
+
+def test_a_gang_the_extender_holds_nodes_for_is_reported_held(tmp_path: Path) -> None:
+    # 16 nodes kept busy by one 8-GPU job every 50 s, each running 10 minutes; a 16-pod gang
+    # arrives at 5 minutes. The extender holds nodes for it; its records say for how long.
+    cluster = snapshot(tmp_path, [leaf_node(f"n-{i:02d}", "a") for i in range(16)])
+    jobs = [job(f"small-{i:03d}", 1, 8, arrival=50.0 * i, duration=600.0) for i in range(60)]
+    jobs.append(job("big", 16, 8, arrival=300.0, duration=600.0))
+    result = measure(simulate(cluster, jobs, EXTENDER, Settings()), jobs, cluster)
+    big = class_of(result, 0, "9-64")
+    assert big["unplaced"] == 0
+    assert 0 < big["held_hours"] * 3600 <= big["time_to_place_seconds"]["max"]  # type: ignore[index, operator]
+    assert result["preemption"]["held_hours"] == big["held_hours"]
