@@ -31,7 +31,7 @@ from certs.reload import CertificateReloader
 from certs.watch import watch_certificate
 from extender import protocol
 from extender.cluster.disruptions import Disruptions
-from extender.cluster.source import BindError, ClusterSource
+from extender.cluster.source import BindError, ClusterSource, LookupFailed
 from extender.contention_metrics import ContentionCollector
 from extender.explain import table
 from extender.gangs.contention import ContentionSettings
@@ -276,11 +276,15 @@ async def handle_explain(request: web.Request) -> web.Response:
     namespace, name = request.query.get("namespace"), request.query.get("name")
     if not namespace or not name:
         return web.json_response({"error": "explain needs ?namespace=N&name=P"}, status=400)
-    body = request.app[EXTENDER].scheduler.explain(namespace, name)
-    if body is None:
-        return web.json_response(
-            {"error": f"pod {namespace}/{name} is not in the extender's cache"}, status=404
-        )
+    scheduler = request.app[EXTENDER].scheduler
+    try:
+        pod = await scheduler.find_pod(namespace, name)
+    except LookupFailed as e:
+        message = f"pod {namespace}/{name} is not in the extender's cache yet and could not be read"
+        return web.json_response({"error": f"{message}: {e}"}, status=503)
+    if pod is None:
+        return web.json_response({"error": f"pod {namespace}/{name} does not exist"}, status=404)
+    body = scheduler.explain_pod(pod)
     if request.query.get("format") == "table":
         return web.Response(text=table(body))
     return _json(body)

@@ -305,8 +305,7 @@ def _refusal(error: Any, args: argparse.Namespace) -> str:
     if error.code == 404:
         namespace, _, name = args.pod.partition("/")
         return (
-            f"{message.removesuffix('.')} at {args.url}; check the name "
-            f"(kubectl get pod -n {namespace} {name}), and that the pod is pending on a "
-            "scheduler that calls this extender"
+            f"{message.removesuffix('.')} (asked the extender at {args.url}); check the name: "
+            f"kubectl get pod -n {namespace} {name}"
         )
     return f"the extender at {args.url} answered {error.code}: {message}"

@@ -23,9 +23,10 @@ from dataclasses import replace
 from extender.binding import node_settings
 from extender.cluster.disruptions import Disruptions, ModelDisruptions
 from extender.cluster.model import PodKey, pod_key
-from extender.cluster.source import BindError, ClusterSource
+from extender.cluster.source import BindError, ClusterSource, LookupFailed
 from extender.engine import Engine, FilterOutcome
 from extender.explain import explanation
+from extender.filtered_pods import WATCH_LAG_SECONDS, FilteredPods, until_cached
 from extender.gangs.barrier import Barrier
 from extender.gangs.broken import BrokenGangs
 from extender.gangs.contention import Contention, ContentionSettings, Waiting
@@ -111,6 +112,7 @@ class Scheduler:
         self._adopted = 0
         """The records' foreign changes when this process last adopted them."""
         self._barrier = Barrier(self.planner, cluster, gangs.barrier_timeout, self._bind_member)
+        self._filtered = FilteredPods(clock=clock)
 
     def view(self, pod: Json) -> PodView:
         return pod_view(pod, *self._resources)
@@ -146,6 +148,8 @@ class Scheduler:
             raise NotReady(STARTING)
         self._take_over()
         view, gang = self.view(pod), self.gang(pod)
+        if self._cached(view.namespace, view.name, view.uid) is None:
+            self._filtered.remember(pod)
         if (node := self._already_bound(view)) is not None:
             reason = f"pod {view.namespace}/{view.name} is already bound to {node}"
             return FilterOutcome(
@@ -221,28 +225,37 @@ class Scheduler:
         if not self.ready():
             raise BindError(STARTING)
         self._take_over()
-        pod = self._pod(namespace, name)
+        pod = await self._pod(namespace, name, uid)
         gang = self.gang(pod)
         if isinstance(gang, Gang):
             if _bound_to(pod, uid) == node:
                 return {}  # the extender bound it when its gang's last member arrived
+            await self._delivered(namespace, name, uid, gang)
             if not await self._records.flush(gang.key):
                 raise BindError(f"gang {gang}: its plan could not be written to the API yet")
             # All or nothing: wait for every member to reach bind, or fail.
             relevant = self.view(pod).relevant
             if not await self._barrier.wait((namespace, name), uid, gang, node, relevant):
                 return {}
-        return await self._bind(namespace, name, uid, node)
+        return await self._bind(pod, uid, node)
+
+    async def _delivered(self, namespace: str, name: str, uid: str, gang: Gang) -> None:
+        """The plan and the barrier count the members the cache holds: a member whose pod the
+        watch has not delivered yet waits for it, briefly."""
+        if not await until_cached(lambda: self._cached(namespace, name, uid), WATCH_LAG_SECONDS):
+            raise BindError(
+                f"gang {gang}: pod {namespace}/{name} is not in the extender's cache yet (its "
+                f"watch lags by more than {WATCH_LAG_SECONDS:g}s); the pod is retried"
+            )
 
     async def _bind_member(self, pod: PodKey, uid: str, node: str) -> None:
         """A gang member whose bind request returned before its gang arrived whole."""
-        await self._bind(*pod, uid, node)
+        await self._bind(await self._pod(*pod, uid), uid, node)
 
-    async def _bind(self, namespace: str, name: str, uid: str, node: str) -> dict[str, str]:
-        pod = self._pod(namespace, name)
+    async def _bind(self, pod: Json, uid: str, node: str) -> dict[str, str]:
         view, gang = self.view(pod), self.gang(pod)
         annotations = self._node_settings(view, node)
-        await self._source.bind(namespace, name, uid, node, annotations)
+        await self._source.bind(view.namespace, view.name, uid, node, annotations)
         if isinstance(gang, Gang):
             self.planner.bound(view.key, gang, node)
         return annotations
@@ -250,8 +263,8 @@ class Scheduler:
     async def shutdown(self) -> None:
         """The extender stops: binds held at the barrier fail now, binds under way finish."""
         self._barrier.close(
-            "the kube-rdma extender is shutting down; the pod is retried and its gang planned "
-            "again by the extender that serves next"
+            "the kube-rdma extender is shutting down; the pod is retried, and the extender that "
+            "serves next finishes its gang"
         )
         await self._barrier.drain()
         await self.evictor.drain()
@@ -264,11 +277,33 @@ class Scheduler:
         cached = self._source.cluster.pod(view.namespace, view.name)
         return _bound_to(cached, view.uid) if cached is not None else None
 
-    def _pod(self, namespace: str, name: str) -> Json:
-        pod = self._source.cluster.pod(namespace, name)
+    async def _pod(self, namespace: str, name: str, uid: str) -> Json:
+        try:
+            pod = await self.find_pod(namespace, name, uid)
+        except LookupFailed as e:
+            raise BindError(
+                f"pod {namespace}/{name} is not in the extender's cache yet and could not be "
+                f"read: {e}"
+            ) from e
         if pod is None:
-            raise BindError(f"pod {namespace}/{name} is not in the extender's cache")
+            raise BindError(f"pod {namespace}/{name} does not exist")
+        known = (pod.get("metadata") or {}).get("uid")
+        if known and uid and known != uid:
+            raise BindError(f"pod {namespace}/{name} has uid {known}, not {uid}")
         return pod
+
+    async def find_pod(self, namespace: str, name: str, uid: str = "") -> Json | None:
+        """The pod from the cache; else, for a pod kube-scheduler's informer delivered before
+        the extender's watch did, as this cycle's filter request carried it, or else as the
+        apiserver has it. Raises LookupFailed."""
+        pod = self._cached(namespace, name, uid) or self._filtered.get(namespace, name, uid)
+        return pod if pod is not None else await self._source.read_pod(namespace, name)
+
+    def _cached(self, namespace: str, name: str, uid: str) -> Json | None:
+        """The cache's pod of that name, when it is the pod of that uid (any, for no uid)."""
+        pod = self._source.cluster.pod(namespace, name)
+        known = (pod.get("metadata") or {}).get("uid") if pod is not None else None
+        return pod if pod is not None and (not uid or not known or known == uid) else None
 
     def _node_settings(self, view: PodView, name: str) -> dict[str, str]:
         if not view.node_settings:
@@ -282,8 +317,10 @@ class Scheduler:
         """Every node's verdict and scores for the pod, and its gang's plan, wait and hold;
         None when the pod is not in the cache."""
         pod = self._source.cluster.pod(namespace, name)
-        if pod is None:
-            return None
+        return None if pod is None else self.explain_pod(pod)
+
+    def explain_pod(self, pod: Json) -> Json:
+        """Every node's verdict and scores for `pod`, and its gang's plan."""
         view, gang = self.view(pod), self.gang(pod)
         body = explanation(view, self.engine.explain(view, _key(gang)), self._weights())
         body["gang"] = self._gang_summary(gang)

@@ -2,17 +2,20 @@
 
 Pure: a `LogReport` in, the JSON answer, its readable form and the exit status out. Exit 0 when
 every connection that left a host used RDMA (a log with connections inside one node only is
-fine too), 1 when something fell back to sockets or an error was logged.
+fine too), 1 when something fell back to sockets, an error was logged, or the lines do not show
+the transport. A log cut down to the lines around a failure is read for what it holds, and the
+answer says what it cannot tell.
 """
 
 from __future__ import annotations
 
-from fabric.nccl_log import LogReport
+from fabric.known_errors import FIRST_ERROR
+from fabric.nccl_log import RDMA_TRANSPORTS, LogReport
 from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
 
 NO_LINES = (
-    "no NCCL INFO lines found; run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET (the "
+    "no NCCL lines found; run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET (the "
     f'{keys.DEBUG}: "true" pod annotation sets both)'
 )
 
@@ -39,15 +42,17 @@ def log_answer(report: LogReport) -> Json:
             for e in report.errors
         ],
         "notes": notes(report),
+        "unknown": unknowns(report),
     }
 
 
 def notes(report: LogReport) -> list[str]:
     found = []
     if report.transport == "Socket":
+        did = "sent" if "NET/Socket" in report.connections else "chose"
         found.append(
-            "NCCL sent inter-node traffic over TCP sockets: no usable RDMA device in the pod "
-            "(check /dev/infiniband, the RDMA resource, IPC_LOCK, NCCL_IB_HCA and "
+            f"NCCL {did} TCP sockets for the traffic between nodes: no usable RDMA device in "
+            "the pod (check /dev/infiniband, the RDMA resource, IPC_LOCK, NCCL_IB_HCA and "
             "NCCL_IB_DISABLE)"
         )
     elif report.network == "Socket":
@@ -60,7 +65,30 @@ def notes(report: LogReport) -> list[str]:
             "RDMA without GPUDirect RDMA: transfers are staged through host memory (check "
             "nvidia_peermem or dma-buf, and the GPU-NIC PCIe path)"
         )
+    if report.errors:
+        found.append(f"this log shows a failure; {FIRST_ERROR}")
     return found
+
+
+def unknowns(report: LogReport) -> list[str]:
+    """What the log does not show, each with the lines that would have shown it."""
+    missing = []
+    if report.nccl_version is None:
+        missing.append("the NCCL version (its `NCCL version` start-up line is not in the log)")
+    if report.transport == "unknown":
+        missing.append(
+            "the transport (no `Using network` line and no channel lines; "
+            "NCCL_DEBUG_SUBSYS=INIT,NET prints them)"
+        )
+    elif report.transport == "IB/RoCE":
+        missing.append(
+            "InfiniBand or RoCE (the `NET/IB : Using [0]mlx5_0:1/...` line is not in the log)"
+        )
+    if report.gdr is None and report.transport in RDMA_TRANSPORTS:
+        missing.append("whether GPUDirect RDMA was used (no `via NET/...` channel lines)")
+    if report.nodes is None and not report.connections:
+        missing.append("how many nodes the job spans (no `nRanks N nNodes M` line)")
+    return missing
 
 
 def exit_status(report: LogReport) -> int:
@@ -84,6 +112,7 @@ def text(answer: Json) -> str:
             f"  check: {error['check']}",
         ]
     lines += [f"note: {note}" for note in answer["notes"]]
+    lines += [f"the log cannot tell: {unknown}" for unknown in answer["unknown"]]
     return "\n".join(lines) + "\n"
 
 

@@ -9,7 +9,10 @@ Its shape changed over the years, and this reads every shape seen in published r
   column `error` and print the largest deviation there, new ones `#wrong` and print a count;
   `N/A` replaces either when the run skipped the check (`-c 0`);
 - old rank lines have no `Group` field, and the bus id is `0x1b` or `0000:1b:00`;
-- under mpirun `--tag-output` every line starts with `[1,0]<stdout>:`; pasted logs lose the `#`;
+- launchers and log collectors put their prefixes in front of every line (`[1,0]<stdout>:`
+  under mpirun `--tag-output`, and the others fabric/prefixes.py takes off); pasted logs lose
+  the `#`;
+- sendrecv and alltoall print `N/A` for the in-place `#wrong` (they check only out-of-place);
 - a soak repeats header and table: every table's rows are kept, in order, and each rank once.
 
 Pure: text in, an `NcclTestsRun` out, or `Unreadable` naming the line it could not read.
@@ -20,7 +23,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-TAG = re.compile(r"^\[\d+,\d+\]<std(?:out|err)>:")
+from fabric import prefixes
+
 PROGRAM = re.compile(r"\b([a-z_]+_perf)\b")
 RANK = re.compile(
     r"^#?\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)"
@@ -87,9 +91,10 @@ class NcclTestsRun:
 
     @property
     def wrong(self) -> int | None:
-        """Wrong results over every row and half; None when the check was not run (N/A)."""
-        counts = [h.wrong for row in self.rows for h in row.halves]
-        return None if any(c is None for c in counts) else sum(c or 0 for c in counts)
+        """Wrong results over every row and the halves that were checked; None when no half
+        was (N/A throughout: the check was not run)."""
+        counts = [h.wrong for row in self.rows for h in row.halves if h.wrong is not None]
+        return sum(counts) if counts else None
 
     def best(self) -> Row | None:
         """The row with the highest bus bandwidth (the large messages)."""
@@ -102,7 +107,7 @@ class NcclTestsRun:
 
 
 def parse(text: str) -> NcclTestsRun:
-    lines = [TAG.sub("", line).rstrip() for line in text.splitlines()]
+    lines = [prefixes.strip(line.rstrip()) for line in text.splitlines()]
     program = next((m.group(1) for line in lines if (m := PROGRAM.search(line))), None)
     ranks: dict[int, Rank] = {}
     rows: list[Row] = []

@@ -32,12 +32,12 @@ from typing import Any
 
 from extender.cluster.model import Cluster, PodKey, as_bound, pod_key
 from extender.cluster.owners import WORKLOADS, Owners, WorkloadResource
-from extender.cluster.source import BindError
+from extender.cluster.source import BindError, LookupFailed
 from extender.cluster.trim import trim_node, trim_pod, trim_workload
 from kube_rdma.core.objects import Json
 from kube_rdma.kube.client import call
 from kube_rdma.kube.discovery import RECHECK_SECONDS, ApiResource, Discovery
-from kube_rdma.kube.errors import ApiError, Conflict, Unreachable
+from kube_rdma.kube.errors import ApiError, Conflict, NotFound, Unreachable
 from kube_rdma.kube.reflector import INITIAL_BACKOFF_SECONDS, STALE_AFTER_SECONDS, Reflector
 
 log = logging.getLogger(__name__)
@@ -48,6 +48,9 @@ LIST_PAGE_SIZE = 500
 """Nodes and Pods are listed in pages of this many (client-go's pager's default)."""
 BIND_TIMEOUT_SECONDS = 3.0
 """Budget for the binding, below kube-scheduler's 5 s extender httpTimeout."""
+READ_TIMEOUT_SECONDS = 0.5
+"""Budget for reading a pod the watch has not delivered yet, before its binding: with a gang
+member's barrier wait (--barrier-timeout, 4 s) it stays within kube-scheduler's 5 s."""
 
 
 @dataclass(frozen=True)
@@ -199,6 +202,23 @@ class LiveSource:
             del self._assumed[key]
             return pod
         return as_bound(pod, assumed.node, assumed.annotations)
+
+    async def read_pod(self, namespace: str, name: str) -> Json | None:
+        """One GET of the pod, for a bind or an explain that arrived before the watch delivered
+        it; trimmed, not put in the model (the watch brings it in its order)."""
+        try:
+            pod = await call(
+                f"get Pod {namespace}/{name}",
+                self._api.read_namespaced_pod,
+                name,
+                namespace,
+                request_timeout=READ_TIMEOUT_SECONDS,
+            )
+        except NotFound:
+            return None
+        except ApiError as e:
+            raise LookupFailed(str(e)) from e
+        return trim_pod(pod)
 
     # Binding
 

@@ -62,6 +62,10 @@ class SnapshotSource:
     async def run(self) -> None:
         return None
 
+    async def read_pod(self, namespace: str, name: str) -> Json | None:
+        """The model's pod: a snapshot holds every pod there is."""
+        return self.cluster.pod(namespace, name)
+
     async def bind(
         self, namespace: str, name: str, uid: str, node: str, annotations: dict[str, str]
     ) -> None:

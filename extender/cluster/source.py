@@ -12,10 +12,15 @@ from typing import Protocol
 
 from extender.cluster.model import Cluster
 from extender.cluster.owners import Owners
+from kube_rdma.core.objects import Json
 
 
 class BindError(Exception):
     """A bind that did not happen; the message says why. Nothing of it was left applied."""
+
+
+class LookupFailed(Exception):
+    """The source could not say whether a pod exists; the message says why."""
 
 
 class ClusterSource(Protocol):
@@ -29,6 +34,11 @@ class ClusterSource(Protocol):
 
     async def run(self) -> None:
         """Keep the model current until cancelled (returns at once for static sources)."""
+        ...
+
+    async def read_pod(self, namespace: str, name: str) -> Json | None:
+        """The pod as the cluster holds it now, trimmed as the model keeps pods, for a pod the
+        model does not hold yet; None when it does not exist. Raises LookupFailed."""
         ...
 
     async def bind(

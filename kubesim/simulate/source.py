@@ -46,6 +46,10 @@ class SimulatedSource:
     async def run(self) -> None:
         return None
 
+    async def read_pod(self, namespace: str, name: str) -> Json | None:
+        pod = self._store.pods().get((namespace, name))
+        return None if pod is None else trim_pod(pod)
+
     async def bind(
         self, namespace: str, name: str, uid: str, node: str, annotations: dict[str, str]
     ) -> None:

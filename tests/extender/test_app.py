@@ -153,7 +153,7 @@ async def test_bind_without_node_settings_writes_nothing(client: Client) -> None
     [
         (
             {"PodName": "ghost", "PodNamespace": "team-a", "PodUID": "", "Node": "gpu-1"},
-            "pod team-a/ghost is not in the extender's cache",
+            "pod team-a/ghost does not exist",
         ),
         (
             {
@@ -261,7 +261,7 @@ async def test_explain(client: Client) -> None:
     ]
     assert await client.get("/explain?namespace=team-a&name=ghost") == (
         404,
-        '{"error": "pod team-a/ghost is not in the extender\'s cache"}',
+        '{"error": "pod team-a/ghost does not exist"}',
     )
 
 

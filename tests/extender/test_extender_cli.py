@@ -74,9 +74,8 @@ def test_explain_json_and_errors(extender: str, capsys: pytest.CaptureFixture[st
     }
     assert main(["explain", "team-a/ghost", "--url", extender]) == 1
     assert capsys.readouterr().err == (
-        f"kube-rdma explain: pod team-a/ghost is not in the extender's cache at {extender}; "
-        "check the name (kubectl get pod -n team-a ghost), and that the pod is pending on a "
-        "scheduler that calls this extender\n"
+        f"kube-rdma explain: pod team-a/ghost does not exist (asked the extender at {extender}); "
+        "check the name: kubectl get pod -n team-a ghost\n"
     )
     assert main(["explain", "worker-0", "--url", extender]) == 2
     assert main(["explain", "a/b", "--url", "http://127.0.0.1:9"]) == 1

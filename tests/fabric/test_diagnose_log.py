@@ -15,10 +15,22 @@ from fabric.nccl_log import analyze
 from kube_rdma.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent / "fixtures"
+FAILED = f"this log shows a failure; {known_errors.FIRST_ERROR}"
+CANNOT_TELL_TRANSPORT = (
+    "the transport (no `Using network` line and no channel lines; NCCL_DEBUG_SUBSYS=INIT,NET "
+    "prints them)"
+)
+CANNOT_TELL_NODES = "how many nodes the job spans (no `nRanks N nNodes M` line)"
 NO_RDMA_NOTE = (
     "NCCL found no RDMA device and chose the Socket network: any traffic between nodes goes "
     "over TCP"
 )
+SOCKETS = (
+    "TCP sockets for the traffic between nodes: no usable RDMA device in the pod (check "
+    "/dev/infiniband, the RDMA resource, IPC_LOCK, NCCL_IB_HCA and NCCL_IB_DISABLE)"
+)
+TCP_SENT = f"NCCL sent {SOCKETS}"
+TCP_CHOSEN = f"NCCL chose {SOCKETS}"
 H200: dict[str, object] = {
     "nccl_version": "2.28.9+cuda13.0",
     "devices": [],
@@ -53,6 +65,7 @@ CASES = [
             "rdma": True,
             "errors": [],
             "notes": [NO_RDMA_NOTE],
+            "unknown": [],
         },
     ),
     (
@@ -67,6 +80,7 @@ CASES = [
             "rdma": True,
             "errors": [],
             "notes": [NO_RDMA_NOTE],
+            "unknown": [],
         },
     ),
     (
@@ -87,7 +101,8 @@ CASES = [
                     "Failed to initialize any NET plugin",
                 }
             ],
-            "notes": [],
+            "notes": [FAILED],
+            "unknown": [CANNOT_TELL_TRANSPORT, CANNOT_TELL_NODES],
         },
     ),
     (
@@ -95,7 +110,7 @@ CASES = [
         1,
         {
             **H200,
-            "transport": "unknown",
+            "transport": "Socket",
             "network": "Socket",
             "nodes": None,
             "gid_index": None,
@@ -108,7 +123,8 @@ CASES = [
                     "GPU detected : rank 0 and rank 1 both on CUDA device 60",
                 }
             ],
-            "notes": [NO_RDMA_NOTE],
+            "notes": [TCP_CHOSEN, FAILED],
+            "unknown": [CANNOT_TELL_NODES],
         },
     ),
     (
@@ -126,6 +142,7 @@ CASES = [
             "rdma": True,
             "errors": [],
             "notes": [],
+            "unknown": [],
         },
     ),
     (
@@ -146,6 +163,7 @@ CASES = [
                 "RDMA without GPUDirect RDMA: transfers are staged through host memory (check "
                 "nvidia_peermem or dma-buf, and the GPU-NIC PCIe path)"
             ],
+            "unknown": [],
         },
     ),
     (
@@ -162,11 +180,8 @@ CASES = [
             "gid_index": None,
             "rdma": False,
             "errors": [],
-            "notes": [
-                "NCCL sent inter-node traffic over TCP sockets: no usable RDMA device in the pod "
-                "(check /dev/infiniband, the RDMA resource, IPC_LOCK, NCCL_IB_HCA and "
-                "NCCL_IB_DISABLE)"
-            ],
+            "notes": [TCP_SENT],
+            "unknown": [],
         },
     ),
     (
@@ -191,6 +206,14 @@ CASES = [
                     "err 129 (Recv) localGid ::ffff:10.152.0.12 remoteGids::ffff:10.152.0.13",
                 },
                 {
+                    "error": "completion error 5",
+                    "line": 17,
+                    "text": "trainer-0:88:140 [0] transport/net_ib.cc:1697 NCCL WARN NET/IB : Got "
+                    "completion from peer 10.152.0.13<41236> with status=5 opcode=32656 "
+                    "len=32659 vendor err 249 (Recv) localGid ::ffff:10.152.0.12 "
+                    "remoteGids::ffff:10.152.0.13",
+                },
+                {
                     "error": "timeout",
                     "line": 18,
                     "text": "[rank0]:[E1130 09:14:02.117000 88 ProcessGroupNCCL.cpp:616] [Rank 0] "
@@ -199,7 +222,8 @@ CASES = [
                     "milliseconds before timing out.",
                 },
             ],
-            "notes": [],
+            "notes": [FAILED],
+            "unknown": [],
         },
     ),
 ]
@@ -256,11 +280,175 @@ def test_benign_lines_are_not_errors() -> None:
     assert analyze(text).errors == ()
 
 
+def test_a_pasted_message_without_its_prefix_is_diagnosed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "paste.txt"
+    log.write_text(
+        "NET/IB : Got completion from peer 10.0.0.2<41236> with status=12 opcode=0 len=0 vendor "
+        "err 129 (Recv)\n"
+    )
+    assert main(["diagnose", "--nccl-log", str(log), "--json"]) == 1
+    answer = json.loads(capsys.readouterr().out)
+    assert (answer["transport"], [e["error"] for e in answer["errors"]]) == (
+        "IB/RoCE",
+        ["completion error 12"],
+    )
+
+
 def test_a_file_without_nccl_lines_exits_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     log = tmp_path / "app.log"
     log.write_text("epoch 1 loss 0.3\n")
     assert main(["diagnose", "--nccl-log", str(log)]) == 2
-    assert "no NCCL INFO lines found" in capsys.readouterr().err
+    assert "no NCCL lines found" in capsys.readouterr().err
     assert main(["diagnose", "--nccl-log", str(tmp_path / "missing.log")]) == 2
+
+
+@pytest.mark.parametrize(
+    ("line", "error"),
+    [
+        # NCCL 2.1x
+        (
+            "h:1:2 [3] transport/net_ib.cc:1167 NCCL WARN NET/IB : Got completion with error 12, "
+            "opcode 0, len 0, vendor err 129",
+            "completion error 12",
+        ),
+        # NCCL 2.1x-2.2x
+        (
+            "h:1:2 [0] transport/net_ib.cc:1697 NCCL WARN NET/IB : Got completion from peer "
+            "10.0.0.2<41236> with status=12 opcode=0 len=0 vendor err 129 (Recv)",
+            "completion error 12",
+        ),
+        # NCCL 2.2x
+        (
+            "h:1:2 [2] transport/net_ib.cc:2337 NCCL WARN NET/IB: Got completion from peer "
+            "10.0.0.2<36213> with status=IBV_WC_RETRY_EXC_ERR(12) opcode=IBV_WC_SEND "
+            "reqSize=524288 vendor_err=129 req_type=Send localGid ::ffff:10.0.0.1 "
+            "remoteGids::ffff:10.0.0.2 hca mlx5_2",
+            "completion error 12",
+        ),
+        (
+            "h:1:2 [2] NCCL WARN NET/IB: Got completion from peer 10.0.0.2<36213> with "
+            "status=IBV_WC_WR_FLUSH_ERR(5) opcode=IBV_WC_RECV reqSize=0 vendor_err=249 hca mlx5_2",
+            "completion error 5",
+        ),
+        (
+            "h:1:2 [0] NCCL WARN NET/IB : Got completion from peer 10.0.0.2<1> with status=13 "
+            "opcode=0 len=0 vendor err 136 (Send)",
+            "completion error 13",
+        ),
+        (
+            "h:1:2 [0] NCCL WARN NET/IB : Got completion from peer 10.0.0.2<1> with status=9 "
+            "opcode=0 len=0 vendor err 138 (Send)",
+            "completion error",
+        ),
+        (
+            "h:1:2 [0] bootstrap.cc:114 NCCL WARN Bootstrap : no socket interface found",
+            "no socket interface",
+        ),
+        (
+            "h:1:2 [0] misc/socket.cc:538 NCCL WARN socketProgress: Connection closed by remote "
+            "peer gpu-2<52914>",
+            "connection closed by peer",
+        ),
+        (
+            "h:1:2 [0] NCCL WARN NET/IB : mlx5_0:1 Got async event : port error",
+            "NIC async event",
+        ),
+        (
+            "h:1:2 [0] enqueue.cc:100 NCCL WARN Cuda failure 'out of memory'",
+            "CUDA failure",
+        ),
+        (
+            "h:1:2 [0] NCCL WARN Message truncated : received 1024 bytes instead of 256",
+            "message truncated",
+        ),
+        (
+            "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, remote "
+            "process exited or there was a network error, NCCL version 2.21.5",
+            "remote error",
+        ),
+        (
+            "h:1:2 [0] process_err_completion:1723 NCCL WARN NET/OFI Operation with NULL "
+            "context completed with error",
+            "OFI completion error",
+        ),
+        (
+            "[2025-10-16 22:16:08] h:1:2 [0] nccl_net_ofi_rdma_init:7978 NCCL WARN NET/OFI OFI "
+            "fi_getinfo() call failed: No data available",
+            "OFI no provider",
+        ),
+        (
+            "h:1:2 [0] graph/rings.cc:43 NCCL WARN Error : ring 1 does not loop back to start",
+            "NCCL WARN",
+        ),
+    ],
+)
+def test_every_warning_is_explained(line: str, error: str) -> None:
+    (finding,) = analyze(line).errors
+    assert (finding.error, finding.line, finding.text) == (error, 1, line)
+
+
+def test_one_return_code_trace_is_no_failure_a_chain_is() -> None:
+    # NCCL_IB_DISABLE=1: the IB plugin declines with one trace, then Socket serves.
+    declined = "vm:527:527 [0] NCCL INFO transport/net_ib.cc:852 -> 3\n"
+    assert analyze(declined).errors == ()
+    chain = declined + "vm:527:527 [0] NCCL INFO init.cc:1572 -> 3\n"
+    assert [(e.error, e.line) for e in analyze(chain).errors] == [("NCCL returned 3", 1)]
+
+
+@pytest.mark.parametrize(
+    ("via", "connection", "gdr"),
+    [
+        ("NET/IB/2/GDRDMA", "NET/IB", True),
+        ("NET/IB/1(2)/GDRDMA/Shared", "NET/IB", True),  # PXN through rank 2, shared buffers
+        ("NET/IB/0/GDRDMA(PCI)", "NET/IB", True),
+        ("NET/IBext_v8/0/GDRDMA", "NET/IB", True),
+        ("NET/IBext/3/GDRDMA", "NET/IB", True),
+        ("NET/AWS Libfabric/0/GDRDMA", "NET/OFI", True),
+        ("NET/Libfabric/1/GDRDMA", "NET/OFI", True),
+        ("NET/IB/5", "NET/IB", False),
+        ("NET/IB/1(2)/Shared", "NET/IB", False),
+        ("NET/Socket/0", "NET/Socket", None),
+        ("P2P/CUMEM/read", "P2P", None),
+    ],
+)
+def test_channel_notations(via: str, connection: str, gdr: bool | None) -> None:
+    report = analyze(f"h:1:2 [0] NCCL INFO Channel 01/0 : 9[1] -> 0[0] [receive] via {via}\n")
+    assert (report.connections, report.gdr) == ({connection: 1}, gdr)
+
+
+@pytest.mark.parametrize(
+    ("lines", "transport"),
+    [
+        (["NCCL INFO Using network Socket"], "Socket"),
+        (["NCCL INFO Using network IB"], "IB/RoCE"),
+        (
+            ["NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [RO]; OOB", "NCCL INFO Using network IB"],
+            "RoCE",
+        ),
+        (
+            [
+                "NCCL INFO NET/IB : Using [0]mlx5_0:1/IB/SHARP [RO]",
+                "NCCL INFO Using network IBext_v8",
+            ],
+            "IB",
+        ),
+        (["NCCL INFO Using network IBext"], "IB/RoCE"),
+        (["NCCL INFO Using network AWS Libfabric"], "OFI"),
+        (["NCCL INFO Using network Libfabric"], "OFI"),
+        (["NCCL INFO Using network FancyNet"], "unknown"),
+        # one node: nothing leaves it, whatever was chosen for between nodes
+        (
+            ["NCCL INFO Using network Socket", "NCCL INFO comm 0x1 rank 0 nRanks 8 nNodes 1"],
+            "P2P/SHM",
+        ),
+        # between nodes, the channel lines cut out
+        (["NCCL INFO Using network IB", "NCCL INFO comm 0x1 rank 0 nRanks 8 nNodes 2"], "IB/RoCE"),
+        (["NCCL INFO comm 0x1 rank 0 nRanks 8 nNodes 2"], "unknown"),
+    ],
+)
+def test_the_network_line_alone(lines: list[str], transport: str) -> None:
+    assert analyze("\n".join(f"h:1:1 [0] {line}" for line in lines)).transport == transport

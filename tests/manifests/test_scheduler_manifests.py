@@ -605,6 +605,9 @@ async def test_extender_rbac_is_exactly_what_the_extender_calls(
             assert await response.json() == {"Error": ""}
         async with session.get(f"{base}/explain?namespace=team-a&name=worker-0") as response:
             assert response.status == 200
+        # A pod not in the cache (yet) is read from the apiserver.
+        async with session.get(f"{base}/explain?namespace=team-a&name=ghost") as response:
+            assert response.status == 404
         await write_gang_plan_records(fake_api, records)
         # A gang of higher priority (2 x 4 GPUs) with no room preempts the least it can: busy,
         # 2 GPUs on gpu-2 (6 free), not worker-0 (8 GPUs on gpu-1): the eviction made dry
@@ -648,6 +651,7 @@ async def test_extender_rbac_is_exactly_what_the_extender_calls(
         ("", "events", "create"),
         ("", "nodes", "list"),
         ("", "nodes", "watch"),
+        ("", "pods", "get"),
         ("", "pods", "list"),
         ("", "pods", "watch"),
         ("", "pods/binding", "create"),

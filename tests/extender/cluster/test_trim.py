@@ -207,6 +207,9 @@ class WholeSource:
     async def run(self) -> None:
         return None
 
+    async def read_pod(self, namespace: str, name: str) -> Json | None:
+        return self.cluster.pod(namespace, name)
+
     async def bind(self, *_: object) -> None:
         raise NotImplementedError
 

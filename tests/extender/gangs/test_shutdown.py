@@ -23,8 +23,8 @@ MEMBERS = [
 ]
 NAMES = ["a0", "a1", "a2"]
 SHUTTING_DOWN = (
-    "the kube-rdma extender is shutting down; the pod is retried and its gang planned again "
-    "by the extender that serves next"
+    "the kube-rdma extender is shutting down; the pod is retried, and the extender that serves "
+    "next finishes its gang"
 )
 
 
