@@ -13,6 +13,7 @@ from kubesim.scheduler.binder import BindOutcome
 from kubesim.scheduler.clock import Clock, ManualClock, RealClock
 from kubesim.scheduler.config import SchedulerConfig, backoff_duration, num_feasible_nodes_to_find
 from kubesim.scheduler.extender_client import ExtenderError
+from kubesim.scheduler.job_controller import JobRunner, JobState
 from kubesim.scheduler.pods import GPU, RDMA, PodKey, bound_node, pod_key, pod_requests
 from kubesim.scheduler.recorder import GangKey, GangRecord, Recorder
 from kubesim.scheduler.scheduler import Attempt, EmulatedScheduler
@@ -30,6 +31,8 @@ __all__ = [
     "GangKey",
     "GangRecord",
     "Job",
+    "JobRunner",
+    "JobState",
     "JobStream",
     "Jobs",
     "ManualClock",

@@ -39,6 +39,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--percentage-of-nodes-to-score", type=int, default=100)
     parser.add_argument("--backoff-initial", type=float, default=1.0, help="seconds")
     parser.add_argument("--backoff-max", type=float, default=10.0, help="seconds")
+    parser.add_argument(
+        "--preempt-verb",
+        action="store_true",
+        help="the extender has preemptVerb: preempt (kube-scheduler's preemption asks it)",
+    )
     return parser
 
 
@@ -55,6 +60,7 @@ async def run(args: argparse.Namespace) -> int:
         percentage_of_nodes_to_score=args.percentage_of_nodes_to_score,
         backoff_initial=args.backoff_initial,
         backoff_max=args.backoff_max,
+        preempt_via_extender=args.preempt_verb,
     )
     timing = LeaseTiming(args.lease_duration, args.renew_deadline, args.retry_period)
     namespace, _, name = args.lease.partition("/")

@@ -2,15 +2,17 @@
 
 Only what kube-scheduler and a Job controller do with core/v1 Pods and Nodes: list (the items and
 the list's resourceVersion), watch from a resourceVersion, create and delete a pod, and POST the
-`pods/binding` subresource. A thin adapter over kube_rdma/kube/client.py and kubernetes-asyncio's
-CoreV1Api, so the emulator talks to the apiserver as the rest of kube-rdma does: a failed call
-raises one of the typed errors of kube_rdma/kube/errors.py (NotFound, Gone, ..., Unreachable)
-naming what was asked. `connect` builds the client without credentials, for a base URL: the test
-apiserver, or a real one behind `kubectl proxy`.
+`pods/binding` subresource; and for preemption, patch a pod's status, list the
+PodDisruptionBudgets and record Events. A thin adapter over kube_rdma/kube/client.py and
+kubernetes-asyncio's CoreV1Api, so the emulator talks to the apiserver as the rest of kube-rdma
+does: a failed call raises one of the typed errors of kube_rdma/kube/errors.py (NotFound, Gone,
+..., Unreachable) naming what was asked. `connect` builds the client without credentials, for a
+base URL: the test apiserver, or a real one behind `kubectl proxy`.
 """
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, Final, Protocol
@@ -21,7 +23,7 @@ from kubernetes_asyncio import client
 
 from kube_rdma.core.objects import Json
 from kube_rdma.kube.client import Method, call, stream
-from kube_rdma.kube.errors import error_for
+from kube_rdma.kube.errors import NotFound, error_for
 
 TIMEOUT: Final = 30.0
 """Seconds for a call other than a watch (a watch has no deadline: the server ends it)."""
@@ -43,6 +45,16 @@ class ApiCalls(Protocol):
     async def delete_pod(self, namespace: str, name: str) -> None: ...
 
     async def bind(self, namespace: str, name: str, uid: str | None, node: str) -> None: ...
+
+    async def patch_pod_status(self, namespace: str, name: str, status: Json) -> Json:
+        """Merge `status` into the pod's status (a key set to None is removed)."""
+        ...
+
+    async def disruption_budgets(self) -> builtins.list[Json]:
+        """Every PodDisruptionBudget (none when the apiserver serves no policy/v1)."""
+        ...
+
+    async def create_event(self, namespace: str, event: Json) -> None: ...
 
 
 @contextlib.asynccontextmanager
@@ -136,6 +148,38 @@ class Apiserver:
             name,
             namespace,
             binding,
+            request_timeout=TIMEOUT,
+        )
+
+    async def patch_pod_status(self, namespace: str, name: str, status: Json) -> Json:
+        return await call(
+            f"patch pod {namespace}/{name} status",
+            self._core.patch_namespaced_pod_status,
+            name,
+            namespace,
+            {"status": status},
+            request_timeout=TIMEOUT,
+            _content_type="application/merge-patch+json",
+        )
+
+    async def disruption_budgets(self) -> builtins.list[Json]:
+        policy = client.PolicyV1Api(self._core.api_client)
+        try:
+            body = await call(
+                "list poddisruptionbudgets",
+                policy.list_pod_disruption_budget_for_all_namespaces,
+                request_timeout=TIMEOUT,
+            )
+        except NotFound:
+            return []
+        return list(body.get("items") or [])
+
+    async def create_event(self, namespace: str, event: Json) -> None:
+        await call(
+            f"create event in {namespace}",
+            self._core.create_namespaced_event,
+            namespace,
+            event,
             request_timeout=TIMEOUT,
         )
 

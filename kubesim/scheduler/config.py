@@ -33,6 +33,14 @@ class SchedulerConfig:
     managed_resources: tuple[str, ...] = (GPU, RDMA)
     """The extender is only called for pods requesting one of these; empty: for every pod."""
     bind_via_extender: bool = True
+    preempt_via_extender: bool = False
+    """The extender has a `preemptVerb`: kube-scheduler's preemption asks it (/preempt) which
+    candidate nodes and victims to keep."""
+    extender_ignorable: bool = False
+    """`ignorable`: a failing /preempt is skipped, and a node it answers without victims
+    dropped, instead of failing the preemption."""
+    preemption: bool = True
+    """False: DefaultPreemption disabled (no PostFilter), as a profile that turns it off."""
     backoff_initial: float = 1.0
     """Seconds (`podInitialBackoffSeconds`)."""
     backoff_max: float = 10.0

@@ -6,6 +6,9 @@ else as a NodeList; a returned node name that was not sent fails the call, so do
 `Error`, any HTTP error or a timeout (`httpTimeout`); /bind gets PodName, PodNamespace, PodUID
 and Node. Prioritize errors are the caller's to ignore, as kube-scheduler does. An extender's
 score runs 0 to MaxExtenderPriority (10), and is scaled to the in-tree 0-100 by the caller.
+/preempt (ProcessPreemption) gets the candidates as NodeNameToMetaVictims (victims by UID) when
+nodeCacheCapable, else as NodeNameToVictims (whole pods), and its answer's UIDs are looked up
+among the pods on their own node (convertToVictims): a node or a UID not found fails the call.
 
 The calls go through a `Post`: `http_post` sends them over HTTP; the simulator hands the same JSON
 bodies to an extender in the same process (kubesim/simulate/wire.py).
@@ -13,7 +16,7 @@ bodies to an extender in the same process (kubesim/simulate/wire.py).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import aiohttp
@@ -22,6 +25,7 @@ import orjson
 from extender.protocol import field as wire_field
 from kube_rdma.core.objects import Json
 from kubesim.scheduler.config import SchedulerConfig
+from kubesim.scheduler.preemption import Victims
 
 MAX_EXTENDER_PRIORITY = 10
 
@@ -60,15 +64,30 @@ class ExtenderClient:
                 return True
         return False
 
-    async def filter(self, pod: Json, names: list[str], failed: dict[str, str]) -> list[str]:
-        """The nodes that pass; the reasons of those that fail are added to `failed`."""
+    async def filter(
+        self,
+        pod: Json,
+        names: list[str],
+        failed: dict[str, str],
+        unresolvable: set[str] | None = None,
+    ) -> list[str]:
+        """The nodes that pass; the reasons of those that fail are added to `failed`, and the
+        names of those failed as unresolvable to `unresolvable`."""
         result = await self._post("filter", self._args(pod, names))
         if not isinstance(result, dict):
             raise ExtenderError(f"filter with extender at URL {self.url}: not an object")
         if error := wire_field(result, "Error"):
             raise ExtenderError(str(error))
-        for key in ("FailedNodes", "FailedAndUnresolvableNodes"):
-            failed.update({str(n): str(r) for n, r in (wire_field(result, key) or {}).items()})
+        hopeless = {
+            str(n): str(r)
+            for n, r in (wire_field(result, "FailedAndUnresolvableNodes") or {}).items()
+        }
+        failed.update(
+            {str(n): str(r) for n, r in (wire_field(result, "FailedNodes") or {}).items()}
+        )
+        failed.update(hopeless)
+        if unresolvable is not None:
+            unresolvable.update(hopeless)
         passed = wire_field(result, "NodeNames")
         if self._config.node_cache_capable and passed is not None:
             return self._only_sent(passed, names)
@@ -101,6 +120,55 @@ class ExtenderClient:
         if error:
             raise ExtenderError(str(error))
 
+    async def preempt(
+        self,
+        pod: Json,
+        candidates: Mapping[str, Victims],
+        pods_on: Callable[[str], Sequence[Json] | None],
+    ) -> dict[str, Victims]:
+        """The candidates the extender keeps, with the victims it names; `pods_on` gives the
+        pods on a node (None: no such node)."""
+        if self._config.node_cache_capable:
+            body = {"Pod": pod, "NodeNameToVictims": None, "NodeNameToMetaVictims": {
+                node: {"Pods": [{"UID": _uid(p)} for p in v.pods],
+                       "NumPDBViolations": v.pdb_violations}
+                for node, v in candidates.items()
+            }}  # fmt: skip
+        else:
+            body = {"Pod": pod, "NodeNameToMetaVictims": None, "NodeNameToVictims": {
+                node: {"Pods": list(v.pods), "NumPDBViolations": v.pdb_violations}
+                for node, v in candidates.items()
+            }}  # fmt: skip
+        result = await self._post("preempt", body)
+        if not isinstance(result, dict):
+            raise ExtenderError(f"preempt with extender at URL {self.url}: not an object")
+        answer = wire_field(result, "NodeNameToMetaVictims") or {}
+        if not isinstance(answer, dict):
+            raise ExtenderError(f"preempt with extender at URL {self.url}: not a map of nodes")
+        return {str(node): self._victims(str(node), meta, pods_on) for node, meta in answer.items()}
+
+    def _victims(
+        self, node: str, meta: Any, pods_on: Callable[[str], Sequence[Json] | None]
+    ) -> Victims:
+        """convertToVictims for one node."""
+        on_node = pods_on(node)
+        if on_node is None:
+            raise ExtenderError(f'nodeinfo not found for node name "{node}"')
+        meta = meta if isinstance(meta, dict) else {}
+        by_uid = {_uid(p): p for p in on_node}
+        pods = []
+        for entry in wire_field(meta, "Pods") or []:
+            uid = str(wire_field(entry, "UID") if isinstance(entry, dict) else "")
+            if uid not in by_uid:
+                # Go prints the *MetaPod with %v: &{uid}
+                raise ExtenderError(
+                    f"extender: {self.url} claims to preempt pod (UID: &{{{uid}}}) on node: "
+                    f"{node}, but the pod is not found on that node"
+                )
+            pods.append(by_uid[uid])
+        violations = wire_field(meta, "NumPDBViolations")
+        return Victims(tuple(pods), violations if isinstance(violations, int) else 0)
+
     def _only_sent(self, passed: list[Any], sent: list[str]) -> list[str]:
         known = set(sent)
         for name in passed:
@@ -116,6 +184,10 @@ class ExtenderClient:
             return {"Pod": pod, "Nodes": None, "NodeNames": names}
         items = [self._node(n) for n in names]
         return {"Pod": pod, "Nodes": {"metadata": {}, "items": items}, "NodeNames": None}
+
+
+def _uid(pod: Json) -> str:
+    return str((pod.get("metadata") or {}).get("uid") or "")
 
 
 def http_post(url: str, session: aiohttp.ClientSession, http_timeout: float) -> Post:

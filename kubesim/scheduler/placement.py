@@ -5,7 +5,13 @@ Where it follows kube-scheduler:
   until numFeasibleNodesToFind nodes passed; only those are sent to the extender's /filter; the
   in-tree part of a cycle takes at least `in_tree_time` (a cluster's plugins cost more than the
   emulator's fit);
-- the nodes the extender fails join the in-tree failures in FitError's message;
+- the nodes the extender fails join the in-tree failures in FitError's message; each failure
+  keeps whether preemption could resolve it (findNodesThatPassExtenders: FailedNodes are
+  Unschedulable, FailedAndUnresolvableNodes UnschedulableAndUnresolvable; in-tree, only
+  NodeResourcesFit's reasons are resolvable: taints and cordons are UnschedulableAndUnresolvable);
+- a pod nominated to a node by an earlier preemption tries that node alone first
+  (evaluateNominatedNode), and the filters count the nominated pods of equal or higher priority
+  on each node (kubesim/scheduler/nominated.py);
 - with one feasible node left there is nothing to score and /prioritize is not called; its
   errors are ignored (no extender scores); an extender score is multiplied by the extender's
   weight and MaxNodeScore / MaxExtenderPriority (100 / 10) and added to the in-tree score.
@@ -22,7 +28,8 @@ thousands of pods over thousands of nodes depends on it).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Set as AbstractSet
 
 from kube_rdma.core.nodeconstraints import NodeConstraints
 from kube_rdma.core.objects import Json
@@ -39,11 +46,54 @@ from kubesim.scheduler.fit import (
     gpu_score,
 )
 from kubesim.scheduler.nodetree import NodeTree, scan
-from kubesim.scheduler.pods import pod_requests
+from kubesim.scheduler.nominated import Nominations
+from kubesim.scheduler.pods import pod_key, pod_requests
+from kubesim.scheduler.preemption import priority
 
 
 class Unschedulable(Exception):
-    """No node fits the pod."""
+    """No node fits the pod: `failed` has the reason of each node that failed (nodes not tried
+    are absent), `in_tree` those the in-tree filters failed, `unresolvable` those the extender
+    failed as unresolvable."""
+
+    def __init__(
+        self,
+        message: str,
+        failed: Mapping[str, str] | None = None,
+        in_tree: Mapping[str, str] | None = None,
+        unresolvable: AbstractSet[str] = frozenset(),
+        by_extender: bool = False,
+    ):
+        super().__init__(message)
+        self.failed: Mapping[str, str] = failed or {}
+        self.in_tree: Mapping[str, str] = in_tree or {}
+        self.unresolvable = unresolvable
+        self.by_extender = by_extender
+        """The extender rejected some nodes the in-tree filters passed."""
+
+    def resolvable(self, node: str) -> bool:
+        """Whether removing pods may cure the node's failure (it failed Unschedulable, not
+        UnschedulableAndUnresolvable)."""
+        if node not in self.failed or node in self.unresolvable:
+            return False
+        reason = self.in_tree.get(node)
+        return reason is None or resolvable(reason)
+
+    def resolvable_nodes(self) -> list[str]:
+        """The nodes preemption may help on, in the order they were tried."""
+        cured = {r: resolvable(r) for r in set(self.in_tree.values())}
+        if all(cured.values()) and not self.unresolvable:
+            return list(self.failed)
+        return [
+            n
+            for n in self.failed
+            if n not in self.unresolvable and cured.get(self.in_tree.get(n, ""), True)
+        ]
+
+
+def resolvable(reason: str) -> bool:
+    """An in-tree failure that removing pods may cure: NodeResourcesFit's."""
+    return reason == "Too many pods" or reason.startswith("Insufficient ")
 
 
 class Placement:
@@ -57,9 +107,11 @@ class Placement:
         tree: NodeTree,
         usage: NodeUsage,
         clock: Clock,
+        nominations: Nominations | None = None,
     ) -> None:
         self._config, self._nodes, self._tree, self._usage = config, nodes, tree, usage
         self._clock = clock
+        self._nominations = nominations or Nominations()
         self._next_start = 0
         self._verdicts: dict[Hashable, dict[str, tuple[NodeFacts, int, str | None]]] = {}
         """Per pod shape: node -> (its facts, its usage's changes, the verdict then)."""
@@ -72,33 +124,63 @@ class Placement:
         names = self._tree.list()
         if not names:
             raise Unschedulable("no nodes available to schedule pods")
-        requests = pod_requests(pod)
-        constraints = NodeConstraints.of(pod)
-        verdicts = self._verdicts.setdefault((tuple(sorted(requests.items())), constraints.key), {})
-        nodes, usage, counts = self._nodes, self._usage, self._usage.changes
-
-        def check(name: str) -> str | None:
-            facts, changes, known = nodes[name], counts.get(name, 0), verdicts.get(name)
-            if known is not None and known[1] == changes and known[0] is facts:
-                return known[2]
-            reason = fit_failure(facts, usage.of(name), requests, constraints)
-            verdicts[name] = (facts, changes, reason)
-            return reason
-
+        check = self.checker(pod)
+        failed: dict[str, str] = {}
+        in_tree: dict[str, str] = {}
+        unresolvable: set[str] = set()
+        nominated = self._nominations.node_of(pod_key(pod))
+        if nominated is not None and nominated in self._nodes:
+            reason = check(nominated)
+            if reason is None:
+                found = [nominated]
+                if extender is not None:
+                    found = await extender.filter(pod, found, failed, unresolvable)
+                if found:
+                    return nominated, 1
+            else:
+                in_tree[nominated] = failed[nominated] = reason
         wanted = num_feasible_nodes_to_find(len(names), self._config.percentage_of_nodes_to_score)
-        feasible, failed, processed = scan(names, self._next_start, wanted, check)
+        feasible, scanned, processed = scan(names, self._next_start, wanted, check)
+        in_tree.update(scanned)
+        failed.update(scanned)
         self._next_start = (self._next_start + processed) % len(names)
         sampled = len(feasible)
         if self._config.in_tree_time > 0:
             await self._clock.sleep(self._config.in_tree_time - (self._clock.now() - started))
         if feasible and extender is not None:
-            feasible = await extender.filter(pod, feasible, failed)
+            feasible = await extender.filter(pod, feasible, failed, unresolvable)
         if not feasible:
-            raise Unschedulable(fit_error(len(names), failed))
+            message = fit_error(len(names), failed)
+            raise Unschedulable(message, failed, in_tree, unresolvable, sampled > 0)
         if len(feasible) == 1:
             return feasible[0], sampled
-        scores = await self._scores(pod, feasible, requests, extender)
+        scores = await self._scores(pod, feasible, pod_requests(pod), extender)
         return min(feasible, key=lambda n: (-scores[n], n)), sampled
+
+    def checker(self, pod: Json) -> Callable[[str], str | None]:
+        """The in-tree verdict on a node for the pod (None: it fits), nominated pods counted."""
+        requests = pod_requests(pod)
+        constraints = NodeConstraints.of(pod)
+        mine, key = priority(pod), pod_key(pod)
+        verdicts = self._verdicts.setdefault(
+            (tuple(sorted(requests.items())), constraints.key, mine), {}
+        )
+        nodes, usage, counts = self._nodes, self._usage, self._usage.changes
+        nominations, nominated_counts = self._nominations, self._nominations.changes
+        own = nominations.node_of(key)
+
+        def check(name: str) -> str | None:
+            facts, known = nodes[name], verdicts.get(name)
+            changes = counts.get(name, 0) + (nominated_counts.get(name, 0) << 32)
+            if known is not None and known[1] == changes and known[0] is facts and name != own:
+                return known[2]
+            used = _plus(usage.of(name), nominations.of(name, mine, key))
+            reason = fit_failure(facts, used, requests, constraints)
+            if name != own:
+                verdicts[name] = (facts, changes, reason)
+            return reason
+
+        return check
 
     async def _scores(
         self,
@@ -119,3 +201,12 @@ class Placement:
                 if host in scores:
                     scores[host] += score * scale
         return scores
+
+
+def _plus(used: Mapping[str, int], more: Mapping[str, int]) -> Mapping[str, int]:
+    if not more:
+        return used
+    total = dict(used)
+    for name, amount in more.items():
+        total[name] = total.get(name, 0) + amount
+    return total

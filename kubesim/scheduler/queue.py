@@ -7,9 +7,11 @@ out calculateBackoffDuration before it is active again.
 An unschedulable pod is parked, as in kube-scheduler's unschedulablePods, when the queue is given
 `max_unschedulable` (podMaxInUnschedulablePodsDuration): it waits for a cluster event
 (`move_all`, which kube-scheduler calls on a pod deleted or a Node changed) or that long, then
-for the rest of its backoff. Without it, the simplification real-time runs use: an unschedulable
-pod waits out its backoff and is retried; on a busy cluster an event comes within the backoff
-anyway.
+for the rest of its backoff. A pod some of whose nodes the extender rejected is moved by any
+cluster event, a pod bound or changed on a node included (schedule_one.go puts the extender
+among its rejectors, and extenders register no events: kubernetes#122019): `move_any_event`.
+Without `max_unschedulable`, the simplification real-time runs use: an unschedulable pod waits
+out its backoff and is retried; on a busy cluster an event comes within the backoff anyway.
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ class SchedulingQueue:
         self._max_unschedulable = max_unschedulable
         self._parked: dict[PodKey, float] = {}
         """Unschedulable pods and when they were parked, oldest first."""
+        self._any_event: set[PodKey] = set()
+        """The parked pods that any cluster event moves (the extender rejected nodes)."""
         self._pods: dict[PodKey, QueuedPod] = {}
         self._active: list[tuple[int, float, int, int, PodKey]] = []
         self._backoff: list[tuple[float, int, int, PodKey]] = []
@@ -71,6 +75,7 @@ class SchedulingQueue:
     def remove(self, key: PodKey) -> None:
         self._pods.pop(key, None)
         self._parked.pop(key, None)
+        self._any_event.discard(key)
 
     def pop(self) -> QueuedPod | None:
         """The next pod to try, counted as an attempt; None when none is ready."""
@@ -93,10 +98,12 @@ class SchedulingQueue:
         self._pods[queued.key] = queued
         heapq.heappush(self._backoff, (queued.backoff_until, queued.seq, queued.ticket, queued.key))
 
-    def park(self, queued: QueuedPod) -> None:
+    def park(self, queued: QueuedPod, any_event: bool = False) -> None:
         """Back in the queue after an attempt found it unschedulable: parked until `move_all`
-        or `max_unschedulable` seconds, then as `back_off`; without `max_unschedulable`, as
-        `back_off`."""
+        (or with `any_event`, `move_any_event`) or `max_unschedulable` seconds, then as
+        `back_off`; without `max_unschedulable`, as `back_off`."""
+        if any_event:
+            self._any_event.add(queued.key)
         if self._max_unschedulable is None:
             self.back_off(queued)
             return
@@ -110,6 +117,12 @@ class SchedulingQueue:
     def move_all(self) -> None:
         """A cluster event that may make parked pods schedulable: they wait out their backoff."""
         for key in list(self._parked):
+            self._unpark(key)
+
+    def move_any_event(self) -> None:
+        """Another cluster event (a pod bound or changed on a node): the parked pods that the
+        extender rejected wait out their backoff."""
+        for key in [k for k in self._any_event if k in self._parked]:
             self._unpark(key)
 
     def next_ready(self) -> float | None:
@@ -127,6 +140,7 @@ class SchedulingQueue:
 
     def _unpark(self, key: PodKey) -> None:
         del self._parked[key]
+        self._any_event.discard(key)
         queued = self._pods.get(key)
         if queued is not None:
             queued.ticket = next(self._tickets)

@@ -11,8 +11,10 @@ node, assume the pod on it) and the binding cycle run alongside; a pod that fail
 off, unless a bind that failed left it bound anyway (handleSchedulingFailure). The scheduler's
 informers, cache and queue are the other modules of this package.
 
-Where it simplifies, and a careful reader could tell: no preemption, no nominated nodes, no
-PreFilter/Permit plugins.
+A pod that fits nowhere goes through PostFilter, kube-scheduler's DefaultPreemption
+(kubesim/scheduler/preemptor.py), unless the configuration turns preemption off.
+
+Where it simplifies, and a careful reader could tell: no PreFilter/Permit plugins.
 """
 
 from __future__ import annotations
@@ -20,21 +22,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
 from kube_rdma.core.objects import Json
-from kube_rdma.kube.errors import NotFound
+from kube_rdma.kube.errors import Conflict, NotFound
 from kubesim.scheduler.apiserver import ApiCalls
 from kubesim.scheduler.binder import Binder, BindOutcome
+from kubesim.scheduler.cache import SchedulerCache
 from kubesim.scheduler.clock import Clock, RealClock
 from kubesim.scheduler.config import SchedulerConfig
 from kubesim.scheduler.extender_client import ExtenderClient, ExtenderError
-from kubesim.scheduler.fit import NodeFacts, NodeUsage, node_facts
 from kubesim.scheduler.informer import Informer
+from kubesim.scheduler.job_controller import JobRunner
 from kubesim.scheduler.links import HttpLinks, Links
-from kubesim.scheduler.nodetree import NodeTree, zone_key
 from kubesim.scheduler.placement import Placement, Unschedulable
 from kubesim.scheduler.pods import (
     DEFAULT_SCHEDULER,
@@ -42,11 +44,11 @@ from kubesim.scheduler.pods import (
     PodKey,
     bound_node,
     pod_key,
-    pod_requests,
 )
+from kubesim.scheduler.preemptor import Preemptor
 from kubesim.scheduler.queue import QueuedPod, SchedulingQueue
 from kubesim.scheduler.recorder import GangOf, Recorder, gang_of
-from kubesim.scheduler.workload import JobRunner, JobStream
+from kubesim.scheduler.workload import JobStream
 
 ROUNDING = 1e-6
 """Seconds an idle wait goes past the next timer."""
@@ -63,6 +65,10 @@ class Attempt:
     message: str = ""
     sampled: int = 0
     """Feasible nodes the in-tree pass found (what /filter was sent)."""
+    nominated: str | None = None
+    """Unschedulable, but nominated to this node by preemption."""
+    victims: tuple[PodKey, ...] = ()
+    """The pods that preemption deleted for it."""
 
 
 @dataclass(frozen=True)
@@ -112,17 +118,20 @@ class EmulatedScheduler:
             self.config.backoff_max,
             self.config.max_unschedulable,
         )
-        self.usage = NodeUsage()
-        self.nodes: dict[str, NodeFacts] = {}
-        self.assumed: dict[PodKey, str] = {}
-        """Pods assumed on a node: from the end of their scheduling cycle until the informer
-        shows them bound, or their bind failed."""
+        self.cache = cache = SchedulerCache()
+        self.usage, self.nodes, self.assumed = cache.usage, cache.nodes, cache.assumed
+        self.nominations = cache.nominations
         self.attempts: list[Attempt] = []
         self.binds: list[BindOutcome] = []
-        self.recorder = Recorder(self.clock, self._labels, gangs)
+        self.recorder = Recorder(self.clock, cache.labels, gangs)
         self.jobs = JobRunner(workload) if workload is not None else None
-        self._tree = NodeTree()
-        self._placement = Placement(self.config, self.nodes, self._tree, self.usage, self.clock)
+        self._placement = Placement(
+            self.config, self.nodes, cache.tree, self.usage, self.clock, self.nominations
+        )
+        by_node = cache.pods_by_node(lambda: self.informer.pods())
+        self._preemptor = Preemptor(
+            self.config, self.nodes, self.usage, self.nominations, by_node, cache.lowest_priority
+        )
         self._in_flight: dict[PodKey, QueuedPod] = {}
         self._bindings: set[asyncio.Task[None]] = set()
         self._crashes: list[BaseException] = []
@@ -226,6 +235,9 @@ class EmulatedScheduler:
         for job in self.jobs.due(now):
             for pod in job.pods(self.config.scheduler_name):
                 await apiserver.create_pod(pod)
+        for job, name in self.jobs.to_recreate():
+            with contextlib.suppress(Conflict):
+                await apiserver.create_pod(job.pod(name, self.config.scheduler_name))
         for job in self.jobs.ended(now):
             for name in job.pod_names():
                 with contextlib.suppress(NotFound):
@@ -233,33 +245,22 @@ class EmulatedScheduler:
 
     # The informer's events
 
-    def _labels(self, node: str) -> Mapping[str, str]:
-        facts = self.nodes.get(node)
-        return facts.labels if facts is not None else {}
-
     def _node_changed(self, old: Json | None, new: Json | None) -> None:
         self._activity.set()
-        if new is None:
-            assert old is not None
-            name = str(old["metadata"]["name"])
-            self.nodes.pop(name, None)
-            self._tree.remove(name)
-            return
-        self.queue.move_all()
-        facts = node_facts(new)
-        self.nodes[facts.name] = facts
-        self._tree.upsert(facts.name, zone_key(new))
+        if new is not None:
+            self.queue.move_all()
+        self.cache.node_changed(old, new)
 
     def _pod_changed(self, old: Json | None, new: Json | None) -> None:
         self._activity.set()
         obj = new if new is not None else old
         assert obj is not None
         key = pod_key(obj)
-        if new is None or bound_node(new):
-            self.assumed.pop(key, None)  # bound (the assumption confirmed) or gone
         if new is None:
             self.queue.move_all()  # its resources are free: parked pods may fit now
-        self._account(key)
+        elif bound_node(new):
+            self.queue.move_any_event()
+        self.cache.pod_changed(key, new, new is not None and self._schedulable(new))
         if new is not None and self._schedulable(new):
             if key not in self._in_flight and key not in self.assumed:
                 self.queue.add(key, int((new.get("spec") or {}).get("priority") or 0))
@@ -267,7 +268,7 @@ class EmulatedScheduler:
             self.queue.remove(key)
         self.recorder.pod_changed(old, new)
         if self.jobs is not None:
-            self.jobs.pod_changed(key, new, self.clock.now())
+            self.jobs.pod_changed(key, old, new, self.clock.now())
 
     def _schedulable(self, pod: Json) -> bool:
         spec, meta = pod.get("spec") or {}, pod.get("metadata") or {}
@@ -279,9 +280,7 @@ class EmulatedScheduler:
         )
 
     def _account(self, key: PodKey) -> None:
-        pod = self.informer.pod(key)
-        node = None if pod is None else bound_node(pod) or self.assumed.get(key)
-        self.usage.place(key, node, pod_requests(pod) if pod is not None else {})
+        self.cache.account(key, self.informer.pod(key))
 
     # The scheduling cycle
 
@@ -293,13 +292,22 @@ class EmulatedScheduler:
         self._in_flight[key] = queued
         try:
             node, sampled = await self._placement.find_node(pod, self._extender_for(pod))
-        except (Unschedulable, ExtenderError) as e:
+        except ExtenderError as e:
             del self._in_flight[key]
-            outcome: Literal["unschedulable", "error"] = (
-                "unschedulable" if isinstance(e, Unschedulable) else "error"
+            self._requeue(queued)
+            return Attempt(key, now, "error", message=str(e))
+        except Unschedulable as e:
+            preemption = await self._preemptor.post_filter(
+                pod, e, self.connections.apiserver, self._extender_for(pod)
             )
-            self._requeue(queued, parked=outcome == "unschedulable")
-            return Attempt(key, now, outcome, message=str(e))
+            del self._in_flight[key]
+            # The victims' deletions came during the cycle: kube-scheduler replays such
+            # in-flight events when it requeues the pod, which backs off instead of parking.
+            self._requeue(queued, parked=not preemption.victims, any_event=e.by_extender)
+            message = str(e) if not preemption.message else f"{e} preemption: {preemption.message}"
+            return Attempt(
+                key, now, "unschedulable", None, message, 0, preemption.node, preemption.victims
+            )
         current = self.informer.pod(key)
         if current is None or not self._schedulable(current):
             del self._in_flight[key]
@@ -316,12 +324,16 @@ class EmulatedScheduler:
         extender = self.connections.extender
         return extender if extender is not None and extender.interested(pod) else None
 
-    def _requeue(self, queued: QueuedPod, parked: bool = False) -> None:
-        """Back off (`parked`: as unschedulable), unless the pod is gone or bound meanwhile (a
-        bind that timed out may have happened all the same)."""
+    def _requeue(self, queued: QueuedPod, parked: bool = False, any_event: bool = False) -> None:
+        """Back off (`parked`: as unschedulable, moved by `any_event` or not), unless the pod is
+        gone or bound meanwhile (a bind that timed out may have happened all the same)."""
         pod = self.informer.pod(queued.key)
-        if pod is not None and self._schedulable(pod) and queued.key not in self.assumed:
-            (self.queue.park if parked else self.queue.back_off)(queued)
+        if pod is None or not self._schedulable(pod) or queued.key in self.assumed:
+            return
+        if parked:
+            self.queue.park(queued, any_event)
+        else:
+            self.queue.back_off(queued)
 
     # The binding cycle
 

@@ -3,16 +3,14 @@
 `Workload` is a deterministic stream: Poisson arrivals, gangs of 8-GPU pods with sizes from a mix
 where bigger gangs are rarer, and singletons of 1 to 8 GPUs; `Jobs` is a stream written out (a
 bench's one big gang among singletons). A `Job`'s pods carry what the
-webhook and a Job controller put on them. `JobRunner` says which jobs are due to be created and
-which have run their time, counting a job as running from when its last pod was bound.
+webhook and a Job controller put on them, its priority and preemption policy included;
+kubesim/scheduler/job_controller.py runs them.
 """
 
 from __future__ import annotations
 
 import hashlib
-import heapq
 import random
-from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -21,7 +19,7 @@ import orjson
 
 from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
-from kubesim.scheduler.pods import DEFAULT_SCHEDULER, GPU, RDMA, PodKey, bound_node
+from kubesim.scheduler.pods import DEFAULT_SCHEDULER, GPU, RDMA
 
 
 def applied(network: str) -> str:
@@ -53,6 +51,10 @@ class Job:
     """Further pod annotations (a profile, kube-rdma.io/min-affinity, kube-rdma.io/rails)."""
     together: bool = True
     """False: its pods are independent, not a gang (it still runs once all are bound)."""
+    priority: int = 0
+    """spec.priority of its pods (what the apiserver fills in from a PriorityClass)."""
+    preemption_policy: str | None = None
+    """spec.preemptionPolicy of its pods: PreemptLowerPriority (None: the default) or Never."""
 
     @property
     def gang(self) -> bool:
@@ -65,6 +67,10 @@ class Job:
         return [
             self._pod(name, index, scheduler_name) for index, name in enumerate(self.pod_names())
         ]
+
+    def pod(self, name: str, scheduler_name: str = DEFAULT_SCHEDULER) -> Json:
+        """The pod of that name, as its controller creates it (again)."""
+        return self._pod(name, self.pod_names().index(name), scheduler_name)
 
     def _pod(self, name: str, index: int, scheduler_name: str) -> Json:
         annotations = {keys.APPLIED: applied(self.network), **self.annotations}
@@ -86,7 +92,9 @@ class Job:
                 "schedulerName": scheduler_name,
                 "restartPolicy": "Never",
                 "containers": [self._container()],
-            },
+                "priority": self.priority,
+            }
+            | ({"preemptionPolicy": self.preemption_policy} if self.preemption_policy else {}),
             "status": {"phase": "Pending"},
         }
 
@@ -170,72 +178,3 @@ class Workload:
                 )
             )
         return jobs
-
-
-@dataclass
-class JobState:
-    job: Job
-    bound: set[str] = field(default_factory=set)
-    started: float | None = None
-    """When its last pod was bound (it runs from then on)."""
-
-
-class JobRunner:
-    """Which jobs are due to be created, and which have run their time and are to be deleted."""
-
-    def __init__(self, workload: JobStream) -> None:
-        self._arrivals = deque(sorted(workload.stream(), key=lambda j: j.arrival))
-        self.total = len(self._arrivals)
-        self.jobs: dict[tuple[str, str], JobState] = {}
-        self.finished: list[JobState] = []
-        self._by_pod: dict[PodKey, tuple[str, str]] = {}
-        self._ends: list[tuple[float, str, str]] = []
-        self._start: float | None = None
-
-    @property
-    def done(self) -> bool:
-        return not self._arrivals and not self.jobs
-
-    @property
-    def all_started(self) -> bool:
-        """Every job arrived and has all its pods bound (some may have finished)."""
-        return not self._arrivals and all(s.started is not None for s in self.jobs.values())
-
-    def begin(self, now: float) -> None:
-        self._start = now
-
-    def due(self, now: float) -> list[Job]:
-        start = now if self._start is None else self._start
-        found = []
-        while self._arrivals and start + self._arrivals[0].arrival <= now:
-            job = self._arrivals.popleft()
-            self.jobs[(job.namespace, job.name)] = JobState(job)
-            for name in job.pod_names():
-                self._by_pod[(job.namespace, name)] = (job.namespace, job.name)
-            found.append(job)
-        return found
-
-    def ended(self, now: float) -> list[Job]:
-        found = []
-        while self._ends and self._ends[0][0] <= now:
-            _, namespace, name = heapq.heappop(self._ends)
-            state = self.jobs.pop((namespace, name))
-            self.finished.append(state)
-            found.append(state.job)
-        return found
-
-    def next_event(self) -> float | None:
-        times = [end for end, _, _ in self._ends[:1]]
-        if self._arrivals and self._start is not None:
-            times.append(self._start + self._arrivals[0].arrival)
-        return min(times, default=None)
-
-    def pod_changed(self, key: PodKey, pod: Json | None, now: float) -> None:
-        state = self.jobs.get(self._by_pod.get(key, ("", "")))
-        if state is None or pod is None or not bound_node(pod):
-            return
-        state.bound.add(key[1])
-        if state.started is None and len(state.bound) == state.job.members:
-            state.started = now
-            end = (now + state.job.duration, state.job.namespace, state.job.name)
-            heapq.heappush(self._ends, end)

@@ -1,5 +1,5 @@
-"""The cluster a simulation starts from: a snapshot file's Nodes, the pods running on them, and
-the PodGroups and workloads that size gangs.
+"""The cluster a simulation starts from: a snapshot file's Nodes, the pods running on them, the
+PodGroups and workloads that size gangs, and the PodDisruptionBudgets that guard pods.
 
 The file is checked as the extender checks its `--cluster-snapshot` (extender/cluster/
 snapshot.py: a broken one is refused with the file and the object named). Pods not bound to a
@@ -34,6 +34,8 @@ class SimCluster:
     """Running pods, bound to a node."""
     others: tuple[Json, ...]
     """PodGroups and workload objects."""
+    budgets: tuple[Json, ...]
+    """PodDisruptionBudgets (policy/v1)."""
     model: SnapshotSource
     """The extender's model of the snapshot as read, for the topology of each node."""
 
@@ -58,11 +60,13 @@ class SimCluster:
 def load_cluster(path: Path) -> SimCluster:
     """Raises SnapshotError naming the file and the object when the snapshot is unusable."""
     model = SnapshotSource.from_file(path)
-    kept = [o for o in _flatten(read_documents(path)) if o.get("kind") in KINDS]
+    objects = list(_flatten(read_documents(path)))
+    kept = [o for o in objects if o.get("kind") in KINDS]
     nodes = tuple(o for o in kept if o["kind"] == "Node")
     pods = tuple(o for o in kept if o["kind"] == "Pod" and bound_node(o))
     others = tuple(o for o in kept if o["kind"] not in ("Node", "Pod"))
-    return SimCluster(path, nodes, pods, others, model)
+    budgets = tuple(o for o in objects if o.get("kind") == "PodDisruptionBudget")
+    return SimCluster(path, nodes, pods, others, budgets, model)
 
 
 def _allocatable(node: Json) -> dict[str, Any]:

@@ -4,7 +4,13 @@
 - partial gangs: gangs some but not all of whose members were bound, for longer than
   `TRANSIENT` (an opened barrier binds members one request at a time, a few ms apart): how many
   gangs ever, the most at once, and the GPU-hours their bound members held idle;
-- time to place: a job's arrival to its last pod bound, p50 and p95 over the jobs placed;
+- time to place: a job's arrival to all its pods first bound, p50, p95 and max over every job,
+  a job still waiting at the end counted at its wait so far (unplaced); and the same per
+  priority and gang size class (kubesim/simulate/classes.py);
+- preemption: pods of the workload deleted under a live job (preempted by kube-scheduler or
+  evicted by the extender), those kube-scheduler's preemption deleted, the GPU-hours of runs
+  cut short, gangs kube-scheduler's preemption left partly running, and the hours gangs were
+  held by the extender (from its hold records);
 - gangs in one network domain: gangs placed whose nodes share one leaf label;
 - GPU-NIC levels: for every GPU of every pod placed, the PCIe level of its NIC in the best
   pairing on its node (extender/pairing.py), or "none" when it gets no usable NIC;
@@ -21,6 +27,7 @@ from typing import Any
 from extender.pairing import profile, rails
 from kube_rdma.core.topology import Level
 from kubesim.scheduler import Job, bound_node, pod_key
+from kubesim.simulate.classes import classes, summary
 from kubesim.simulate.cluster import SimCluster
 from kubesim.simulate.run import Run
 
@@ -33,8 +40,9 @@ LINK_LAYERS = {"macvlan": "Ethernet", "ib": "InfiniBand"}
 def measure(run: Run, jobs: list[Job], cluster: SimCluster) -> dict[str, Any]:
     emulator = run.emulator
     assert emulator.jobs is not None
-    states = [*emulator.jobs.finished, *emulator.jobs.jobs.values()]
-    waits = sorted(s.started - (run.start + s.job.arrival) for s in states if s.started is not None)
+    states = emulator.jobs.states()
+    held = run.holds.held_seconds() if run.holds is not None else {}
+    overall = summary(states, run.start, run.end, held)
     recorder = emulator.recorder
     spells = [
         g for g in recorder.gangs.values() if any(_length(s, run.end) > TRANSIENT for s in g.spells)
@@ -46,7 +54,7 @@ def measure(run: Run, jobs: list[Job], cluster: SimCluster) -> dict[str, Any]:
         "extender": run.variant.weights is not None,
         "weights": None if run.variant.weights is None else run.variant.weights.as_dict(),
         "jobs": len(jobs),
-        "jobs_placed": len(waits),
+        "jobs_placed": sum(s.first_started is not None for s in states),
         "gangs": sum(j.gang for j in jobs),
         "gangs_placed": len(placed_gangs),
         "partial_gangs": {
@@ -54,7 +62,16 @@ def measure(run: Run, jobs: list[Job], cluster: SimCluster) -> dict[str, Any]:
             "max_at_once": recorder.max_partial_gangs(TRANSIENT),
             "idle_gpu_hours": round(recorder.partial_gpu_seconds() / 3600, 3),
         },
-        "time_to_place_seconds": {"p50": _quantile(waits, 0.5), "p95": _quantile(waits, 0.95)},
+        "time_to_place_seconds": overall["time_to_place_seconds"],
+        "jobs_unplaced": overall["unplaced"],
+        "preemption": {
+            "preempted_pods": overall["preempted_pods"],
+            "by_kube_scheduler": sum(len(a.victims) for a in emulator.attempts),
+            "gpu_hours_lost": overall["gpu_hours_lost"],
+            "partial_gangs": overall["partial_gangs_by_preemption"],
+            "held_hours": round(sum(held.values()) / 3600, 3),
+        },
+        "classes": classes(states, run.start, run.end, held),
         "gangs_in_one_domain": sum(len(g.leaves) == 1 for g in placed_gangs),
         "gpu_nic_levels": levels(run, jobs, cluster),
         "utilisation": {
@@ -101,12 +118,6 @@ def never_fit(run: Run) -> list[dict[str, Any]]:
 def _length(spell: tuple[float, float | None], end: float) -> float:
     start, stop = spell
     return (end if stop is None else stop) - start
-
-
-def _quantile(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    return round(values[min(int(q * len(values)), len(values) - 1)], 3)
 
 
 def _mean_in_use(samples: list[tuple[float, int]]) -> float:

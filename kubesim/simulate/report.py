@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from kubesim.simulate.classes import SIZES
 from kubesim.simulate.metrics import LEVELS
+
+SIZE_ORDER = [name for *_, name in SIZES]
 
 Row = tuple[str, Callable[[dict[str, Any]], str]]
 
@@ -28,8 +31,14 @@ ROWS: tuple[Row, ...] = (
     ("partial gangs (> 1 s)", lambda v: str(v["partial_gangs"]["gangs"])),
     ("partial gangs at once", lambda v: str(v["partial_gangs"]["max_at_once"])),
     ("GPU-hours idle in partial gangs", lambda v: f"{v['partial_gangs']['idle_gpu_hours']:.2f}"),
+    ("jobs never placed", lambda v: str(v["jobs_unplaced"])),
     ("time to place p50", lambda v: _seconds(v["time_to_place_seconds"]["p50"])),
     ("time to place p95", lambda v: _seconds(v["time_to_place_seconds"]["p95"])),
+    ("time to place max", lambda v: _seconds(v["time_to_place_seconds"]["max"])),
+    ("pods preempted or evicted", lambda v: str(v["preemption"]["preempted_pods"])),
+    ("GPU-hours lost to preemption", lambda v: f"{v['preemption']['gpu_hours_lost']:.2f}"),
+    ("partial gangs by preemption", lambda v: str(v["preemption"]["partial_gangs"])),
+    ("hours gangs were held", lambda v: f"{v['preemption']['held_hours']:.2f}"),
     ("gangs in one leaf", lambda v: f"{v['gangs_in_one_domain']} of {v['gangs_placed']}"),
     *((f"GPUs at {level} NIC", lambda v, lv=level: _share(v, lv)) for level in LEVELS[:-1]),
     ("GPUs without a usable NIC", lambda v: _share(v, "none")),
@@ -42,11 +51,37 @@ ROWS: tuple[Row, ...] = (
 )
 
 
+def _class_rows(variants: list[dict[str, Any]]) -> list[list[str]]:
+    """Per priority and gang size: `p50 / p95 / max` of the waits, `(n unplaced)` after."""
+    keys = sorted(
+        {(c["priority"], c["size"]) for v in variants for c in v["classes"]},
+        key=lambda k: (-k[0], SIZE_ORDER.index(k[1])),
+    )
+    rows = []
+    for priority, size in keys:
+        cells = [f"wait p50/p95/max, priority {priority}, {size} pods"]
+        for variant in variants:
+            found = [
+                c for c in variant["classes"] if (c["priority"], c["size"]) == (priority, size)
+            ]
+            cells.append(_waits(found[0]) if found else "-")
+        rows.append(cells)
+    return rows
+
+
+def _waits(entry: dict[str, Any]) -> str:
+    times = entry["time_to_place_seconds"]
+    text = " / ".join(_seconds(times[q]) for q in ("p50", "p95", "max"))
+    return f"{text} ({entry['unplaced']} unplaced)" if entry["unplaced"] else text
+
+
 def table(document: dict[str, Any]) -> str:
-    """The variants as columns, one metric per row; then the reasons pods never fit."""
+    """The variants as columns, one metric per row, then the waits per class; then the reasons
+    pods never fit."""
     variants = document["variants"]
     header = ["", *(v["name"] for v in variants)]
     rows = [header, *([name, *(show(v) for v in variants)] for name, show in ROWS)]
+    rows += _class_rows(variants)
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = [_summary(document)]
     for row in rows:

@@ -28,7 +28,8 @@ from kubesim.scheduler.extender_client import Post
 from kubesim.scheduler.pods import pod_requests
 from kubesim.simulate.clock import run_simulated
 from kubesim.simulate.cluster import SimCluster
-from kubesim.simulate.source import SimulatedSource, follow
+from kubesim.simulate.holds import HoldRecorder, StoreRecords
+from kubesim.simulate.source import SimulatedSource, StoreDisruptions, follow
 from kubesim.simulate.store import MemoryApiserver, PodListener
 from kubesim.simulate.wire import NAME, InProcessExtender
 
@@ -57,6 +58,9 @@ class Settings:
     backoff_initial: float = 1.0
     backoff_max: float = 10.0
     max_unschedulable: float = 300.0
+    preemption: bool = True
+    """False: kube-scheduler's preemption off in every variant (a profile without
+    DefaultPreemption), to compare."""
 
 
 @dataclass
@@ -69,6 +73,8 @@ class Run:
     start: float
     end: float
     wall_seconds: float
+    holds: HoldRecorder | None = None
+    """The extender's holds, from its records (None: not recorded)."""
     samples: list[tuple[float, int]] = field(default_factory=list)
     """(simulated seconds since the start, GPUs bound)"""
 
@@ -116,7 +122,13 @@ async def _simulate(
     model = SnapshotSource(cluster.objects) if variant.weights is not None else None
     if model is not None:
         listeners.append(follow(model.cluster))
-    store = MemoryApiserver(cluster.nodes, cluster.pods, _fan_out(listeners))
+    loop = asyncio.get_running_loop()
+    holds = HoldRecorder(loop.time)
+    store = MemoryApiserver(
+        cluster.nodes, cluster.pods, _fan_out(listeners), clock=loop.time, on_object=holds.changed
+    )
+    for budget in cluster.budgets:
+        store.create_object("poddisruptionbudgets", budget)
     for pod in cluster.pods:
         in_use.changed(None, pod)
     extender = None if model is None else _extender(model, store, variant, settings)
@@ -127,7 +139,7 @@ async def _simulate(
     ) as emulator:
         start = clock.now()
         last = max((j.arrival for j in jobs), default=0.0) + settings.patience
-        run = Run(variant, emulator, start, start, 0.0)
+        run = Run(variant, emulator, start, start, 0.0, holds)
         background = [asyncio.create_task(_sample(run, in_use, settings, last, progress))]
         if extender is not None:
             interval = ExtenderSettings().sweep_interval
@@ -158,10 +170,12 @@ def _extender(
         app.gangs,
         app.gpu_resources,
         app.rdma_resources,
+        StoreRecords(store),
         require_acceptance=app.require_acceptance,
         clock=loop.time,
+        disruptions=StoreDisruptions(store),
     )
-    return InProcessExtender(scheduler, settings.http_timeout)
+    return InProcessExtender(scheduler, settings.http_timeout, model.cluster)
 
 
 def scheduler_config(variant: Variant, settings: Settings) -> SchedulerConfig:
@@ -169,6 +183,8 @@ def scheduler_config(variant: Variant, settings: Settings) -> SchedulerConfig:
     with_extender = variant.weights is not None
     return SchedulerConfig(
         use_extender=with_extender,
+        preempt_via_extender=with_extender,
+        preemption=settings.preemption,
         # The extender's documented setting; plain kube-scheduler's adaptive default.
         percentage_of_nodes_to_score=100 if with_extender else None,
         http_timeout=settings.http_timeout,

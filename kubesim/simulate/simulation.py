@@ -11,7 +11,7 @@ from kubesim.simulate.cluster import SimCluster
 from kubesim.simulate.metrics import measure
 from kubesim.simulate.run import Progress, Settings, Variant, simulate
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 VariantProgress = Callable[[Variant, float], None]
 
 

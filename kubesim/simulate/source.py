@@ -3,18 +3,21 @@ the simulation's apiserver, whose binds are writes to that apiserver.
 
 It plays the live source's part (extender/cluster/live.py) without its list and watch: the
 store tells the model of every pod write as it happens (`follow`), so the filters and scores
-see the binds of the emulator and of the extender alike.
+see the binds of the emulator and of the extender alike. `StoreDisruptions` plays
+extender/cluster/disruptions.py's LiveDisruptions: the extender's evictions, deletes and Events
+are the store's, so PodDisruptionBudgets hold as the apiserver holds them.
 """
 
 from __future__ import annotations
 
+from extender.cluster.disruptions import Refused, event_for
 from extender.cluster.model import Cluster, pod_key
 from extender.cluster.snapshot import SnapshotSource
 from extender.cluster.source import BindError
 from extender.cluster.trim import trim_pod
 from kube_rdma.core.objects import Json
-from kube_rdma.kube.errors import ApiError
-from kubesim.simulate.store import MemoryApiserver, PodListener
+from kube_rdma.kube.errors import ApiError, NotFound
+from kubesim.simulate.store import EPOCH, MemoryApiserver, PodListener
 
 
 def follow(cluster: Cluster) -> PodListener:
@@ -54,3 +57,38 @@ class SimulatedSource:
             self._store.bind_now(namespace, name, uid, node, annotations)
         except ApiError as e:
             raise BindError(f"cannot bind pod {namespace}/{name} to node {node}: {e}") from e
+
+
+class StoreDisruptions:
+    """The extender's Disruptions (extender/cluster/disruptions.py) as calls to `store`."""
+
+    def __init__(self, store: MemoryApiserver) -> None:
+        self._store = store
+
+    async def evict(self, namespace: str, name: str, uid: str, dry_run: bool) -> None:
+        if not self._same(namespace, name, uid):
+            return
+        try:
+            await self._store.evict(namespace, name, dry_run)
+        except NotFound:
+            return
+        except ApiError as e:
+            raise Refused(f"pod {namespace}/{name}: {e.message}") from e
+
+    async def delete(self, namespace: str, name: str, uid: str) -> None:
+        if not self._same(namespace, name, uid):
+            return
+        try:
+            await self._store.delete_pod(namespace, name)
+        except NotFound:
+            return
+
+    async def event(self, pod: Json, reason: str, message: str) -> None:
+        event = event_for(pod, reason, message, EPOCH)
+        await self._store.create_event(event["metadata"]["namespace"], event)
+
+    def _same(self, namespace: str, name: str, uid: str) -> bool:
+        """The pod exists with that uid (a precondition: a pod recreated under the same name
+        is another pod)."""
+        pod = self._store.pods().get((namespace, name))
+        return pod is not None and (not uid or pod["metadata"].get("uid") == uid)

@@ -13,6 +13,8 @@ jobs:
     duration: 7200            # seconds it runs once all its pods are bound
     gang: true                # optional: true when pods > 1
     network: macvlan          # optional: macvlan (RoCE) or ib
+    priority: 1000            # optional: spec.priority of its pods (default 0)
+    preemptionPolicy: Never   # optional: PreemptLowerPriority (default) or Never
     annotations: {kube-rdma.io/min-affinity: PIX}
 ```
 
@@ -41,6 +43,10 @@ NAMESPACES = ("team-llm", "team-vision", "ml-research")
 DURATION_SIGMA = 1.0
 """Spread of the lognormal run times: the longest jobs run some ten times the mean."""
 SHORTEST, LONGEST = 60.0, 7 * DAY
+PRIORITY_NAMES = {"high": 1000, "medium": 500, "low": 0}
+"""What a priority's name in `--generate priorities=...` means; a number means itself. `low` is
+0, the priority of a pod without a PriorityClass (a snapshot's running pods, as a rule), so low
+jobs preempt none of them; user PriorityClasses may go up to 1,000,000,000."""
 
 
 class JobEntry(BaseModel):
@@ -55,6 +61,8 @@ class JobEntry(BaseModel):
     duration: float = Field(gt=0)
     gang: bool | None = None
     network: Literal["macvlan", "ib"] = "macvlan"
+    priority: int = Field(default=0, ge=-(2**31), le=1_000_000_000)
+    preemptionPolicy: Literal["PreemptLowerPriority", "Never"] = "PreemptLowerPriority"
     annotations: dict[str, str] = {}
 
     @model_validator(mode="after")
@@ -122,6 +130,8 @@ def _job(entry: JobEntry, name: str, shape: Shape) -> Job:
         rdma_resource=shape.rdma_resource or "",
         annotations=dict(entry.annotations),
         together=entry.gang if entry.gang is not None else entry.pods > 1,
+        priority=entry.priority,
+        preemption_policy="Never" if entry.preemptionPolicy == "Never" else None,
     )
 
 
@@ -138,9 +148,14 @@ class Generated:
     gangs: float = 0.4
     """Share of jobs that are gangs of 8-GPU pods; the others are single pods of 1-8 GPUs."""
     network: Literal["macvlan", "ib"] = "macvlan"
+    priorities: tuple[tuple[int, float], ...] = ()
+    """(priority, share of the jobs); none: every job at priority 0."""
 
     def __post_init__(self) -> None:
         problems = []
+        if self.priorities and abs(sum(s for _, s in self.priorities) - 1) > 1e-6:
+            total = sum(s for _, s in self.priorities)
+            problems.append(f"priorities' shares must add up to 1, got {total:g}")
         if self.jobs < 1:
             problems.append(f"jobs must be at least 1, got {self.jobs}")
         if self.hours <= 0:
@@ -156,6 +171,8 @@ class Generated:
 
     def stream(self, shape: Shape) -> list[Job]:
         rng = random.Random(self.seed)
+        # a stream of its own, so that the same seed gives the same jobs with or without them
+        ranks = random.Random(f"{self.seed}/priorities")
         sizes = [(s, w) for s, w in GANG_SIZES if s <= max(2, shape.whole_nodes // 4)]
         mean_gpus = self.gangs * 8 * _mean(sizes) + (1 - self.gangs) * _mean(SINGLETON_GPUS)
         span = self.hours * 3600
@@ -180,21 +197,26 @@ class Generated:
                     memory_per_gpu_gi=0,
                     rdma=1 if shape.rdma_resource else 0,
                     rdma_resource=shape.rdma_resource or "",
+                    priority=_pick(ranks, self.priorities) if self.priorities else 0,
                 )
             )
         return jobs
 
 
 def parse_generate(text: str) -> Generated:
-    """`jobs=1000,seed=3,hours=24,load=0.6,gangs=0.4,network=ib`; raises ConfigError."""
+    """`jobs=1000,seed=3,hours=24,load=0.6,gangs=0.4,network=ib,priorities=high:0.2/low:0.8`;
+    raises ConfigError."""
     fields: dict[str, object] = {}
     kinds = {"jobs": int, "seed": int, "hours": float, "load": float, "gangs": float}
     for part in filter(None, text.split(",")):
         key, sep, value = part.partition("=")
         key = key.strip()
-        if not sep or key not in [*kinds, "network"]:
-            known = ", ".join([*kinds, "network"])
+        if not sep or key not in [*kinds, "network", "priorities"]:
+            known = ", ".join([*kinds, "network", "priorities"])
             raise ConfigError(f"--generate: {part!r} is not KEY=VALUE with KEY one of {known}")
+        if key == "priorities":
+            fields[key] = parse_priorities(value)
+            continue
         try:
             fields[key] = kinds[key](value) if key in kinds else value.strip()
         except ValueError:
@@ -202,11 +224,40 @@ def parse_generate(text: str) -> Generated:
     return Generated(**fields)  # type: ignore[arg-type]
 
 
+def parse_priorities(text: str) -> tuple[tuple[int, float], ...]:
+    """`high:0.2/low:0.8`: each priority (a name of PRIORITY_NAMES, or a number) and its share
+    of the jobs; raises ConfigError."""
+    found = []
+    for part in text.split("/"):
+        name, sep, share = part.partition(":")
+        name = name.strip()
+        value = PRIORITY_NAMES.get(name)
+        if value is None and name.lstrip("-").isdigit():
+            value = int(name)
+        if value is None or not sep:
+            names = ", ".join(PRIORITY_NAMES)
+            raise ConfigError(
+                f"--generate: priorities={text}: {part!r} is not PRIORITY:SHARE with PRIORITY "
+                f"a number or one of {names}"
+            )
+        try:
+            amount = float(share)
+        except ValueError:
+            raise ConfigError(f"--generate: priorities={text}: {share!r} is not a number") from None
+        if amount < 0:
+            raise ConfigError(f"--generate: priorities={text}: a share must not be negative")
+        found.append((value, amount))
+    return tuple(found)
+
+
 def _mean(weighted: tuple[tuple[int, int], ...] | list[tuple[int, int]]) -> float:
     total = sum(w for _, w in weighted)
     return sum(v * w for v, w in weighted) / total
 
 
-def _pick(rng: random.Random, weighted: tuple[tuple[int, int], ...] | list[tuple[int, int]]) -> int:
+def _pick(
+    rng: random.Random,
+    weighted: tuple[tuple[int, int], ...] | tuple[tuple[int, float], ...] | list[tuple[int, int]],
+) -> int:
     values, weights = zip(*weighted, strict=True)
     return int(rng.choices(values, weights)[0])

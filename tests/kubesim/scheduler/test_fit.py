@@ -126,6 +126,9 @@ async def test_the_emulator_places_a_pod_in_its_pool_only(fake_api: FakeApiServe
             "w1",
             "unschedulable",
             "0/3 nodes are available: 1 Insufficient nvidia.com/gpu, "
-            "1 node(s) had untolerated taint {pool: b}, 1 node(s) were unschedulable.",
+            "1 node(s) had untolerated taint {pool: b}, 1 node(s) were unschedulable. "
+            # kube-scheduler's preemption tries only the node NodeResourcesFit failed
+            "preemption: 0/3 nodes are available: 1 No preemption victims found for incoming "
+            "pod, 2 Preemption is not helpful for scheduling.",
         )
     ]

@@ -34,7 +34,8 @@ async def test_a_pod_is_assumed_on_its_node_while_its_bind_is_held(
     assert second is not None
     assert (second.outcome, second.message) == (
         "unschedulable",
-        "0/1 nodes are available: 1 Insufficient nvidia.com/gpu.",
+        "0/1 nodes are available: 1 Insufficient nvidia.com/gpu. preemption: 0/1 nodes are "
+        "available: 1 No preemption victims found for incoming pod.",
     )
     assert extender.verbs() == ["filter", "bind"]
 
@@ -78,7 +79,12 @@ async def test_plain_kube_scheduler_binds_through_the_apiserver(fake_api: FakeAp
         ("w1", "n2", "apiserver", True),
     ]
     assert [(a.pod[1], a.outcome, a.message) for a in scheduler.attempts[2:]] == [
-        ("w2", "unschedulable", "0/2 nodes are available: 2 Insufficient nvidia.com/gpu.")
+        (
+            "w2",
+            "unschedulable",
+            "0/2 nodes are available: 2 Insufficient nvidia.com/gpu. preemption: 0/2 nodes are "
+            "available: 2 No preemption victims found for incoming pod.",
+        )
     ]
     bindings = sorted(r.path for r in fake_api.requests if r.path.endswith("/binding"))
     assert bindings == [f"/api/v1/namespaces/team-a/pods/{p}/binding" for p in ("w0", "w1")]

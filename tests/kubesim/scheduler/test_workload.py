@@ -57,9 +57,18 @@ def test_a_gang_pod_carries_what_the_webhook_and_a_job_controller_put_there() ->
                     "resources": {"limits": amounts, "requests": amounts},
                 }
             ],
+            "priority": 0,
         },
         "status": {"phase": "Pending"},
     }
     assert orjson.loads(applied("macvlan"))["network"] == "macvlan"
     single = Job("job-0004", "team-llm", members=1, gpus=2, arrival=2.0, duration=5.0)
     assert keys.GANG not in single.pods()[0]["metadata"]["annotations"]
+    urgent = Job("job-0005", "prod", 1, 8, 0.0, 5.0, priority=1000, preemption_policy="Never")
+    assert (urgent.pod("job-0005-00")["spec"] | {"containers": []}) == {
+        "schedulerName": "default-scheduler",
+        "restartPolicy": "Never",
+        "containers": [],
+        "priority": 1000,
+        "preemptionPolicy": "Never",
+    }

@@ -36,10 +36,12 @@ def test_json_has_one_entry_per_variant(cluster: Path, capsys: pytest.CaptureFix
     assert document["workload"]["jobs"] == 20
     assert {v["jobs"] for v in document["variants"]} == {20}
     assert sorted(document["variants"][0]) == [
-        "extender", "gangs", "gangs_in_one_domain", "gangs_placed", "gpu_nic_levels", "jobs",
-        "jobs_placed", "name", "never_fit", "partial_gangs", "simulated_hours",
-        "time_to_place_seconds", "utilisation", "wall_seconds", "weights",
+        "classes", "extender", "gangs", "gangs_in_one_domain", "gangs_placed", "gpu_nic_levels",
+        "jobs", "jobs_placed", "jobs_unplaced", "name", "never_fit", "partial_gangs",
+        "preemption", "simulated_hours", "time_to_place_seconds", "utilisation", "wall_seconds",
+        "weights",
     ]  # fmt: skip
+    assert document["version"] == 2
 
 
 def test_the_table_names_every_variant(cluster: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -82,7 +84,24 @@ def test_the_table_names_every_variant(cluster: Path, capsys: pytest.CaptureFixt
             {},
             ["--generate", "jobs=5,colour=red"],
             "--generate: 'colour=red' is not KEY=VALUE with KEY one of jobs, seed, hours, load, "
-            "gangs, network",
+            "gangs, network, priorities",
+        ),
+        (
+            {},
+            ["--generate", "jobs=5,priorities=high:0.2/urgent:0.8"],
+            "--generate: priorities=high:0.2/urgent:0.8: 'urgent:0.8' is not PRIORITY:SHARE with "
+            "PRIORITY a number or one of high, medium, low",
+        ),
+        (
+            {},
+            ["--generate", "jobs=5,priorities=high:0.2/low:0.7"],
+            "--generate: priorities' shares must add up to 1, got 0.9",
+        ),
+        (
+            {"w.yaml": "jobs:\n- {arrival: 0, gpus: 8, duration: 60, preemptionPolicy: never}\n"},
+            ["--workload", "{w.yaml}"],
+            "{w.yaml}: jobs[0].preemptionPolicy: Input should be 'PreemptLowerPriority' or "
+            "'Never'",
         ),
     ],
 )  # fmt: skip

@@ -81,5 +81,9 @@ def test_a_pod_that_never_fits_is_reported_with_its_reason(tmp_path: Path) -> No
     result = measure(simulate(cluster, jobs, PLAIN, Settings(patience=600.0)), jobs, cluster)
     assert result["jobs_placed"] == 1
     assert result["never_fit"] == [
-        {"reason": "0/2 nodes are available: 2 Insufficient nvidia.com/gpu.", "pods": 1}
+        {
+            "reason": "0/2 nodes are available: 2 Insufficient nvidia.com/gpu. preemption: 0/2 "
+            "nodes are available: 2 No preemption victims found for incoming pod.",
+            "pods": 1,
+        }
     ]
