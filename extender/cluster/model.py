@@ -139,6 +139,8 @@ class Cluster:
         """Bumped on every change; lets callers cache results per generation."""
         self._changed: list[str] = []
         self._forgotten = 0
+        self.nominated: dict[PodKey, tuple[str, dict[str, int], int]] = {}
+        """Pending pods with a nominated node: the node, their requests and their priority."""
         self.preempted: deque[Json] = deque(maxlen=10_000)
         """Pods deleted by kube-scheduler's preemption, not yet looked at (extender/scheduling.py
         tears down the rest of their gangs)."""
@@ -193,10 +195,37 @@ class Cluster:
             self._account(key, str(node), pod_requests(obj))
         else:
             self._release(key)
+        self._nominate(key, None if node else status.get("nominatedNodeName"), obj)
         self.generation += 1
+
+    def _nominate(self, key: PodKey, node: str | None, obj: Json) -> None:
+        """Keep track of a pending pod kube-scheduler's preemption nominated a node for: it
+        counts, as kube-scheduler counts it, as using that node for pods of no higher
+        priority."""
+        if node:
+            self.nominated[key] = (
+                str(node),
+                pod_requests(obj),
+                (obj.get("spec") or {}).get("priority") or 0,
+            )
+        else:
+            self.nominated.pop(key, None)
+
+    def nominated_use(self, priority: int) -> dict[str, dict[str, int]]:
+        """node -> what pending pods of `priority` or higher, nominated there by
+        kube-scheduler's preemption, will take: kube-scheduler filters other pods as if they
+        ran there (RunFilterPluginsWithNominatedPods, pkg/scheduler/framework/runtime)."""
+        found: dict[str, dict[str, int]] = {}
+        for node, requests, theirs in self.nominated.values():
+            if theirs >= priority:
+                held = found.setdefault(node, {})
+                for resource, amount in requests.items():
+                    held[resource] = held.get(resource, 0) + amount
+        return found
 
     def delete_pod(self, key: PodKey, final: Json | None = None) -> None:
         """`final`, the pod as its deletion shows it, tells a pod kube-scheduler preempted."""
+        self.nominated.pop(key, None)
         if final is not None and preempted_by_scheduler(final):
             self.preempted.append(final)
         self._pods.pop(key, None)

@@ -79,13 +79,16 @@ def trim_pod(pod: Json) -> Json:
 
 
 def _pod_status(status: Json) -> Json:
-    """The phase, the start time (preemption spares pods that ran longer) and a
-    DisruptionTarget condition (a pod kube-scheduler preempted says so)."""
+    """The phase, the start time (preemption spares pods that ran longer), the node
+    kube-scheduler's preemption nominated for a pending pod, and a DisruptionTarget condition
+    (a pod kube-scheduler preempted says so)."""
     kept: Json = {}
     if status.get("phase") is not None:
         kept["phase"] = sys.intern(str(status["phase"]))
     if status.get("startTime"):
         kept["startTime"] = status["startTime"]
+    if status.get("nominatedNodeName"):
+        kept["nominatedNodeName"] = sys.intern(str(status["nominatedNodeName"]))
     disruption = [c for c in status.get("conditions") or [] if c.get("type") == DISRUPTION]
     if disruption:
         kept["conditions"] = disruption

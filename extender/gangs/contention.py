@@ -221,13 +221,15 @@ class Contention:
         """Nodes the members could use once emptied: every check but capacity passes, and no
         hold of the same or a higher priority covers them."""
         rooms = {}
+        nominated = self._cluster.nominated_use(entry.priority)
         for node in self._cluster.nodes():
             if self.holds.blocking(node.name, entry.priority, entry.gang.key):
                 continue
             if not self._engine.verdict_on(entry.member, _emptied(node)).ok:
                 continue
             held = self._book.held(node.name, entry.gang.key)
-            free = {r: node.free(r) - held.get(r, 0) for r in node.allocatable}
+            taken = nominated.get(node.name, {})
+            free = {r: node.free(r) - held.get(r, 0) - taken.get(r, 0) for r in node.allocatable}
             rooms[node.name] = Room(node.labels, free)
         return rooms
 

@@ -332,6 +332,7 @@ class Planner:
             if info.name not in skip and ((which := open_groups(groups, info)) is None or which):
                 open_to[info.name] = which
         passed = self._engine.filter(pod, list(open_to), gang.key).passed
+        nominated = self._cluster.nominated_use(self._priority(gang.key))
         scores = self._engine.prioritize(pod, passed, gang.key)
         result = {}
         for name in passed:
@@ -339,6 +340,8 @@ class Planner:
             assert node is not None
             held = self._book.held(name, gang.key)
             for resource, amount in (aside.get(name) or {}).items():
+                held[resource] = held.get(resource, 0) + amount
+            for resource, amount in nominated.get(name, {}).items():
                 held[resource] = held.get(resource, 0) + amount
             count = members_fitting(pod, node, held)
             if count:

@@ -442,3 +442,16 @@ def test_a_higher_priority_gang_takes_a_lower_ones_hold() -> None:
     assert hold is not None
     assert sorted(hold.nodes) == ["a0", "a1", "a2", "a3"]
     assert s.holds.get(("team-a", "low")) is None
+
+
+def test_a_node_nominated_for_a_higher_priority_pod_is_not_planned_for_a_lower_gang() -> None:
+    clock = Clock()
+    gang = [member("g", i, 2) for i in range(2)]
+    nominee = pod("urgent", 1000)
+    nominee["status"] = {"phase": "Pending", "nominatedNodeName": "b0"}
+    busy = [pod(f"job-{n}", 0, n) for n in ["a0", "a1", "a2", "a3"]]
+    s = scheduler([*cluster(), *busy, *gang, nominee], clock, preemption=False)
+    refused = s.filter(gang[0], NAMES)
+    assert refused.passed == []
+    s._source.cluster.upsert_pod({**nominee, "status": {"phase": "Pending"}})
+    assert len(s.filter(gang[0], NAMES).passed) == 1, "the nomination cleared, b0 and b1 fit"
