@@ -207,9 +207,11 @@ class Scheduler:
             self.engine, self._source.cluster, self.holds, self.gang, self.view(pod), pod, victims
         )
 
-    def _refused(self, hold: Hold, reason: str) -> None:
-        """A preemption's dry run was refused: the gang holds nothing, and decides again."""
+    def _refused(self, hold: Hold, reason: str, pod: PodKey) -> None:
+        """A preemption's dry run was refused: the gang holds nothing, and decides again,
+        without the unit of the pod a budget protects."""
         self.holds.remove(hold.gang)
+        self.contention.protect(pod)
         waiting = self.contention.waiting.get(hold.gang)
         if waiting is not None:
             waiting.decided = None

@@ -29,6 +29,9 @@ from kube_rdma.core.objects import Json
 
 log = logging.getLogger("kube_rdma.extender")
 
+PROTECTED_SECONDS = 300.0
+"""How long a unit whose eviction a PodDisruptionBudget refused is left out of victims: the
+budget's own controller needs time before it allows a disruption again."""
 AHEAD = 8
 """Waiting gangs of a higher priority whose needs are set aside before a gang is planned."""
 GangOf = Callable[[Json], "Gang | Singleton"]
@@ -91,6 +94,8 @@ class Contention:
         self._clock = clock
         self._start = start_preemption
         self.waiting: dict[GangKey, Waiting] = {}
+        self._protected: dict[PodKey, float] = {}
+        """Pods whose eviction a budget refused, and until when they are not victims."""
 
     # What the planner and the scheduler ask
 
@@ -122,6 +127,10 @@ class Contention:
         entry = self.waiting.get(gang)
         return entry.priority if entry else 0
 
+    def protect(self, pod: PodKey) -> None:
+        """A PodDisruptionBudget refused to evict the pod: its unit is no victim for a while."""
+        self._protected[pod] = self._clock() + PROTECTED_SECONDS
+
     def ahead(self, gang: GangKey) -> list[tuple[Gang, PodView]]:
         """The waiting gangs of a higher priority than `gang`'s, highest and oldest first; at
         most AHEAD of them, as each costs the planner a pass over the nodes."""
@@ -148,7 +157,8 @@ class Contention:
     # Preemption
 
     def _preempt(self, entry: Waiting) -> Hold | None:
-        units = self._units(lambda pod: pod_priority(pod) < entry.priority, entry.gang.key)
+        lower = self._units(lambda pod: pod_priority(pod) < entry.priority, entry.gang.key)
+        units = self._evictable(lower)
         if not units:
             return None
         choice = self._choose(entry, units, rank=None)
@@ -246,6 +256,12 @@ class Contention:
             name = f"gang {gang}" if isinstance(gang, Gang) else f"pod {_name(pod)}"
             grouped.setdefault(name, []).append(pod)
         return [_unit(name, pods, self._gpu_resources) for name, pods in grouped.items()]
+
+    def _evictable(self, units: list[Unit]) -> list[Unit]:
+        """The units no PodDisruptionBudget refused to let go of lately."""
+        now = self._clock()
+        self._protected = {k: t for k, t in self._protected.items() if t > now}
+        return [u for u in units if not any(k in self._protected for k in u.pods)]
 
     # Upkeep
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from extender.cluster.disruptions import ModelDisruptions
+from extender.cluster.disruptions import ModelDisruptions, Refused
 from extender.cluster.snapshot import SnapshotSource
 from extender.engine import FilterOutcome
 from extender.explain import table
@@ -455,3 +455,47 @@ def test_a_node_nominated_for_a_higher_priority_pod_is_not_planned_for_a_lower_g
     assert refused.passed == []
     s._source.cluster.upsert_pod({**nominee, "status": {"phase": "Pending"}})
     assert len(s.filter(gang[0], NAMES).passed) == 1, "the nomination cleared, b0 and b1 fit"
+
+
+class Guarded(ModelDisruptions):
+    """Evictions as on the model, but a budget guards `guarded`."""
+
+    def __init__(self, cluster: Any, guarded: str) -> None:
+        super().__init__(cluster)
+        self.guarded = guarded
+
+    async def evict(self, namespace: str, name: str, uid: str, dry_run: bool) -> None:
+        if name == self.guarded:
+            raise Refused(f"pod {namespace}/{name}: Cannot evict pod as it would violate ...")
+        await super().evict(namespace, name, uid, dry_run)
+
+
+async def test_a_unit_a_budget_protects_is_left_out_and_another_preempted() -> None:
+    clock = Clock()
+    cheap = [pod("guarded", 0, "b0"), pod("other", 0, "b1")]
+    busy = [pod(f"job-{n}", 5, n) for n in ["a0", "a1", "a2", "a3"]]
+    urgent = [member("urgent", 0, 2, priority=10), member("urgent", 1, 2, priority=10)]
+    source = SnapshotSource([*cluster(), *cheap, *busy, *urgent])
+    s = Scheduler(
+        source,
+        lambda: DEFAULT,
+        GangSettings(),
+        ("nvidia.com/gpu",),
+        ("rdma/*",),
+        clock=clock,
+        disruptions=Guarded(source.cluster, "guarded"),
+    )
+    s.filter(urgent[0], NAMES)
+    await s.evictor.drain()
+    assert source.cluster.pod("team-a", "guarded") is not None
+    assert s.holds.get(("team-a", "urgent")) is None
+    waiting = s.contention.waiting[("team-a", "urgent")]
+    assert waiting.reason.startswith("preemption refused: pod team-a/guarded: Cannot evict")
+    s.filter(urgent[0], NAMES)
+    await s.evictor.drain()
+    hold = s.holds.get(("team-a", "urgent"))
+    assert hold is not None
+    # Without the guarded pod leaf-b cannot take the gang: leaf-a's dearer pods go instead.
+    assert (hold.domain, len(hold.units)) == ("leaf-a", 2)
+    assert source.cluster.pod("team-a", "guarded") is not None
+    assert source.cluster.pod("team-a", "other") is not None
