@@ -107,6 +107,12 @@ def _register_extender(subcommands: argparse._SubParsersAction[argparse.Argument
         "waiting gang of the highest priority may go past it",
     )
     extender.add_argument(
+        "--scheduler-name",
+        default="rdma-scheduler",
+        help="the kube-scheduler profile the extender serves: its pending gang members are "
+        "gangs waiting even when kube-scheduler never sends them (a full cluster)",
+    )
+    extender.add_argument(
         "--broken-gang-grace",
         type=float,
         help="seconds a running gang may lack members (evicted, node gone) before its other "
@@ -239,6 +245,7 @@ async def _extender_app(args: argparse.Namespace, tls: Any = None) -> Any:
             hold_share=args.hold_max_share,
             preemption=not args.no_gang_preemption,
             broken_grace=args.broken_gang_grace,
+            scheduler_name=args.scheduler_name,
         ),
     )
     if args.cluster_snapshot:

@@ -201,17 +201,23 @@ class Scheduler:
     def preempt(self, pod: Json, victims: Mapping[str, MetaVictims]) -> dict[str, MetaVictims]:
         """kube-scheduler's preemption for one pod (extender/preemption.py)."""
         self._take_over()
-        if isinstance(self.gang(pod), Gang):
-            return {}  # gangs preempt whole, through the extender's own gang preemption
+        gang = self.gang(pod)
+        if isinstance(gang, Gang):
+            # Gangs preempt whole, through the extender's own gang preemption: decided now.
+            view = self.view(pod)
+            if view.relevant and gang.key not in self.planner.plans:
+                self._decide(self.contention.note(gang, view, pod))
+            return {}
         return preemption_candidates(
             self.engine, self._source.cluster, self.holds, self.gang, self.view(pod), pod, victims
         )
 
-    def _refused(self, hold: Hold, reason: str, pod: PodKey) -> None:
-        """A preemption's dry run was refused: the gang holds nothing, and decides again,
-        without the unit of the pod a budget protects."""
+    def _refused(self, hold: Hold, reason: str, pods: list[PodKey]) -> None:
+        """A preemption's dry runs were refused: the gang holds nothing, and decides again,
+        without the units of the pods a budget protects."""
         self.holds.remove(hold.gang)
-        self.contention.protect(pod)
+        for pod in pods:
+            self.contention.protect(pod)
         waiting = self.contention.waiting.get(hold.gang)
         if waiting is not None:
             waiting.decided = None
@@ -363,9 +369,32 @@ class Scheduler:
         lost its place)."""
         if self._adopted == self._records.foreign_changes:
             self.planner.sweep()
+            self._decide_waiting()
             self.contention.sweep(self._still_waiting)
             self._tear_down_preempted()
             self.broken.check(self._source.cluster.pods())
+
+    def _decide_waiting(self) -> None:
+        """Gangs whose members wait in the cache get their plan, preemption or hold decided
+        here too: on a full cluster kube-scheduler finds no node for them in its own filters,
+        and never calls the extender's filter."""
+        cluster = self._source.cluster
+        pending = (p for k in list(cluster.pending) if (p := cluster.pod(*k)) is not None)
+        for waiting in self.contention.waiting_from_cache(pending, self._member_of):
+            self._decide(waiting)
+
+    def _member_of(self, pod: Json) -> tuple[Gang, PodView] | None:
+        gang, view = self.gang(pod), self.view(pod)
+        if not isinstance(gang, Gang) or not view.relevant or gang.key in self.planner.plans:
+            return None
+        return gang, view
+
+    def _decide(self, waiting: Waiting) -> None:
+        no_fit = self.planner.attempt(waiting.gang, waiting.member)
+        if no_fit is None:
+            self.contention.placed(waiting.gang.key)
+        else:
+            self.contention.unplaced(waiting, no_fit)
 
     def _still_waiting(self, gang: GangKey) -> bool:
         waiting = self.contention.waiting[gang]

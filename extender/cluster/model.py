@@ -139,6 +139,8 @@ class Cluster:
         """Bumped on every change; lets callers cache results per generation."""
         self._changed: list[str] = []
         self._forgotten = 0
+        self.pending: set[PodKey] = set()
+        """Pods not bound to a node and not finished."""
         self.nominated: dict[PodKey, tuple[str, dict[str, int], int]] = {}
         """Pending pods with a nominated node: the node, their requests and their priority."""
         self.preempted: deque[Json] = deque(maxlen=10_000)
@@ -196,6 +198,10 @@ class Cluster:
         else:
             self._release(key)
         self._nominate(key, None if node else status.get("nominatedNodeName"), obj)
+        if node or status.get("phase") in TERMINAL_PHASES:
+            self.pending.discard(key)
+        else:
+            self.pending.add(key)
         self.generation += 1
 
     def _nominate(self, key: PodKey, node: str | None, obj: Json) -> None:
@@ -226,6 +232,7 @@ class Cluster:
     def delete_pod(self, key: PodKey, final: Json | None = None) -> None:
         """`final`, the pod as its deletion shows it, tells a pod kube-scheduler preempted."""
         self.nominated.pop(key, None)
+        self.pending.discard(key)
         if final is not None and preempted_by_scheduler(final):
             self.preempted.append(final)
         self._pods.pop(key, None)

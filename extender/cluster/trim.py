@@ -65,6 +65,8 @@ def trim_pod(pod: Json) -> Json:
     }
     if spec.get("nodeName"):
         trimmed_spec["nodeName"] = sys.intern(str(spec["nodeName"]))
+    if spec.get("schedulerName"):
+        trimmed_spec["schedulerName"] = sys.intern(str(spec["schedulerName"]))
     # Kept only where they differ from what their absence means (priority 0, may preempt).
     if spec.get("priority"):
         trimmed_spec["priority"] = spec["priority"]

@@ -14,7 +14,7 @@ Decisions look at the whole cache, so each gang is reconsidered at most every
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 from extender.cluster.model import Cluster, NodeInfo, PodKey, pod_key, pod_requests
@@ -32,6 +32,8 @@ log = logging.getLogger("kube_rdma.extender")
 PROTECTED_SECONDS = 300.0
 """How long a unit whose eviction a PodDisruptionBudget refused is left out of victims: the
 budget's own controller needs time before it allows a disruption again."""
+DISCOVERED = 8
+"""Waiting gangs decided for per upkeep round: each decision costs a pass over the nodes."""
 AHEAD = 8
 """Waiting gangs of a higher priority whose needs are set aside before a gang is planned."""
 GangOf = Callable[[Json], "Gang | Singleton"]
@@ -51,6 +53,10 @@ class ContentionSettings:
     """Seconds between two decisions for the same gang."""
     preemption: bool = True
     """Whether gangs may preempt lower-priority pods (needs the eviction RBAC)."""
+    scheduler_name: str = "rdma-scheduler"
+    """The kube-scheduler profile whose pending pods are gangs waiting, from the pod cache
+    (those kube-scheduler's in-tree filters find no node for never reach the extender's
+    filter)."""
     broken_grace: float | None = None
     """Seconds a running gang may lack members before the rest is torn down; None: never."""
 
@@ -109,6 +115,26 @@ class Contention:
         entry.preempts = entry.preempts and may_preempt(pod)
         entry.members.add(member.key)
         return entry
+
+    def waiting_from_cache(
+        self, pending: Iterable[Json], of: Callable[[Json], tuple[Gang, PodView] | None]
+    ) -> list[Waiting]:
+        """The gangs whose pods of our scheduler wait in the cache, noted as waiting; those not
+        decided within `recheck`, highest priority and oldest first, at most DISCOVERED."""
+        for pod in pending:
+            if (pod.get("spec") or {}).get("schedulerName") != self.settings.scheduler_name:
+                continue
+            found = of(pod)
+            if found is not None:
+                self.note(*found, pod)
+        now = self._clock()
+        due = [
+            w
+            for w in self.waiting.values()
+            if w.decided is None or now - w.decided >= self.settings.recheck
+        ]
+        due.sort(key=lambda w: (-w.priority, w.since))
+        return due[:DISCOVERED]
 
     def note_adopted(self, gang: Gang, member: PodView, priority: int) -> Waiting:
         """A gang whose hold another process made: it waits from now on, here."""

@@ -27,7 +27,7 @@ class Evictor:
         self,
         cluster: Cluster,
         disruptions: Disruptions,
-        refused: Callable[[Hold, str, PodKey], None],
+        refused: Callable[[Hold, str, list[PodKey]], None],
     ) -> None:
         self._cluster = cluster
         self._disruptions = disruptions
@@ -43,14 +43,17 @@ class Evictor:
 
     async def run(self, hold: Hold) -> None:
         units = [(name, list(pods)) for name, pods in hold.units]
+        refused: dict[PodKey, str] = {}
         for _, pods in units:
             for key in pods:
                 try:
                     await self._evict(key, dry_run=True)
                 except Refused as e:
-                    log.info("gang %s does not preempt: %s", hold.label, e)
-                    self._refused(hold, str(e), key)
-                    return
+                    refused[key] = str(e)
+        if refused:
+            log.info("gang %s does not preempt: %s", hold.label, "; ".join(refused.values()))
+            self._refused(hold, "; ".join(refused.values()), list(refused))
+            return
         self.preemptions += 1
         for unit, pods in units:
             await self._tear_down(hold, unit, pods)

@@ -184,6 +184,16 @@ class Planner:
             plan = None
         return plan or self._plan(gang, pod)
 
+    def attempt(self, gang: Gang, pod: PodView) -> str | None:
+        """Plan the gang now if it fits (outside a filter call: a gang kube-scheduler's
+        in-tree filters find no node for never reaches the extender's filter); None when it
+        has a plan, else why it does not fit."""
+        if self.complete(gang):
+            return None
+        if self._current(gang, pod) is not None:
+            return None
+        return self._no_fit_reason(pod, gang)
+
     def _member_slot(self, plan: Plan, pod: PodView) -> tuple[Plan | None, int | None]:
         """The member's slot; in a plan redone first when its constraints are none the plan was
         made for (it was not in the cache when the gang was planned)."""

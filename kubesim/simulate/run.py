@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from extender.app import Settings as ExtenderSettings
 from extender.cluster.snapshot import SnapshotSource
@@ -173,6 +173,9 @@ def _extender(
         StoreRecords(store),
         require_acceptance=app.require_acceptance,
         clock=loop.time,
+        contention=replace(
+            app.contention, scheduler_name=scheduler_config(variant, settings).scheduler_name
+        ),
         disruptions=StoreDisruptions(store),
     )
     return InProcessExtender(scheduler, settings.http_timeout, model.cluster)
