@@ -16,6 +16,7 @@ from extender.explain import table
 from extender.gangs.contention import ContentionSettings
 from extender.gangs.planner import GangSettings
 from extender.gangs.records import PlanRecord
+from extender.protocol import MetaVictims
 from extender.scheduling import Scheduler
 from extender.weights import DEFAULT
 from kube_rdma.core import keys
@@ -499,3 +500,31 @@ async def test_a_unit_a_budget_protects_is_left_out_and_another_preempted() -> N
     assert (hold.domain, len(hold.units)) == ("leaf-a", 2)
     assert source.cluster.pod("team-a", "guarded") is not None
     assert source.cluster.pod("team-a", "other") is not None
+
+
+async def test_a_gang_kube_scheduler_never_sends_is_decided_from_the_pod_cache() -> None:
+    # The cluster is full: kube-scheduler's own filters find no node for the members, so the
+    # extender's filter is never called for them. Its upkeep finds them in its cache.
+    clock = Clock()
+    urgent = [member("urgent", i, 2, priority=10) for i in range(2)]
+    for p in urgent:
+        p["spec"]["schedulerName"] = "rdma-scheduler"
+    others = [member("other", i, 2, priority=10) for i in range(2)]  # another scheduler's
+    s = scheduler([*cluster(), *busy_everywhere(), *urgent, *others], clock)
+    s.sweep()
+    hold = s.holds.get(("team-a", "urgent"))
+    assert hold is not None
+    assert len(hold.victims) == 2
+    assert s.holds.get(("team-a", "other")) is None
+    await s.evictor.drain()
+
+
+async def test_kube_schedulers_preempt_call_for_a_member_decides_its_gang() -> None:
+    clock = Clock()
+    urgent = [member("urgent", i, 2, priority=10) for i in range(2)]
+    s = scheduler([*cluster(), *busy_everywhere(), *urgent], clock, hold_after=0)
+    assert s.preempt(urgent[0], {"a0": MetaVictims(("uid",))}) == {}
+    hold = s.holds.get(("team-a", "urgent"))
+    assert hold is not None
+    assert hold.units, "it preempts"
+    await s.evictor.drain()
