@@ -174,19 +174,22 @@ class Scheduler:
             return None
         view, gang = self.view(pod), self.gang(pod)
         body = explanation(view, self.engine.explain(view, _key(gang)), self._weights())
-        body["gang"] = self._gang_summary(gang)
+        body["gang"] = self._gang_summary(gang, view)
         if self.engine.require_acceptance:
             body["requireAcceptance"] = True
         return body
 
-    def _gang_summary(self, gang: Gang | Singleton) -> Json:
+    def _gang_summary(self, gang: Gang | Singleton, view: PodView) -> Json:
         if isinstance(gang, Singleton):
             return {"singleton": gang.reason or "the pod names no gang"}
         summary: Json = {"name": str(gang), "size": gang.size, "source": gang.source}
         plan = self.planner.plans.get(gang.key)
-        summary["plan"] = (
-            None if plan is None else {"domain": plan.domain, "nodes": sorted(set(plan.slots))}
-        )
+        if plan is None:
+            summary["plan"] = None
+            # What the filter answers kube-scheduler for this member now: the numbers.
+            summary["capacity"] = self.planner._no_fit_reason(view, gang)
+        else:
+            summary["plan"] = {"domain": plan.domain, "nodes": sorted(set(plan.slots))}
         return summary
 
     def sweep(self) -> None:
