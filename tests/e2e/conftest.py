@@ -18,6 +18,7 @@ import pytest
 from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
 from testbed.builders.nodes import hgx, node
+from testbed.controlplane import crds
 from testbed.controlplane.apply import apply_all
 from testbed.controlplane.binaries import ensure_binaries
 from testbed.controlplane.cluster import ControlPlane
@@ -94,6 +95,7 @@ def plane() -> Iterator[ControlPlane]:
 @pytest.fixture(scope="session")
 def stack(plane: ControlPlane) -> Iterator[Stack]:
     add_nodes(plane.admin, cluster_nodes())
+    crds.install(plane.admin)
     running = Stack(plane).start()
     try:
         yield running
