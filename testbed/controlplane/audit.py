@@ -62,3 +62,21 @@ def activity(log: Path, user: str, agent: str = "") -> Activity:
         code = (event.get("responseStatus") or {}).get("code", 0)
         (found.refused if code == 403 else found.did).add(describe(event))
     return found
+
+
+def writes(log: Path, user: str, resource: str, namespace: str) -> list[tuple[str, str]]:
+    """(verb, object name) of the user's successful creates and deletes of `resource` in
+    `namespace`, in the order the apiserver completed them."""
+    found = []
+    for event in events(log):
+        ref = event.get("objectRef") or {}
+        if (
+            event.get("stage") == "ResponseComplete"
+            and (event.get("user") or {}).get("username") == user
+            and event.get("verb") in ("create", "delete")
+            and ref.get("resource") == resource
+            and ref.get("namespace") == namespace
+            and (event.get("responseStatus") or {}).get("code", 0) < 300
+        ):
+            found.append((str(event["verb"]), str(ref.get("name", ""))))
+    return found

@@ -95,7 +95,7 @@ class ControlPlane:
                 "--insecure-port=0", "--advertise-address=127.0.0.1",
                 "--endpoint-reconciler-type=none",
                 f"--tls-cert-file={pki.serving_cert}", f"--tls-private-key-file={pki.serving_key}",
-                f"--token-auth-file={tokens}",
+                f"--token-auth-file={tokens}", f"--client-ca-file={pki.ca}",
                 "--authorization-mode=RBAC",
                 "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
                 f"--service-account-key-file={pki.service_account_public}",
@@ -153,8 +153,10 @@ class ControlPlane:
     def service_account_token(self, namespace: str, name: str) -> str:
         """The token Secret kube-controller-manager's token controller made for the account."""
         deadline = time.monotonic() + TOKEN_WAIT_SECONDS
+        path = f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}"
         while time.monotonic() < deadline:
-            account = self.admin.get(f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}")
+            # A namespace's `default` account is made by the serviceaccount controller, soon after.
+            account = self.admin.get(path) if self.admin.exists(path) else {}
             for ref in account.get("secrets") or []:
                 secret = self.admin.get(f"/api/v1/namespaces/{namespace}/secrets/{ref['name']}")
                 if secret.get("type") == "kubernetes.io/service-account-token":

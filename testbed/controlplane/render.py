@@ -85,6 +85,10 @@ def scheduler_configuration(extender_port: int, kubeconfig: Path) -> str:
     config: dict[str, Any] = yaml.safe_load(text)
     config["apiVersion"] = "kubescheduler.config.k8s.io/v1beta1"
     config["clientConnection"] = {"kubeconfig": str(kubeconfig)}
+    # 1.20 serves /healthz and /metrics on plain HTTP at 0.0.0.0:10251 unless told otherwise:
+    # the secure port (a flag) is enough here.
+    config["healthzBindAddress"] = ""
+    config["metricsBindAddress"] = ""
     for extender in config["extenders"]:
         extender["urlPrefix"] = f"http://127.0.0.1:{extender_port}"
     return yaml.safe_dump(config)

@@ -7,6 +7,8 @@ only: 16 HGX-like 8-GPU nodes in 4 leaves of 4, two leaves per spine.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import secrets
 import tempfile
 import time
@@ -73,23 +75,36 @@ def cluster_nodes() -> list[Json]:
 
 
 def add_nodes(api: Rest, nodes: list[Json]) -> None:
-    """Create each Node, then write its status as a kubelet would (create drops it)."""
+    """Create each Node, then write its status as a kubelet would (create drops it), and take
+    off the not-ready taint that the TaintNodesByCondition admission plugin puts on a new Node,
+    as the node lifecycle controller does once the Node reports Ready."""
     for obj in nodes:
         status = obj.pop("status")
         apply_all(api, [obj])
+        path = f"/api/v1/nodes/{obj['metadata']['name']}"
         status["conditions"] = [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]
-        api.patch(f"/api/v1/nodes/{obj['metadata']['name']}/status", {"status": status}, MERGE)
+        api.patch(f"{path}/status", {"status": status}, MERGE)
+        api.patch(path, {"spec": {"taints": None}}, MERGE)
 
 
 @pytest.fixture(scope="session")
 def plane() -> Iterator[ControlPlane]:
+    """The control plane in a temporary folder, or in $KUBE_RDMA_E2E_DIR (kept afterwards, with
+    every process's log under logs/ and the apiserver's audit.log), which must be empty."""
     binaries = ensure_binaries()
-    with tempfile.TemporaryDirectory(prefix="kube-rdma-e2e-") as folder:
-        control = ControlPlane(binaries, Path(folder)).start()
-        try:
-            yield control
-        finally:
-            control.stop()
+    kept = os.environ.get("KUBE_RDMA_E2E_DIR")
+    with contextlib.ExitStack() as cleanup:
+        if kept:
+            folder = Path(kept)
+            folder.mkdir(parents=True, exist_ok=True)
+            assert not any(folder.iterdir()), f"KUBE_RDMA_E2E_DIR={kept} is not empty"
+        else:
+            folder = Path(
+                cleanup.enter_context(tempfile.TemporaryDirectory(prefix="kube-rdma-e2e-"))
+            )
+        control = ControlPlane(binaries, folder).start()
+        cleanup.callback(control.stop)
+        yield control
 
 
 @pytest.fixture(scope="session")

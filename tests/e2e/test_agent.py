@@ -56,7 +56,7 @@ def wait_for(api: Rest, check: str, within: float = 60.0) -> Json:
 def test_the_agent_publishes_taints_and_untaints_its_node(
     stack: Stack, api: Rest, cpu_node: str, tmp_path: Path
 ) -> None:
-    hgx_8gpu_8nic(tmp_path / "down", down={3})
+    hgx_8gpu_8nic(tmp_path / "down", down=set(range(8)))
     hgx_8gpu_8nic(tmp_path / "up")
     sysfs = tmp_path / "sys"
     sysfs.symlink_to(tmp_path / "down")

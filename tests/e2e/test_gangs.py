@@ -5,8 +5,10 @@ from __future__ import annotations
 import subprocess
 import time
 
+from extender.gangs.records import record_name
 from kube_rdma.core import keys
-from testbed.controlplane.components import NAMESPACE, Stack
+from testbed.controlplane.audit import writes
+from testbed.controlplane.components import NAMESPACE, SCHEDULER_ACCOUNT, Stack, user
 from testbed.controlplane.pki import kube_rdma_command
 from testbed.controlplane.rest import Rest
 from tests.e2e.gangs import (
@@ -84,20 +86,19 @@ def test_a_gang_that_cannot_fit_binds_nothing_and_explain_says_why(
     )
 
 
-def test_gang_plan_configmaps_are_written_then_removed(api: Rest, namespace: str) -> None:
-    plans = f"/api/v1/namespaces/{NAMESPACE}/configmaps"
-    seen: set[str] = set()
+def test_gang_plan_configmaps_are_written_then_removed(
+    api: Rest, stack: Stack, namespace: str
+) -> None:
+    record = record_name((namespace, "rec"))
     create_pods(api, members("rec", namespace, 3))
+    wait_bound(api, namespace, "rec", 3)
 
-    deadline = time.monotonic() + 120
-    while not all(placements(api, namespace, "rec").values()):
-        assert time.monotonic() < deadline
-        for record in api.get(plans, labelSelector=keys.GANG_PLAN)["items"]:
-            seen.add(record["metadata"]["name"])
-        time.sleep(0.02)
-
-    assert seen, "no gang plan ConfigMap was seen while the gang was placed"
     deadline = time.monotonic() + 60
-    while seen & {m["metadata"]["name"] for m in api.get(plans)["items"]}:
-        assert time.monotonic() < deadline, "the gang's plan ConfigMap outlived the gang"
-        time.sleep(0.1)
+    while True:
+        done = writes(stack.plane.audit_log, user(SCHEDULER_ACCOUNT), "configmaps", NAMESPACE)
+        ours = [verb for verb, name in done if name == record]
+        if ours == ["create", "delete"]:
+            break
+        assert time.monotonic() < deadline, f"writes of {record}: {ours}"
+        time.sleep(0.2)
+    assert not api.exists(f"/api/v1/namespaces/{NAMESPACE}/configmaps/{record}")
