@@ -61,9 +61,8 @@ for pkg in github.com/modern-go/reflect2 github.com/json-iterator/go; do
 done
 
 # GOPATH mode: module mode fails with "updates to go.mod needed".
-export GOPATH="$work/gopath" GO111MODULE=off CGO_ENABLED=0 GOFLAGS=-mod=vendor
+export GOPATH="$work/gopath" GO111MODULE=off CGO_ENABLED=0
 export GOCACHE="$CACHE_ROOT/gocache"
-unset GOFLAGS
 mkdir -p "$GOPATH/src/k8s.io"
 ln -sfn "$src" "$GOPATH/src/k8s.io/kubernetes"
 cd "$GOPATH/src/k8s.io/kubernetes"
@@ -73,10 +72,21 @@ if [[ ! -s pkg/generated/openapi/zz_generated.openapi.go ]]; then
     log "make gen_openapi"
     make gen_openapi >&2
 fi
+# The version the binaries report (/version, User-Agent), as hack/lib/version.sh stamps it.
+upstream=${version#*really}
+upstream=v${upstream%%-*}
+major=${upstream#v}; major=${major%%.*}
+minor=${upstream#v*.}; minor=${minor%%.*}
+ldflags=""
+for pkg in vendor/k8s.io/client-go/pkg/version vendor/k8s.io/component-base/version; do
+    for pair in "gitVersion=$upstream" "gitMajor=$major" "gitMinor=$minor" "gitTreeState=clean"; do
+        ldflags+=" -X k8s.io/kubernetes/$pkg.$pair"
+    done
+done
 mkdir -p "$out.partial"
 for name in "${BINARIES[@]}"; do
-    log "go build $name"
-    go build -o "$out.partial/$name" "./cmd/$name"
+    log "go build $name ($upstream)"
+    go build -ldflags "$ldflags" -o "$out.partial/$name" "./cmd/$name"
 done
 rm -rf "$out" && mv "$out.partial" "$out"
 echo "k8s-$version" > "$CACHE_ROOT/current"

@@ -13,8 +13,8 @@ from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
 from testbed.builders.sysfs_tree import driver_proc, hgx_8gpu_8nic
 from testbed.controlplane.components import Stack
+from testbed.controlplane.objects import add_nodes
 from testbed.controlplane.rest import Rest
-from tests.e2e.conftest import add_nodes
 
 NODE = "agent-node"
 TAINT = {"key": keys.RDMA_UNHEALTHY, "effect": "NoSchedule"}

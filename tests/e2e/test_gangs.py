@@ -9,9 +9,7 @@ from extender.gangs.records import record_name
 from kube_rdma.core import keys
 from testbed.controlplane.audit import writes
 from testbed.controlplane.components import NAMESPACE, SCHEDULER_ACCOUNT, Stack, user
-from testbed.controlplane.pki import kube_rdma_command
-from testbed.controlplane.rest import Rest
-from tests.e2e.gangs import (
+from testbed.controlplane.gangs import (
     create_pods,
     leaf_of,
     members,
@@ -19,6 +17,8 @@ from tests.e2e.gangs import (
     spine_of,
     wait_bound,
 )
+from testbed.controlplane.pki import kube_rdma_command
+from testbed.controlplane.rest import Rest
 
 NOT_BOUND_SECONDS = 5.0
 

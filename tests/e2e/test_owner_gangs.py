@@ -10,8 +10,8 @@ from kube_rdma.core.objects import Json
 from kubesim.scheduler.controllers import Controllers, Replicas
 from testbed.controlplane.apply import group_prefix
 from testbed.controlplane.components import Stack
+from testbed.controlplane.gangs import SCHEDULER, create_pods, leaf_of, placements, wait_bound
 from testbed.controlplane.rest import Rest
-from tests.e2e.gangs import SCHEDULER, create_pods, leaf_of, placements, wait_bound
 
 
 def creator(api: Rest) -> Controllers:

@@ -12,8 +12,8 @@ from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
 from testbed.builders import pods
 from testbed.controlplane.components import Stack
+from testbed.controlplane.objects import create_namespace, delete_pods
 from testbed.controlplane.rest import Rest
-from tests.e2e.conftest import create_namespace, delete_pods
 
 Shape = Callable[[str, Json], Json]
 SHAPES: dict[str, Shape] = {
