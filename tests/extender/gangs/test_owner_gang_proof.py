@@ -65,6 +65,7 @@ async def gang_seen(url: str, pod: str) -> Json:
         body: Json = await answer.json()
     gang: Json = body["gang"]
     gang.pop("plan", None)
+    gang.pop("capacity", None)
     return gang
 
 
