@@ -23,6 +23,17 @@ from testbed.controlplane.rest import Rest
 NOT_BOUND_SECONDS = 5.0
 
 
+def scheduled_conditions(api: Rest, namespace: str) -> set[tuple[str, str]]:
+    """(status, reason) of the PodScheduled condition kube-scheduler stored on the pods."""
+    pods = api.get(f"/api/v1/namespaces/{namespace}/pods")["items"]
+    return {
+        (c["status"], c.get("reason", ""))
+        for pod in pods
+        for c in pod["status"].get("conditions") or []
+        if c["type"] == "PodScheduled"
+    }
+
+
 def test_interleaved_gangs_are_each_bound_whole_in_one_leaf(
     api: Rest, namespace: str, timings: dict[str, float]
 ) -> None:
@@ -65,6 +76,7 @@ def test_a_gang_that_cannot_fit_binds_nothing_and_explain_says_why(
     time.sleep(NOT_BOUND_SECONDS)
 
     assert set(placements(api, namespace, "big").values()) == {None}
+    assert scheduled_conditions(api, namespace) == {("False", "Unschedulable")}
     recorded = api.get(plans, labelSelector=keys.GANG_PLAN)["items"]
     assert [m for m in recorded if namespace in str(m.get("data"))] == []
     explained = subprocess.run(
