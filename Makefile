@@ -8,7 +8,7 @@ IMAGE  ?= ghcr.io/kube-rdma/kube-rdma:$(VERSION)
 TOOLS  := .tools
 UV_VERSION := 0.13.9
 
-.PHONY: test lint typecheck unit demo bench lock image release-manifests clean
+.PHONY: test e2e lint typecheck unit demo bench lock image release-manifests clean
 
 # Quiet for CI's `make test`; `make demo` shows pip's progress instead of a silent minute.
 PIP_QUIET ?= -q
@@ -32,6 +32,12 @@ typecheck: $(STAMP)
 
 unit: $(STAMP)
 	$(PY) -m pytest -q
+
+# Against a real control plane: etcd, kube-apiserver, kube-controller-manager and kube-scheduler
+# 1.20, built from Debian's source package on the first run (about 10 minutes on 2 cores, as
+# root: it installs with apt) and cached in ~/.cache/kube-rdma (tests/e2e, docs/e2e.md).
+e2e: $(STAMP)
+	$(PY) -m pytest -q -m e2e tests/e2e
 
 # Target-specific, so it holds for the install the demo triggers too.
 demo: PIP_QUIET :=

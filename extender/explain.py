@@ -119,7 +119,7 @@ def _gang_line(gang: Json | None) -> list[str]:
     where = (
         f"planned in {plan['domain']} on {len(plan['nodes'])} nodes"
         if plan
-        else "no plan now (a member's next filter plans it; none fit last time, or it expired)"
+        else f"no plan now: {gang['capacity']}"
     )
     return [f"gang {gang['name']} of {gang['size']} ({gang['source']}): {where}"]
 

@@ -331,21 +331,24 @@ class Scheduler:
         """Every node's verdict and scores for `pod`, and its gang's plan."""
         view, gang = self.view(pod), self.gang(pod)
         body = explanation(view, self.engine.explain(view, _key(gang)), self._weights())
-        body["gang"] = self._gang_summary(gang)
+        body["gang"] = self._gang_summary(gang, view)
         if self.engine.require_acceptance:
             body["requireAcceptance"] = True
         if self.holds:
             _mark_held(body, self.holds, pod_priority(pod), _key(gang))
         return body
 
-    def _gang_summary(self, gang: Gang | Singleton) -> Json:
+    def _gang_summary(self, gang: Gang | Singleton, view: PodView) -> Json:
         if isinstance(gang, Singleton):
             return {"singleton": gang.reason or "the pod names no gang"}
         summary: Json = {"name": str(gang), "size": gang.size, "source": gang.source}
         plan = self.planner.plans.get(gang.key)
-        summary["plan"] = (
-            None if plan is None else {"domain": plan.domain, "nodes": sorted(set(plan.slots))}
-        )
+        if plan is None:
+            summary["plan"] = None
+            # What the filter answers kube-scheduler for this member now: the numbers.
+            summary["capacity"] = self.planner.no_fit_reason(view, gang)
+        else:
+            summary["plan"] = {"domain": plan.domain, "nodes": sorted(set(plan.slots))}
         waiting = self.contention.waiting.get(gang.key)
         if waiting is not None and plan is None:
             summary["waiting"] = {

@@ -44,6 +44,8 @@ REQUIRED: Final = "requiredDuringSchedulingIgnoredDuringExecution"
 
 
 DISRUPTION = "DisruptionTarget"
+DEFAULT_SCHEDULER = "default-scheduler"
+"""What an absent spec.schedulerName means (the apiserver fills it in): trimmed as absent."""
 
 
 def trim_pod(pod: Json) -> Json:
@@ -65,7 +67,7 @@ def trim_pod(pod: Json) -> Json:
     }
     if spec.get("nodeName"):
         trimmed_spec["nodeName"] = sys.intern(str(spec["nodeName"]))
-    if spec.get("schedulerName"):
+    if spec.get("schedulerName") not in (None, "", DEFAULT_SCHEDULER):
         trimmed_spec["schedulerName"] = sys.intern(str(spec["schedulerName"]))
     # Kept only where they differ from what their absence means (priority 0, may preempt).
     if spec.get("priority"):

@@ -122,7 +122,8 @@ class Contention:
         """The gangs whose pods of our scheduler wait in the cache, noted as waiting; those not
         decided within `recheck`, highest priority and oldest first, at most DISCOVERED."""
         for pod in pending:
-            if (pod.get("spec") or {}).get("schedulerName") != self.settings.scheduler_name:
+            name = (pod.get("spec") or {}).get("schedulerName") or "default-scheduler"
+            if name != self.settings.scheduler_name:
                 continue
             found = of(pod)
             if found is not None:

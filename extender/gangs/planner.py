@@ -136,11 +136,11 @@ class Planner:
         self._book.join(pod.key, gang.key)
         plan = self._current(gang, pod)
         if plan is None:
-            reason = self._no_fit_reason(pod, gang)
+            reason = self.no_fit_reason(pod, gang)
             return FilterOutcome([], {}, dict.fromkeys(names, reason))
         plan, slot = self._member_slot(plan, pod)
         if plan is None:
-            reason = self._no_fit_reason(pod, gang)
+            reason = self.no_fit_reason(pod, gang)
             return FilterOutcome([], {}, dict.fromkeys(names, reason))
         if slot is None:
             return None
@@ -192,7 +192,7 @@ class Planner:
             return None
         if self._current(gang, pod) is not None:
             return None
-        return self._no_fit_reason(pod, gang)
+        return self.no_fit_reason(pod, gang)
 
     def _member_slot(self, plan: Plan, pod: PodView) -> tuple[Plan | None, int | None]:
         """The member's slot; in a plan redone first when its constraints are none the plan was
@@ -365,7 +365,8 @@ class Planner:
         priority = self._priority(gang.key)
         return {n for n in self._holds.nodes() if self._holds.blocking(n, priority, gang.key)}
 
-    def _no_fit_reason(self, pod: PodView, gang: Gang) -> str:
+    def no_fit_reason(self, pod: PodView, gang: Gang) -> str:
+        """Why the gang does not fit now, with the numbers (the filter's answer)."""
         bound = self.bound_of(gang)
         needed = gang.size - len(bound)
         fits = self._fits(pod, gang, (), self._groups(gang, pod, bound, needed))

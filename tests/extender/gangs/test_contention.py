@@ -241,8 +241,7 @@ def test_explain_shows_the_wait_the_hold_and_the_held_nodes() -> None:
         "victims": [],
     }
     assert table(body).splitlines()[1:4] == [
-        "gang team-a/big of 4 (kube-rdma.io/gang): no plan now (a member's next filter plans "
-        "it; none fit last time, or it expired)",
+        f"gang team-a/big of 4 (kube-rdma.io/gang): no plan now: {NO_FIT}",
         f"waiting 90s at priority 0: {NO_FIT}; 4 nodes in leaf-a held for it while they drain",
         "holding 4 nodes in leaf-a (32 GPUs)",
     ]

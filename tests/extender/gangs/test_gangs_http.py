@@ -236,6 +236,31 @@ async def test_explain_shows_the_gang_and_its_plan(serve: Any) -> None:
     assert lines[1] == "gang team-a/pair of 2 (kube-rdma.io/gang): planned in leaf-b on 2 nodes"
 
 
+async def test_explain_gives_the_numbers_of_a_gang_that_does_not_fit(serve: Any) -> None:
+    members = [member("seven", i, 7) for i in range(7)]
+    client = await serve([*cluster(), *members], GangSettings())
+    reason = (
+        "gang team-a/seven needs 7 x (8 GPU, 8 rails): best domain leaf-a fits 4, cluster fits 6"
+    )
+    filtered = await client.filter(members[0], NAMES)
+    assert set(filtered["FailedAndUnresolvableNodes"].values()) == {reason}
+    async with client.session.get(f"{client.base}/explain?namespace=team-a&name=seven-0") as r:
+        body = orjson.loads(await r.read())
+    waiting = body["gang"].pop("waiting")
+    assert (waiting["priority"], waiting["reason"]) == (0, reason)
+    assert body["gang"] == {
+        "name": "team-a/seven",
+        "size": 7,
+        "source": "kube-rdma.io/gang",
+        "plan": None,
+        "capacity": reason,
+    }
+    url = f"{client.base}/explain?namespace=team-a&name=seven-0&format=table"
+    async with client.session.get(url) as r:
+        lines = (await r.text()).splitlines()
+    assert lines[1] == f"gang team-a/seven of 7 (kube-rdma.io/gang): no plan now: {reason}"
+
+
 async def test_a_member_deleted_at_the_barrier_binds_nobody(serve: Any) -> None:
     members = [member("trio", i, 3) for i in range(3)]
     client = await serve([*cluster(), *members], GangSettings(barrier_timeout=0.5))

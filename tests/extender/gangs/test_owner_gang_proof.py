@@ -66,6 +66,7 @@ async def gang_seen(url: str, pod: str) -> Json:
     gang: Json = body["gang"]
     gang.pop("plan", None)
     gang.pop("waiting", None)  # a member still pending when asked waits for its gang
+    gang.pop("capacity", None)
     return gang
 
 

@@ -1,0 +1,118 @@
+"""Gang pods for the e2e tests and bench, waiting on what the apiserver stores of them, and
+the restart of the extender (or the whole scheduler pair) with a gang at its bind barrier."""
+
+from __future__ import annotations
+
+import time
+import urllib.request
+from collections.abc import Iterable
+
+from kube_rdma.core import keys
+from kube_rdma.core.objects import Json
+from testbed.builders import nodes
+from testbed.controlplane.components import Stack
+from testbed.controlplane.rest import Rest
+
+SCHEDULER = "rdma-scheduler"
+ARRIVE_SECONDS = 60.0
+BOUND_SECONDS = 180.0
+
+
+def gang_pod(name: str, namespace: str, gang: str, size: int, gpus: int = 8) -> Json:
+    """An 8-GPU member of a kube-rdma.io/gang, for rdma-scheduler."""
+    annotations = {keys.GANG: gang, keys.GANG_SIZE: str(size)}
+    pod = nodes.pod(name, gpus=gpus, annotations=annotations, namespace=namespace)
+    del pod["metadata"]["uid"], pod["status"]
+    pod["spec"]["schedulerName"] = SCHEDULER
+    return pod
+
+
+def members(gang: str, namespace: str, size: int) -> list[Json]:
+    return [gang_pod(f"{gang}-{i}", namespace, gang, size) for i in range(size)]
+
+
+def create_pods(api: Rest, pods: Iterable[Json]) -> None:
+    for pod in pods:
+        api.post(f"/api/v1/namespaces/{pod['metadata']['namespace']}/pods", pod)
+
+
+def placements(api: Rest, namespace: str, prefix: str) -> dict[str, str | None]:
+    """Pod name -> the node the apiserver stores for it (None: not bound)."""
+    found = api.get(f"/api/v1/namespaces/{namespace}/pods")["items"]
+    return {
+        p["metadata"]["name"]: p["spec"].get("nodeName")
+        for p in found
+        if p["metadata"]["name"].startswith(prefix + "-")
+    }
+
+
+def wait_bound(api: Rest, namespace: str, gang: str, size: int, within: float = 120.0) -> float:
+    """Seconds until all `size` members are bound; AssertionError with where they are when
+    `within` passes first."""
+    start = time.monotonic()
+    while True:
+        where = placements(api, namespace, gang)
+        if len(where) == size and all(where.values()):
+            return time.monotonic() - start
+        if time.monotonic() - start > within:
+            raise AssertionError(f"gang {gang} not bound whole after {within}s: {where}")
+        time.sleep(0.05)
+
+
+def leaf_of(node: str) -> str:
+    """gpu-l2-3 -> leaf-2 (the e2e cluster's naming)."""
+    return f"leaf-{node.split('-')[1].removeprefix('l')}"
+
+
+def spine_of(node: str) -> str:
+    return f"spine-{int(node.split('-')[1].removeprefix('l')) // 2}"
+
+
+def bind_calls(stack: Stack) -> float:
+    """Bind requests the extender answered (a member that timed out at the barrier counts)."""
+    url = f"http://127.0.0.1:{stack.extender_port}/metrics"
+    with urllib.request.urlopen(url, timeout=5) as response:
+        text = response.read().decode()
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("kube_rdma_extender_calls_total{") and 'verb="bind"' in line
+    )
+
+
+def all_but_one_at_the_barrier(
+    stack: Stack, api: Rest, namespace: str, gang: str, size: int
+) -> None:
+    """Create all members but the last and wait until each has reached the bind barrier (its
+    bind request timed out there; it stays arrived)."""
+    before = bind_calls(stack)
+    create_pods(api, [gang_pod(f"{gang}-{i}", namespace, gang, size) for i in range(size - 1)])
+    deadline = time.monotonic() + ARRIVE_SECONDS
+    while bind_calls(stack) - before < size - 1:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{size - 1} members of {gang} did not reach the bind barrier")
+        time.sleep(0.1)
+
+
+def restart_mid_barrier(
+    stack: Stack, api: Rest, namespace: str, gang: str, size: int, *, pair: bool
+) -> float:
+    """Kill the extender (`pair`: and kube-scheduler) with all but one member of a new gang at
+    its bind barrier, create the last member while they are down, restart them: the seconds
+    from the restart to the gang bound whole. AssertionError if anything binds before."""
+    assert stack.extender is not None
+    assert stack.scheduler is not None
+    all_but_one_at_the_barrier(stack, api, namespace, gang, size)
+    stack.extender.kill()
+    if pair:
+        stack.scheduler.kill()
+    create_pods(api, [gang_pod(f"{gang}-{size - 1}", namespace, gang, size)])
+    unbound = placements(api, namespace, gang)
+    if set(unbound.values()) != {None}:
+        raise AssertionError(f"members of {gang} bound before the restart: {unbound}")
+    start = time.monotonic()
+    stack.start_extender()
+    if pair:
+        stack.start_scheduler()
+    wait_bound(api, namespace, gang, size, within=BOUND_SECONDS)
+    return time.monotonic() - start
