@@ -14,8 +14,10 @@ kube-scheduler (whose own preemption runs in both).
   gangs left partial, and the budgets violated (kube-scheduler's preemption violates a budget
   only when nothing else will do, counting violations; the extender's evictions go through the
   Eviction API and never do).
-- **day**: `--generate jobs=1000,seed=1,load=0.8,priorities=high:0.2/low:0.8` on a generated
-  2,000-node cluster: the waits per priority and gang size, max included.
+- **day**: `--generate jobs=1000,seed=1,load=1.5,priorities=high:0.2/low:0.8` on a generated
+  2,000-node cluster with 30 % of its GPUs busy (priority 0) at the start: more work than the
+  day has room for, so that priorities matter. The waits per priority and gang size, max
+  included, partial gangs, preemptions and the GPU-hours they lost.
 """
 
 from __future__ import annotations
@@ -167,12 +169,12 @@ def describe_victims(run: Run, guarded: list[str]) -> str:
     )
 
 
-def day(nodes: int) -> None:
-    source = "jobs=1000,seed=1,load=0.8,priorities=high:0.2/low:0.8"
-    print(f"day: {nodes} nodes, --generate {source}")
+def day(nodes: int, load: float, busy: float) -> None:
+    source = f"jobs=1000,seed=1,load={load:g},priorities=high:0.2/low:0.8"
+    print(f"day: {nodes} nodes, {busy:.0%} of the GPUs busy at the start, --generate {source}")
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "cluster.json"
-        write_snapshot(generate(ClusterSpec(nodes=nodes, seed=1, busy_fraction=0.0)), path)
+        write_snapshot(generate(ClusterSpec(nodes=nodes, seed=1, busy_fraction=busy)), path)
         cluster = load_cluster(path)
     jobs = parse_generate(source).stream(cluster.shape())
     started = time.perf_counter()
@@ -187,6 +189,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", choices=["starvation", "preemption", "day"])
     parser.add_argument("--day-nodes", type=int, default=2000)
+    parser.add_argument("--day-load", type=float, default=1.5, help="of the free GPU-hours")
+    parser.add_argument("--day-busy", type=float, default=0.3, help="GPUs busy at the start")
     args = parser.parse_args()
     logging.getLogger("kube_rdma.extender").setLevel(logging.WARNING)
     if args.only in (None, "starvation"):
@@ -194,7 +198,7 @@ def main() -> int:
     if args.only in (None, "preemption"):
         preemption()
     if args.only in (None, "day"):
-        day(args.day_nodes)
+        day(args.day_nodes, args.day_load, args.day_busy)
     return 0
 
 
