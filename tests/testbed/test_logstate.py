@@ -8,35 +8,27 @@ from pathlib import Path
 from kube_rdma.cli import main
 from testbed.logstate import LoggingState, preserved_logging
 
+GENERATE = ["certs", "generate", "--service", "s", "--namespace", "n"]
 
-def test_main_in_process_changes_nothing_for_later_tests(tmp_path: Path) -> None:
+
+def test_main_in_process_changes_nothing_once_restored(tmp_path: Path) -> None:
     before = LoggingState.now()
     with preserved_logging():
-        assert (
-            main(
-                [
-                    "--log-level",
-                    "debug",
-                    "certs",
-                    "generate",
-                    "--service",
-                    "s",
-                    "--namespace",
-                    "n",
-                    "--out",
-                    str(tmp_path),
-                ]
-            )
-            == 0
-        )
+        assert main(["--log-level", "debug", *GENERATE, "--out", str(tmp_path)]) == 0
         assert logging.getLogger().level == logging.DEBUG
         assert logging._srcfile is None  # type: ignore[attr-defined]
     assert LoggingState.now() == before
     assert logging._srcfile is not None  # type: ignore[attr-defined]
 
 
-def test_the_autouse_fixture_started_this_test_unconfigured() -> None:
-    """The test before, in this module, configured logging; this one sees pytest's own setup."""
+def test_main_configures_logging_for_its_process(tmp_path: Path) -> None:
+    """Left configured on purpose: the next test checks that the autouse fixture undid it."""
+    assert main(["--log-level", "debug", *GENERATE, "--out", str(tmp_path)]) == 0
+    assert logging.getLogger().level == logging.DEBUG
+
+
+def test_the_test_after_an_in_process_call_starts_unconfigured() -> None:
     root = logging.getLogger()
     assert logging._srcfile is not None  # type: ignore[attr-defined]
-    assert not [h for h in root.handlers if type(h).__name__ == "StderrHandler"]
+    assert root.level == logging.WARNING  # the logging module's default, not kube-rdma's choice
+    assert [type(h).__name__ for h in root.handlers if type(h).__name__ == "StderrHandler"] == []
