@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import http.client
 import socket
+import ssl
 import time
+import urllib.request
 from collections.abc import AsyncIterator
 
 from aiohttp import web
@@ -32,6 +35,27 @@ def wait_listening(port: int, seconds: float = 10.0) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if listening(port):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def healthy(base_url: str, context: ssl.SSLContext | None = None) -> bool:
+    """`base_url`/healthz answers 200: the server runs its app, not merely a bound port."""
+    try:
+        with urllib.request.urlopen(f"{base_url}/healthz", timeout=2, context=context) as answer:
+            return bool(answer.status == 200)
+    except (OSError, http.client.HTTPException):
+        return False
+
+
+def wait_healthy(
+    base_url: str, context: ssl.SSLContext | None = None, seconds: float = 60.0
+) -> bool:
+    """Block until `base_url`/healthz answers 200; False when `seconds` passed first."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if healthy(base_url, context):
             return True
         time.sleep(0.1)
     return False
