@@ -23,6 +23,8 @@ from testbed.logstate import preserved_logging
 from webhook.app import Settings, create_app
 from webhook.namespaces import NamespaceSource
 
+pytest_plugins = ["pytester", "testbed.skips_fail_in_ci"]
+
 
 @pytest.fixture(autouse=True)
 def _logging_restored() -> Iterator[None]:

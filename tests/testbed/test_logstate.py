@@ -16,9 +16,9 @@ def test_main_in_process_changes_nothing_once_restored(tmp_path: Path) -> None:
     with preserved_logging():
         assert main(["--log-level", "debug", *GENERATE, "--out", str(tmp_path)]) == 0
         assert logging.getLogger().level == logging.DEBUG
-        assert logging._srcfile is None  # type: ignore[attr-defined]
+        assert logging._srcfile is None
     assert LoggingState.now() == before
-    assert logging._srcfile is not None  # type: ignore[attr-defined]
+    assert logging._srcfile is not None
 
 
 def test_main_configures_logging_for_its_process(tmp_path: Path) -> None:
@@ -29,6 +29,6 @@ def test_main_configures_logging_for_its_process(tmp_path: Path) -> None:
 
 def test_the_test_after_an_in_process_call_starts_unconfigured() -> None:
     root = logging.getLogger()
-    assert logging._srcfile is not None  # type: ignore[attr-defined]
+    assert logging._srcfile is not None
     assert root.level == logging.WARNING  # the logging module's default, not kube-rdma's choice
     assert [type(h).__name__ for h in root.handlers if type(h).__name__ == "StderrHandler"] == []
