@@ -22,10 +22,15 @@ def free_port() -> int:
 
 
 def listening(port: int) -> bool:
-    """Something accepts connections on 127.0.0.1:`port`."""
+    """Something accepts connections on 127.0.0.1:`port`.
+
+    A connect that the kernel completed with itself (a TCP self-connect: nothing listens on a
+    port in the ephemeral range, and the connect drew that same port as its source) is no
+    listener.
+    """
     try:
-        socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-        return True
+        with socket.create_connection(("127.0.0.1", port), timeout=0.2) as conn:
+            return bool(conn.getsockname() != conn.getpeername())
     except OSError:
         return False
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import socket
 import threading
 
+import pytest
 from aiohttp import web
 
+from testbed import net
 from testbed.net import healthy, serving
 
 
@@ -46,3 +48,14 @@ async def test_an_app_answering_healthz_is_healthy() -> None:
         app.router.add_get("/healthz", handler)
         async with serving(app) as url:
             assert await asyncio.to_thread(healthy, url) is expected
+
+
+def test_a_self_connect_is_no_listener(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a loaded machine can produce: nothing listens, yet the connect succeeds."""
+    looped = socket.socket()
+    looped.bind(("127.0.0.1", 0))
+    port = looped.getsockname()[1]
+    looped.connect(("127.0.0.1", port))
+    assert looped.getsockname() == looped.getpeername()
+    monkeypatch.setattr(socket, "create_connection", lambda *_, **__: looped)
+    assert net.listening(port) is False
