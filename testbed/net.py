@@ -8,9 +8,19 @@ import socket
 import ssl
 import time
 import urllib.request
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 from aiohttp import web
+
+
+@contextlib.contextmanager
+def refusing_port() -> Iterator[int]:
+    """A loopback port held bound but not listening: every connect to it is refused, and no
+    other process (nor a TCP self-connect) can take it while the block runs."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        port: int = held.getsockname()[1]
+        yield port
 
 
 def free_port() -> int:

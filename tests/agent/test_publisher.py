@@ -18,7 +18,7 @@ from kube_rdma.core.objects import Json
 from kube_rdma.core.topology import Topology, encode
 from testbed.builders import sysfs_tree
 from testbed.fakeapi import FakeApiServer
-from testbed.net import free_port
+from testbed.net import refusing_port
 
 NODE = "gpu-node-1"
 NODE_PATH = f"/api/v1/nodes/{NODE}"
@@ -152,18 +152,18 @@ async def test_an_unreachable_apiserver_backs_off(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     sysfs_tree.shared_nic_node(tmp_path)
-    port = free_port()
-    configuration = client.Configuration()
-    configuration.host = f"http://127.0.0.1:{port}"
-    async with client.ApiClient(configuration) as api:
-        agent = Agent(client.CoreV1Api(api), settings(tmp_path))
-        with caplog.at_level(logging.WARNING, logger="kube_rdma.agent"):
-            assert [await agent.step() for _ in range(2)] == [1.0, 2.0]
-    assert caplog.records[0].getMessage() == (
-        f"read Node {NODE}: Unreachable: Cannot connect to host 127.0.0.1:{port} ssl:default "
-        f"[Connect call failed ('127.0.0.1', {port})] (check the apiserver address and the "
-        "network path to it); retrying in 1s"
-    )
+    with refusing_port() as port:
+        configuration = client.Configuration()
+        configuration.host = f"http://127.0.0.1:{port}"
+        async with client.ApiClient(configuration) as api:
+            agent = Agent(client.CoreV1Api(api), settings(tmp_path))
+            with caplog.at_level(logging.WARNING, logger="kube_rdma.agent"):
+                assert [await agent.step() for _ in range(2)] == [1.0, 2.0]
+        assert caplog.records[0].getMessage() == (
+            f"read Node {NODE}: Unreachable: Cannot connect to host 127.0.0.1:{port} ssl:default "
+            f"[Connect call failed ('127.0.0.1', {port})] (check the apiserver address and the "
+            "network path to it); retrying in 1s"
+        )
 
 
 async def test_run_sleeps_between_steps(

@@ -24,7 +24,7 @@ from kubernetes_asyncio import client
 from certs.generate import KeyPair, generate_ca, generate_serving, service_dns_names
 from certs.provision import Provisioner, ProvisionError, ProvisionSettings, ServingPair
 from testbed.fakeapi import RESOURCES, FakeApiServer, RecordedRequest, Resource, eventually
-from testbed.net import free_port
+from testbed.net import refusing_port
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMESPACE, SERVICE = "kube-rdma", "kube-rdma-webhook"
@@ -479,18 +479,18 @@ async def test_a_failed_call_is_a_provision_error_that_names_it(
 
 
 async def test_an_unreachable_apiserver_is_a_provision_error() -> None:
-    port = free_port()
-    configuration = client.Configuration()
-    configuration.host = f"http://127.0.0.1:{port}"
-    async with client.ApiClient(configuration) as api:
-        replica = Cluster(FakeApiServer(), api).replica()
-        with pytest.raises(ProvisionError) as raised:
-            await replica.ensure()
-    assert str(raised.value) == (
-        f"read Secret {NAMESPACE}/{SECRET}: Unreachable: Cannot connect to host "
-        f"127.0.0.1:{port} ssl:default [Connect call failed ('127.0.0.1', {port})] "
-        "(check the apiserver address and the network path to it)"
-    )
+    with refusing_port() as port:
+        configuration = client.Configuration()
+        configuration.host = f"http://127.0.0.1:{port}"
+        async with client.ApiClient(configuration) as api:
+            replica = Cluster(FakeApiServer(), api).replica()
+            with pytest.raises(ProvisionError) as raised:
+                await replica.ensure()
+        assert str(raised.value) == (
+            f"read Secret {NAMESPACE}/{SECRET}: Unreachable: Cannot connect to host "
+            f"127.0.0.1:{port} ssl:default [Connect call failed ('127.0.0.1', {port})] "
+            "(check the apiserver address and the network path to it)"
+        )
 
 
 # --- the loop ----------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import re
 import socket
 import ssl
 import subprocess
@@ -14,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed.fakeapi import RESOURCES, FakeApiServer, Resource, eventually
-from testbed.net import free_port, listening
+from testbed.fakeapi import RESOURCES, FakeApiServer, Resource
 
 WEBHOOKS = {
     **RESOURCES,
@@ -57,19 +57,28 @@ def configuration() -> dict[str, object]:
     }
 
 
+async def listening_port(stderr: asyncio.StreamReader, said: list[bytes]) -> int:
+    """The port in the webhook's "listening on" line; every line read kept in `said`."""
+    while line := await stderr.readline():
+        said.append(line)
+        if found := re.search(rb"webhook listening on https://127\.0\.0\.1:(\d+)", line):
+            return int(found[1])
+    raise AssertionError("the webhook exited before it listened:\n" + b"".join(said).decode())
+
+
 async def test_the_webhook_provisions_and_serves_its_own_certificate(tmp_path: Path) -> None:
     async with FakeApiServer(WEBHOOKS) as api:
         api.create("mutatingwebhookconfigurations", configuration())
-        port = free_port()
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "kube_rdma.cli", "webhook", "--self-provision",
             "--kubeconfig", str(kubeconfig(tmp_path / "kubeconfig", api.host)),
-            "--own-namespace", "kube-rdma", "--host", "127.0.0.1", "--port", str(port),
+            "--own-namespace", "kube-rdma", "--host", "127.0.0.1", "--port", "0",
             stderr=subprocess.PIPE,
         )  # fmt: skip
-
+        assert process.stderr is not None
+        said: list[bytes] = []
         try:
-            await eventually(lambda: listening(port), within=20.0)
+            port = await listening_port(process.stderr, said)
             secret = api.get("secrets", "kube-rdma-webhook-tls", "kube-rdma")
             ca = base64.b64decode(secret["data"]["ca.crt"])
             bundles = {
@@ -94,7 +103,7 @@ async def test_the_webhook_provisions_and_serves_its_own_certificate(tmp_path: P
         finally:
             process.terminate()
             _, stderr = await process.communicate()
-    assert b"BEGIN" not in stderr, "no key material in logs"
+    assert b"BEGIN" not in b"".join(said) + stderr, "no key material in logs"
 
 
 @pytest.mark.parametrize(
