@@ -9,18 +9,20 @@ from pathlib import Path
 
 import pytest
 
-from agent.sysfs import scan
 from kube_rdma.cli import build_parser, main
-from kube_rdma.core.topology import encode
 from testbed.builders import sysfs_tree
 from testbed.processes import Child
+
+TOPOLOGIES = Path(__file__).resolve().parents[1] / "fixtures" / "topology"
+"""The documents the agent writes for the testbed's sysfs trees, pinned: a change to the
+scan or the encoding shows here as a diff to review."""
 
 
 def test_inspect_prints_the_document(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     sysfs_tree.hgx_8gpu_8nic(tmp_path)
     assert main(["agent", "inspect", "--sysfs-root", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert out == encode(scan(tmp_path)) + "\n"
+    assert out == (TOPOLOGIES / "hgx-8gpu-8nic.json").read_text()
     assert json.loads(out)["version"] == 1
 
 
@@ -117,7 +119,7 @@ async def test_run_publishes_through_a_kubeconfig(tmp_path: Path) -> None:
         with pytest.raises(asyncio.CancelledError):
             await task
     annotation = api.get("nodes", "gpu-7")["metadata"]["annotations"]["kube-rdma.io/topology"]
-    assert annotation == encode(scan(tmp_path / "sys"))
+    assert annotation + "\n" == (TOPOLOGIES / "shared-nic-node.json").read_text()
 
 
 def test_run_stops_cleanly_on_sigterm(tmp_path: Path) -> None:

@@ -20,6 +20,8 @@ from testbed.builders import sysfs_tree
 from testbed.fakeapi import FakeApiServer
 from testbed.net import refusing_port
 
+TOPOLOGIES = Path(__file__).resolve().parents[1] / "fixtures" / "topology"
+
 NODE = "gpu-node-1"
 NODE_PATH = f"/api/v1/nodes/{NODE}"
 INJECTED = "fake apiserver: injected failure"
@@ -74,7 +76,7 @@ async def test_publishes_the_document_and_label_once(
     sysfs_tree.hgx_8gpu_8nic(tmp_path)
     agent = Agent(core_v1, settings(tmp_path))
     assert await agent.step() == 30.0
-    document = encode(scan(tmp_path))
+    document = (TOPOLOGIES / "hgx-8gpu-8nic.json").read_text().rstrip("\n")
     assert patches(fake_api) == [("application/merge-patch+json", expected_patch(document, "true"))]
     stored = fake_api.get("nodes", NODE)["metadata"]
     assert stored["annotations"] == {"kube-rdma.io/topology": document}
@@ -125,7 +127,7 @@ async def test_api_errors_back_off_then_recover(
         f"patch Node {NODE}: InternalError: {INJECTED}; retrying in 4s",
     ]
     assert fake_api.get("nodes", NODE)["metadata"]["annotations"] == {
-        "kube-rdma.io/topology": encode(scan(tmp_path))
+        "kube-rdma.io/topology": (TOPOLOGIES / "shared-nic-node.json").read_text().rstrip("\n")
     }
 
 
