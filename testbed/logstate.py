@@ -1,21 +1,19 @@
 """The logging module's process-wide state, put back as it was after in-process CLI calls.
 
 `kube-rdma`'s `main()` configures logging for its process (root handlers, root level, the
-module's flags for caller lookup). A test that calls `main([...])` in-process would leave that
-configuration to every later test: handlers bound to a capture that is closed by then, a root
-level that depends on test order.
+module's flags for caller lookup), and some commands quiet a logger of their own. A test (or a
+fixture) that calls `main([...])` in-process would leave that configuration to every later
+test: handlers bound to a capture that is closed by then, levels that depend on test order.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-# The loggers whose level kube-rdma's configuration sets, besides the root.
-_NAMED = ("aiohttp.access",)
 _FLAGS = ("_srcfile", "logThreads", "logProcesses", "logMultiprocessing")
 
 
@@ -23,7 +21,8 @@ _FLAGS = ("_srcfile", "logThreads", "logProcesses", "logMultiprocessing")
 class LoggingState:
     handlers: tuple[logging.Handler, ...]
     root_level: int
-    levels: tuple[int, ...]
+    levels: tuple[tuple[str, int], ...]
+    """Every named logger's own level; a logger made later had none (NOTSET)."""
     flags: tuple[Any, ...]
 
     @classmethod
@@ -32,18 +31,30 @@ class LoggingState:
         return cls(
             handlers=tuple(root.handlers),
             root_level=root.level,
-            levels=tuple(logging.getLogger(name).level for name in _NAMED),
+            levels=tuple(sorted((name, logger.level) for name, logger in _loggers())),
             flags=tuple(getattr(logging, flag) for flag in _FLAGS),
         )
 
-    def restore(self) -> None:
+    def restore(self, keep: Callable[[logging.Handler], bool] = lambda _: False) -> None:
+        """Back to this state; current root handlers that `keep` accepts stay too."""
         root = logging.getLogger()
-        root.handlers[:] = self.handlers
+        kept = [h for h in root.handlers if keep(h) and h not in self.handlers]
+        root.handlers[:] = [*self.handlers, *kept]
         root.setLevel(self.root_level)
-        for name, level in zip(_NAMED, self.levels, strict=True):
-            logging.getLogger(name).setLevel(level)
+        levels = dict(self.levels)
+        for name, logger in _loggers():
+            if logger.level != levels.get(name, logging.NOTSET):
+                logger.setLevel(levels.get(name, logging.NOTSET))
         for flag, value in zip(_FLAGS, self.flags, strict=True):
             setattr(logging, flag, value)
+
+
+def _loggers() -> list[tuple[str, logging.Logger]]:
+    return [
+        (name, logger)
+        for name, logger in list(logging.root.manager.loggerDict.items())
+        if isinstance(logger, logging.Logger)
+    ]
 
 
 @contextlib.contextmanager

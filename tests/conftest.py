@@ -19,18 +19,23 @@ from kube_rdma.cli import main
 from kube_rdma.core.objects import Json
 from testbed.fakeapi import core_v1 as core_v1
 from testbed.fakeapi import fake_api as fake_api
-from testbed.logstate import preserved_logging
+from testbed.logstate import LoggingState, preserved_logging
 from webhook.app import Settings, create_app
 from webhook.namespaces import NamespaceSource
 
 pytest_plugins = ["pytester", "testbed.skips_fail_in_ci"]
 
 
+LOGGING_AT_START = LoggingState.now()
+"""The logging module as pytest set it up, before any test or fixture ran kube-rdma's main()."""
+
+
 @pytest.fixture(autouse=True)
 def _logging_restored() -> Iterator[None]:
-    """Whatever an in-process `main([...])` configured, the next test starts without it."""
-    with preserved_logging():
-        yield
+    """Whatever an in-process `main([...])` configured, in the test or in a fixture of a wider
+    scope, the next test starts without it."""
+    yield
+    LOGGING_AT_START.restore(keep=lambda handler: type(handler).__module__ == "_pytest.logging")
 
 
 @pytest.fixture(scope="session")
