@@ -45,16 +45,6 @@ def listening(port: int) -> bool:
         return False
 
 
-def wait_listening(port: int, seconds: float = 10.0) -> bool:
-    """Block until something listens on 127.0.0.1:`port`; False when `seconds` passed first."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if listening(port):
-            return True
-        time.sleep(0.1)
-    return False
-
-
 def healthy(base_url: str, context: ssl.SSLContext | None = None) -> bool:
     """`base_url`/healthz answers 200: the server runs its app, not merely a bound port."""
     try:
