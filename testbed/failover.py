@@ -39,7 +39,6 @@ from kube_rdma.kube.lease import LeaseTiming
 from kube_rdma.kube.reflector import Reflector
 from testbed.builders import nodes
 from testbed.clustergen import write_snapshot
-from testbed.net import free_port
 from testbed.observer import Findings, Observer
 from testbed.wait import eventually
 
@@ -93,23 +92,25 @@ class Replica:
         self._logs, self.generation, self.identity = logs, 0, ""
         self._processes: list[subprocess.Popen[bytes]] = []
 
-    def start(self) -> None:
+    async def start(self) -> None:
+        """The extender on a port it picks, then the scheduler pointed at it."""
         self.generation += 1
         self.identity = f"{self.name}-{self.generation}"
-        port, timing = free_port(), self._run.timing
-        self._spawn(
+        timing = self._run.timing
+        log = self._spawn(
             "kube_rdma.cli",
             "extender",
             f"--kubeconfig={self._kubeconfig}",
             "--host=127.0.0.1",
-            f"--port={port}",
+            "--port=0",
             f"--barrier-timeout={self._run.barrier_timeout}",
             "--plan-namespace=kube-rdma",
         )
+        extender = await _listening(log, self._processes[-1])
         self._spawn(
             "kubesim.scheduler",
             f"--apiserver={self._apiserver}",
-            f"--extender=http://127.0.0.1:{port}",
+            f"--extender={extender}",
             f"--identity={self.identity}",
             f"--lease={'/'.join(LEASE)}",
             f"--lease-duration={timing.duration}",
@@ -120,12 +121,14 @@ class Replica:
             "--backoff-max=1",
         )
 
-    def _spawn(self, module: str, *args: str) -> None:
-        log: IO[bytes] = (self._logs / f"{self.identity}-{module}.log").open("wb")
+    def _spawn(self, module: str, *args: str) -> Path:
+        path = self._logs / f"{self.identity}-{module}.log"
+        log: IO[bytes] = path.open("wb")
         command = [sys.executable, "-m", module, *args]
         self._processes.append(
             subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
         )
+        return path
 
     def kill(self) -> None:
         """SIGKILL: no shutdown, no released Lease, binds cut wherever they are."""
@@ -160,7 +163,7 @@ async def failover(run: FailoverRun) -> Report:
             url = _listening_url(apiserver)
             replicas = [Replica(n, run, url, kubeconfig, logs) for n in ("a", "b")]
             for replica in replicas:
-                replica.start()
+                await replica.start()
             return await _drive(run, url, replicas)
         finally:
             for replica in replicas:
@@ -174,6 +177,18 @@ def _serve(snapshot: Path, kubeconfig: Path) -> subprocess.Popen[str]:
     command = [sys.executable, "-m", "testbed.fakeapi", "--port=0", f"--load={snapshot}"]
     command.append(f"--kubeconfig-out={kubeconfig}")
     return subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, text=True)
+
+
+async def _listening(log: Path, process: subprocess.Popen[bytes]) -> str:
+    """The URL in the extender's "listening on" line, once it wrote it to `log`."""
+    pattern = re.compile(r"listening on (http://127\.0\.0\.1:\d+)")
+    while True:
+        text = await asyncio.to_thread(log.read_text)
+        if said := pattern.search(text):
+            return said[1]
+        if process.poll() is not None:
+            raise RuntimeError(f"the extender exited before listening: {text[-2000:]}")
+        await asyncio.sleep(POLL_SECONDS)
 
 
 def _listening_url(apiserver: subprocess.Popen[str]) -> str:
@@ -278,7 +293,7 @@ async def _kill(
         while (await _holder(leases)) in ("", holder):  # noqa: ASYNC110 - polling the apiserver
             await asyncio.sleep(POLL_SECONDS)
         report.takeovers.append(time.monotonic() - killed_at)
-        serving.start()  # the kubelet restarts it: the standby from now on
+        await serving.start()  # the kubelet restarts it: the standby from now on
         try:
             await eventually(functools.partial(observer.bound_since, killed_at), within=30)
             report.first_binds.append(observer.last_bind - killed_at)
