@@ -42,7 +42,7 @@ from extender.cluster.snapshot import SnapshotSource
 from kube_rdma.core.objects import Json
 from testbed.builders import nodes as fixtures
 from testbed.clustergen import GPU, RDMA_SHARED, ClusterSpec, generate, write_snapshot
-from testbed.net import free_port, wait_listening
+from testbed.net import free_port, wait_healthy
 
 ROOT = Path(__file__).resolve().parent.parent
 Make = Callable[[Json, random.Random], Json]
@@ -156,7 +156,7 @@ def percentile(values: list[float], q: float) -> float:
 def start(command: list[str], port: int) -> tuple[subprocess.Popen[bytes], float]:
     server = subprocess.Popen(command, cwd=ROOT, preexec_fn=lambda: pin(0))
     started = time.perf_counter()
-    if not wait_listening(port, seconds=180):
+    if not wait_healthy(f"http://127.0.0.1:{port}", seconds=180):
         raise SystemExit(f"{command[2]} did not start")
     return server, time.perf_counter() - started
 

@@ -66,7 +66,13 @@ def create_app() -> web.Application:
     app.router.add_post("/filter", handle_filter)
     app.router.add_post("/prioritize", handle_prioritize)
     app.router.add_post("/mutate", handle_mutate)
+    app.router.add_get("/healthz", handle_healthz)
     return app
+
+
+async def handle_healthz(request: web.Request) -> web.Response:
+    """What the benches wait for before they start: the server runs, not merely a bound port."""
+    return web.Response(text="ok\n")
 
 
 def main() -> int:

@@ -32,7 +32,7 @@ import aiohttp
 import orjson
 
 from testbed.builders import pods
-from testbed.net import free_port, wait_listening
+from testbed.net import free_port, wait_healthy
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -40,6 +40,11 @@ ROOT = Path(__file__).resolve().parent.parent
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def trusting(work: Path) -> ssl.SSLContext:
+    """A client context trusting the CA the bench generated in `work`."""
+    return ssl.create_default_context(cafile=str(work / "ca.crt"))
 
 
 def review_body() -> bytes:
@@ -160,7 +165,7 @@ def main() -> int:
         reader = threading.Thread(target=read_logs, daemon=True)
         reader.start()
         try:
-            if not wait_listening(port):
+            if not wait_healthy(f"https://localhost:{port}", trusting(work)):
                 raise SystemExit("the webhook did not start")
             pin(1)
             recording.set()
@@ -234,7 +239,7 @@ def drive_floor(
         preexec_fn=lambda: pin(0),
     )  # fmt: skip
     try:
-        if not wait_listening(port):
+        if not wait_healthy(f"https://localhost:{port}", trusting(work)):
             raise SystemExit("the floor did not start")
         marks: list[float] = []
         latencies = asyncio.run(

@@ -28,6 +28,7 @@ from pathlib import Path
 import aiohttp
 import orjson
 from aiohttp import web
+from cryptography import x509
 
 from certs.generate import KeyPair, generate_ca, generate_serving
 from certs.reload import CertificateReloader
@@ -49,6 +50,8 @@ class Outcome:
     latencies_ms: list[float]
     rotations: int
     profile_writes: int
+    served_serials: int
+    """Distinct serving certificates a prober's handshakes were answered with during the run."""
 
     def percentile(self, q: float) -> float:
         ordered = sorted(self.latencies_ms)
@@ -59,7 +62,8 @@ class Outcome:
             f"{self.reviews} reviews, {self.failed} failed, {self.reviews / self.seconds:.0f}/s; "
             f"latency ms p50 {self.percentile(0.5):.1f} p99 {self.percentile(0.99):.1f} "
             f"max {max(self.latencies_ms):.1f} mean {statistics.fmean(self.latencies_ms):.1f}; "
-            f"{self.rotations} certificate rotations, {self.profile_writes} profile rewrites"
+            f"{self.rotations} certificate rotations ({self.served_serials} certificates "
+            f"served), {self.profile_writes} profile rewrites"
         )
 
 
@@ -110,6 +114,36 @@ async def run(reviews: int, concurrency: int, fault_every: float = 0.2) -> Outco
                 )
 
 
+async def expected_patches(session: aiohttp.ClientSession, url: str, profiles: Path) -> set[str]:
+    """The patch each profile version gives, asked once per version with no fault under way."""
+    patches = set()
+    for version in PROFILE_VERSIONS:
+        await asyncio.to_thread(profiles.write_text, version)
+        await asyncio.sleep(0.2)  # four reload intervals
+        patches.add(await _patch(session, url))
+    if len(patches) != len(PROFILE_VERSIONS):
+        raise RuntimeError("the two profile versions gave the same patch: the reload is not seen")
+    return patches
+
+
+async def _patch(session: aiohttp.ClientSession, url: str) -> str:
+    async with session.post(url, data=review_body()) as response:
+        patch: str = orjson.loads(await response.read())["response"]["patch"]
+        return patch
+
+
+async def served_serial(port: int, client_tls: ssl.SSLContext) -> int:
+    """The serial of the certificate a fresh handshake with the webhook is answered with."""
+    _, writer = await asyncio.open_connection(
+        "127.0.0.1", port, ssl=client_tls, server_hostname="localhost"
+    )
+    try:
+        der = writer.get_extra_info("ssl_object").getpeercert(binary_form=True)
+    finally:
+        writer.close()
+    return x509.load_der_x509_certificate(der).serial_number
+
+
 async def _drive(
     session: aiohttp.ClientSession,
     port: int,
@@ -121,8 +155,11 @@ async def _drive(
     ca: KeyPair,
 ) -> Outcome:
     body, url = review_body(), f"https://localhost:{port}/mutate"
+    expected = await expected_patches(session, url, profiles)
     left, latencies, failed = [reviews], [], [0]
     faults = {"rotations": 0, "writes": 0}
+    serials: set[int] = set()
+    client_tls = ssl.create_default_context(cafile=str(profiles.parent / "ca.crt"))
 
     async def client() -> None:
         while left[0] > 0:
@@ -131,11 +168,18 @@ async def _drive(
             try:
                 async with session.post(url, data=body) as response:
                     answer = await response.read()
-                ok = response.status == 200 and "patch" in orjson.loads(answer)["response"]
+                patch = orjson.loads(answer)["response"]["patch"]
+                ok = response.status == 200 and patch in expected
             except (aiohttp.ClientError, OSError, ValueError, KeyError):
                 ok = False
             latencies.append((time.perf_counter() - started) * 1000)
             failed[0] += not ok
+
+    async def probe() -> None:
+        """A handshake of its own every few ms: which certificate is served now."""
+        while True:
+            serials.add(await served_serial(port, client_tls))
+            await asyncio.sleep(fault_every / 5)
 
     async def inject() -> None:
         while True:
@@ -147,11 +191,14 @@ async def _drive(
             faults["writes"] += 1
 
     started = time.perf_counter()
-    injector = asyncio.create_task(inject())
+    injector, prober = asyncio.create_task(inject()), asyncio.create_task(probe())
     await asyncio.gather(*(client() for _ in range(concurrency)))
     injector.cancel()
+    prober.cancel()
     seconds = time.perf_counter() - started
-    return Outcome(reviews, failed[0], seconds, latencies, faults["rotations"], faults["writes"])
+    return Outcome(
+        reviews, failed[0], seconds, latencies, faults["rotations"], faults["writes"], len(serials)
+    )
 
 
 def main() -> None:

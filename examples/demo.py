@@ -1,8 +1,8 @@
 """`make demo`: the webhook and the scheduler extender running locally, on real TLS and HTTP.
 
-1. Generates a CA and serving certificate into ./demo-certs and starts `kube-rdma webhook` with
-   the example profiles; sends it a PyTorchJob worker's AdmissionReview and shows the JSON patch
-   that makes the pod RDMA-ready.
+1. Generates a CA and serving certificate into ./demo-certs (or the folder DEMO_DIR names) and
+   starts `kube-rdma webhook` with the example profiles; sends it a PyTorchJob worker's
+   AdmissionReview and shows the JSON patch that makes the pod RDMA-ready.
 2. Starts `kube-rdma extender` on a twelve-node cluster whose nodes differ as real ones do
    (examples/demo_cluster.py), with that job's four pods pending: explains one, then makes
    kube-scheduler's calls, which plan the gang whole and bind its pods together.
@@ -10,8 +10,9 @@
 4. Keeps both serving (Ctrl-C stops them) and prints how to call them. DEMO_ONESHOT=1 stops
    after step 3.
 
-Ports: free ones unless DEMO_PORT (webhook) or DEMO_EXTENDER_PORT name them; a named port that
-is taken is said so, by name. The services' logs go to demo-certs/*.log.
+Ports: free ones, which each service picks and logs, unless DEMO_PORT (webhook) or
+DEMO_EXTENDER_PORT name them; a named port that is taken is said so, by name. The services'
+logs go to demo-certs/*.log; the demo goes on once a service's /healthz answers.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 import base64
 import json
 import os
-import socket
+import re
 import ssl
 import subprocess
 import sys
@@ -31,13 +32,20 @@ import jsonpatch
 
 from examples.demo_cluster import write_cluster
 from examples.demo_scheduling import Scheduler, gang_step, single_step
+from kube_rdma.core.listen import listening_socket
 from kube_rdma.core.objects import Json
-from testbed.net import free_port
+from testbed.net import healthy
 
 ROOT = Path(__file__).resolve().parent.parent
-CERTS = ROOT / "demo-certs"
+CERTS = Path(os.environ.get("DEMO_DIR") or ROOT / "demo-certs").resolve()
 EXAMPLES = ROOT / "examples"
 REVIEW = EXAMPLES / "pytorchjob-worker-review.json"
+LISTENING = re.compile(r"listening on (?P<scheme>https?)://[^:]+:(?P<port>\d+)")
+
+
+def shown(path: Path) -> Path:
+    """`path` as the user typed from the checkout: relative where it lies inside it."""
+    return path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
 
 
 def kube_rdma(*args: str) -> list[str]:
@@ -45,42 +53,51 @@ def kube_rdma(*args: str) -> list[str]:
 
 
 def port_from(variable: str) -> int:
-    """The port `variable` names, checked free; a free port when it names none."""
+    """The port `variable` names, checked free; 0 (the service picks one) when it names none.
+
+    The check binds as the services do, with SO_REUSEADDR: a port whose last connections are
+    still in TIME_WAIT (the demo just stopped with Ctrl-C) is free to them, and so to it.
+    """
     given = os.environ.get(variable, "")
     if not given:
-        return free_port()
+        return 0
     if not given.isdigit() or not 0 < int(given) < 65536:
         raise SystemExit(f"demo: {variable}={given!r} is not a port number (1-65535)")
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", int(given)))
-        except OSError:
-            raise SystemExit(
-                f"demo: port {given} ({variable}) is taken by another process; stop it, set "
-                f"{variable} to another port, or unset it to let the demo pick a free one"
-            ) from None
+    try:
+        listening_socket("127.0.0.1", int(given)).close()
+    except OSError:
+        raise SystemExit(
+            f"demo: port {given} ({variable}) is taken by another process; stop it, set "
+            f"{variable} to another port, or unset it to let the demo pick a free one"
+        ) from None
     return int(given)
 
 
 def start(name: str, *args: str) -> tuple[subprocess.Popen[bytes], Path]:
-    """A kube-rdma service, its log in demo-certs/NAME.log."""
+    """A kube-rdma service, its log in the demo's folder as NAME.log."""
     log = CERTS / f"{name}.log"
     with log.open("wb") as out:
         return subprocess.Popen(kube_rdma(*args), cwd=ROOT, stderr=out, stdout=out), log
 
 
-def wait_until_serving(port: int, process: subprocess.Popen[bytes], log: Path) -> None:
+def wait_until_serving(
+    process: subprocess.Popen[bytes], log: Path, context: ssl.SSLContext | None = None
+) -> int:
+    """The port the service listens on, once its log says so and its /healthz answers.
+
+    A TCP connect is no proof: on a loaded machine a connect to a free port in the ephemeral
+    range can succeed by itself (a TCP self-connect), before the service listens.
+    """
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if process.poll() is not None:
             tail = log.read_text(errors="replace").strip().splitlines()[-3:]
             raise SystemExit("demo: a kube-rdma service stopped:\n  " + "\n  ".join(tail))
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise SystemExit(f"demo: nothing listened on port {port} within 60s; see {log}")
+        said = LISTENING.search(log.read_text(errors="replace"))
+        if said and healthy(f"{said['scheme']}://localhost:{said['port']}", context):
+            return int(said["port"])
+        time.sleep(0.1)
+    raise SystemExit(f"demo: a kube-rdma service did not start within 60s; see {log}")
 
 
 def webhook_step(port: int) -> Json:
@@ -111,11 +128,11 @@ def certificates() -> None:
         check=True,
         stdout=subprocess.DEVNULL,
     )  # fmt: skip
-    print(f"certificates: {CERTS.relative_to(ROOT)}/{{ca.crt,tls.crt,tls.key}}")
+    print(f"certificates: {shown(CERTS)}/{{ca.crt,tls.crt,tls.key}}")
 
 
 def closing(webhook_port: int, extender_port: int) -> None:
-    certs = CERTS.relative_to(ROOT)
+    certs = shown(CERTS)
     print(
         f"\n4. Serving: webhook https://localhost:{webhook_port}/mutate, extender "
         f"http://127.0.0.1:{extender_port}/{{filter,prioritize,bind,explain}}; logs in "
@@ -129,6 +146,7 @@ def closing(webhook_port: int, extender_port: int) -> None:
 
 def run(processes: list[subprocess.Popen[bytes]]) -> int:
     webhook_port, extender_port = port_from("DEMO_PORT"), port_from("DEMO_EXTENDER_PORT")
+    CERTS.mkdir(parents=True, exist_ok=True)
     certificates()
     webhook, log = start(
         "webhook", "webhook", "--tls-cert-file", str(CERTS / "tls.crt"),
@@ -137,7 +155,8 @@ def run(processes: list[subprocess.Popen[bytes]]) -> int:
         "--namespaces-file", str(EXAMPLES / "namespaces.yaml"),
     )  # fmt: skip
     processes.append(webhook)
-    wait_until_serving(webhook_port, webhook, log)
+    trust = ssl.create_default_context(cafile=str(CERTS / "ca.crt"))
+    webhook_port = wait_until_serving(webhook, log, trust)
     pod = webhook_step(webhook_port)
     snapshot = CERTS / "cluster.json"
     nodes = write_cluster(pod, snapshot)
@@ -146,7 +165,7 @@ def run(processes: list[subprocess.Popen[bytes]]) -> int:
         "--port", str(extender_port),
     )  # fmt: skip
     processes.append(extender)
-    wait_until_serving(extender_port, extender, log)
+    extender_port = wait_until_serving(extender, log)
     pods = {o["metadata"]["name"]: o for o in _items(snapshot) if o["kind"] == "Pod"}
     scheduler = Scheduler(f"http://127.0.0.1:{extender_port}", pods, nodes)
     gang_step(scheduler)

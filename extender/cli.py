@@ -164,6 +164,7 @@ def run_extender(args: argparse.Namespace) -> int:
     from extender.app import SHUTDOWN_TIMEOUT_SECONDS
     from extender.cluster.snapshot import SnapshotError
     from kube_rdma.core.config_file import ConfigError
+    from kube_rdma.core.listen import bound_port, listening_socket
 
     if bool(args.tls_cert_file) != bool(args.tls_key_file):
         log.error("--tls-cert-file and --tls-key-file go together")
@@ -187,7 +188,8 @@ def run_extender(args: argparse.Namespace) -> int:
         )
         ssl_context = tls.context if tls else None
         scheme = "https" if ssl_context else "http"
-        url = f"{scheme}://{args.host}:{args.port}"
+        sock = listening_socket(args.host, args.port)
+        url = f"{scheme}://{args.host}:{bound_port(sock)}"
         if ssl_context is None and not _loopback(args.host):
             log.warning(
                 "serving plain HTTP on %s: whoever reaches it can bind pods; listen on "
@@ -196,11 +198,10 @@ def run_extender(args: argparse.Namespace) -> int:
             )
         web.run_app(
             _extender_app(args, tls),
-            host=args.host,
-            port=args.port,
+            sock=sock,
             ssl_context=ssl_context,
-            # aiohttp prints once the app exists (weights, snapshot or kubeconfig read) and the
-            # port is bound: only then is "listening" true.
+            # aiohttp prints once the app exists (weights, snapshot or kubeconfig read): only
+            # then is "listening" true, on the port bound (--port 0: any free one).
             print=lambda _: log.info("extender listening on %s", url),
             access_log=None,
             shutdown_timeout=SHUTDOWN_TIMEOUT_SECONDS,

@@ -8,9 +8,10 @@ gang whole runs for a while and is then deleted) is placed while the harness SIG
 pod that holds the Lease at random moments, waits until the other pod has taken the Lease
 over, and starts the killed pod again (the kubelet's restart), which becomes the standby.
 
-Watching every pod through the apiserver, it records what must never happen: a pod bound to a
-second node, a node given more GPUs than it has, and a gang left partly bound at the end; and
-the takeover time of each kill (until the other pod holds the Lease, and until the next bind).
+Watching every pod through the apiserver (`testbed/observer.py`), it records what must never
+happen: a pod bound to a second node, a node given more GPUs than it has, a gang partly bound
+that never became whole, during the run and at its end; and the takeover time of each kill
+(until the other pod holds the Lease, and until the next bind, or that none came).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import asyncio
 import contextlib
 import functools
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -37,7 +39,7 @@ from kube_rdma.kube.lease import LeaseTiming
 from kube_rdma.kube.reflector import Reflector
 from testbed.builders import nodes
 from testbed.clustergen import write_snapshot
-from testbed.net import free_port, wait_listening
+from testbed.observer import Findings, Observer
 from testbed.wait import eventually
 
 GPUS_PER_NODE = 8
@@ -65,7 +67,7 @@ class FailoverRun:
 
 
 @dataclass
-class Report:
+class Report(Findings):
     gangs: dict[str, int] = field(default_factory=dict)
     """Every gang created, and its size: `run.gangs` at first, as many more while kills are
     still to come."""
@@ -73,9 +75,8 @@ class Report:
     """Seconds from each kill until the other pod held the Lease."""
     first_binds: list[float] = field(default_factory=list)
     """Seconds from each kill until the next pod was bound."""
-    gangs_whole: set[str] = field(default_factory=set)
-    bound_twice: list[str] = field(default_factory=list)
-    overcommitted: list[str] = field(default_factory=list)
+    no_bind_after: list[int] = field(default_factory=list)
+    """The kills (counted from 1) after which no pod was bound within 30 s."""
     partly_bound: list[str] = field(default_factory=list)
     """Gangs partly bound when the run ended."""
     plans_at_kills: list[int] = field(default_factory=list)
@@ -91,23 +92,25 @@ class Replica:
         self._logs, self.generation, self.identity = logs, 0, ""
         self._processes: list[subprocess.Popen[bytes]] = []
 
-    def start(self) -> None:
+    async def start(self) -> None:
+        """The extender on a port it picks, then the scheduler pointed at it."""
         self.generation += 1
         self.identity = f"{self.name}-{self.generation}"
-        port, timing = free_port(), self._run.timing
-        self._spawn(
+        timing = self._run.timing
+        log = self._spawn(
             "kube_rdma.cli",
             "extender",
             f"--kubeconfig={self._kubeconfig}",
             "--host=127.0.0.1",
-            f"--port={port}",
+            "--port=0",
             f"--barrier-timeout={self._run.barrier_timeout}",
             "--plan-namespace=kube-rdma",
         )
+        extender = await _listening(log, self._processes[-1])
         self._spawn(
             "kubesim.scheduler",
             f"--apiserver={self._apiserver}",
-            f"--extender=http://127.0.0.1:{port}",
+            f"--extender={extender}",
             f"--identity={self.identity}",
             f"--lease={'/'.join(LEASE)}",
             f"--lease-duration={timing.duration}",
@@ -118,12 +121,14 @@ class Replica:
             "--backoff-max=1",
         )
 
-    def _spawn(self, module: str, *args: str) -> None:
-        log: IO[bytes] = (self._logs / f"{self.identity}-{module}.log").open("wb")
+    def _spawn(self, module: str, *args: str) -> Path:
+        path = self._logs / f"{self.identity}-{module}.log"
+        log: IO[bytes] = path.open("wb")
         command = [sys.executable, "-m", module, *args]
         self._processes.append(
             subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
         )
+        return path
 
     def kill(self) -> None:
         """SIGKILL: no shutdown, no released Lease, binds cut wherever they are."""
@@ -132,59 +137,6 @@ class Replica:
         for process in self._processes:
             process.wait()
         self._processes.clear()
-
-
-class Observer:
-    """Every pod as the apiserver shows it, checked at each change."""
-
-    def __init__(self, report: Report) -> None:
-        self.report = report
-        self.nodes: dict[tuple[str, str], str] = {}
-        self.gpus: dict[tuple[str, str], int] = {}
-        self.gangs: dict[tuple[str, str], str] = {}
-        self.last_bind = 0.0
-
-    def replace(self, items: list[Json]) -> None:
-        for item in items:
-            self.event("ADDED", item)
-
-    def event(self, kind: str, pod: Json) -> None:
-        meta = pod["metadata"]
-        key = (meta["namespace"], meta["name"])
-        if kind == "DELETED":
-            self.nodes.pop(key, None)
-            return
-        node = (pod.get("spec") or {}).get("nodeName") or ""
-        before = self.nodes.get(key, "")
-        self.gangs[key] = (meta.get("annotations") or {}).get(keys.GANG, "")
-        self.gpus[key] = GPUS_PER_NODE
-        self.nodes[key] = node
-        if before and node != before:
-            self.report.bound_twice.append(f"{key[1]}: {before}, then {node}")
-        if node and not before:
-            self.last_bind = time.monotonic()
-            self._check(node)
-            self._whole(key)
-
-    def bound_since(self, moment: float) -> bool:
-        return self.last_bind >= moment
-
-    def _check(self, node: str) -> None:
-        used = sum(self.gpus[k] for k, n in self.nodes.items() if n == node)
-        if used > GPUS_PER_NODE:
-            self.report.overcommitted.append(f"{node}: {used} GPUs")
-
-    def _whole(self, key: tuple[str, str]) -> None:
-        gang = self.gangs[key]
-        members = [n for k, n in self.nodes.items() if self.gangs.get(k) == gang]
-        if all(members):
-            self.report.gangs_whole.add(gang)
-
-    def partly_bound(self) -> list[str]:
-        by_gang: dict[str, list[str]] = {}
-        for key, node in self.nodes.items():
-            by_gang.setdefault(self.gangs[key], []).append(node)
-        return sorted(g for g, members in by_gang.items() if any(members) and not all(members))
 
 
 def cluster(run: FailoverRun) -> list[Json]:
@@ -204,16 +156,14 @@ async def failover(run: FailoverRun) -> Report:
     with tempfile.TemporaryDirectory(prefix="failover-") as folder:
         logs = Path(folder)
         write_snapshot(cluster(run), logs / "cluster.json")
-        port, kubeconfig = free_port(), logs / "kubeconfig"
-        apiserver = _serve(logs / "cluster.json", port, kubeconfig)
+        kubeconfig = logs / "kubeconfig"
+        apiserver = _serve(logs / "cluster.json", kubeconfig)
         replicas: list[Replica] = []
         try:
-            if not wait_listening(port, 30):
-                raise RuntimeError("the fake apiserver did not start")
-            url = f"http://127.0.0.1:{port}"
+            url = _listening_url(apiserver)
             replicas = [Replica(n, run, url, kubeconfig, logs) for n in ("a", "b")]
             for replica in replicas:
-                replica.start()
+                await replica.start()
             return await _drive(run, url, replicas)
         finally:
             for replica in replicas:
@@ -222,16 +172,37 @@ async def failover(run: FailoverRun) -> Report:
             apiserver.wait()
 
 
-def _serve(snapshot: Path, port: int, kubeconfig: Path) -> subprocess.Popen[bytes]:
-    """The fake apiserver process."""
-    command = [sys.executable, "-m", "testbed.fakeapi", f"--port={port}", f"--load={snapshot}"]
+def _serve(snapshot: Path, kubeconfig: Path) -> subprocess.Popen[str]:
+    """The fake apiserver process, on a port it picks."""
+    command = [sys.executable, "-m", "testbed.fakeapi", "--port=0", f"--load={snapshot}"]
     command.append(f"--kubeconfig-out={kubeconfig}")
-    return subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL)
+    return subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, text=True)
+
+
+async def _listening(log: Path, process: subprocess.Popen[bytes]) -> str:
+    """The URL in the extender's "listening on" line, once it wrote it to `log`."""
+    pattern = re.compile(r"listening on (http://127\.0\.0\.1:\d+)")
+    while True:
+        text = await asyncio.to_thread(log.read_text)
+        if said := pattern.search(text):
+            return said[1]
+        if process.poll() is not None:
+            raise RuntimeError(f"the extender exited before listening: {text[-2000:]}")
+        await asyncio.sleep(POLL_SECONDS)
+
+
+def _listening_url(apiserver: subprocess.Popen[str]) -> str:
+    """The URL from the fake apiserver's first line, which it prints once it listens."""
+    line = apiserver.stdout.readline() if apiserver.stdout else ""
+    said = re.match(r"fake apiserver listening on (http://\S+): ", line)
+    if said is None:
+        raise RuntimeError(f"the fake apiserver did not start: {line!r}")
+    return said[1]
 
 
 async def _drive(run: FailoverRun, url: str, replicas: list[Replica]) -> Report:
     report, started = Report(), time.monotonic()
-    observer = Observer(report)
+    observer = Observer(report, GPUS_PER_NODE)
     rng = random.Random(run.seed)
     async with client.ApiClient(client.Configuration(host=url)) as api:
         core: Any = client.CoreV1Api(api)
@@ -312,18 +283,22 @@ async def _kill(
         while not (serving := next((r for r in replicas if r.identity == holder), None)):
             holder = await _holder(leases)
             await asyncio.sleep(POLL_SECONDS)
-        with contextlib.suppress(AssertionError):  # strike while a gang is being placed
-            await eventually(functools.partial(_plans, core), within=5)
+        # Strike while a gang is being placed; patient, since on a loaded machine the first
+        # plans may come many seconds after the start. None within the minute: recorded as 0.
+        with contextlib.suppress(AssertionError):
+            await eventually(functools.partial(_plans, core), within=60)
         report.plans_at_kills.append(await _plans(core))
         killed_at = time.monotonic()
         serving.kill()
         while (await _holder(leases)) in ("", holder):  # noqa: ASYNC110 - polling the apiserver
             await asyncio.sleep(POLL_SECONDS)
         report.takeovers.append(time.monotonic() - killed_at)
-        serving.start()  # the kubelet restarts it: the standby from now on
-        with contextlib.suppress(AssertionError):
+        await serving.start()  # the kubelet restarts it: the standby from now on
+        try:
             await eventually(functools.partial(observer.bound_since, killed_at), within=30)
             report.first_binds.append(observer.last_bind - killed_at)
+        except AssertionError:
+            report.no_bind_after.append(len(report.takeovers))
 
 
 async def _plans(core: Any) -> int:

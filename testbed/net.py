@@ -3,11 +3,24 @@
 from __future__ import annotations
 
 import contextlib
+import http.client
 import socket
+import ssl
 import time
-from collections.abc import AsyncIterator
+import urllib.request
+from collections.abc import AsyncIterator, Iterator
 
 from aiohttp import web
+
+
+@contextlib.contextmanager
+def refusing_port() -> Iterator[int]:
+    """A loopback port held bound but not listening: every connect to it is refused, and no
+    other process (nor a TCP self-connect) can take it while the block runs."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        port: int = held.getsockname()[1]
+        yield port
 
 
 def free_port() -> int:
@@ -19,19 +32,35 @@ def free_port() -> int:
 
 
 def listening(port: int) -> bool:
-    """Something accepts connections on 127.0.0.1:`port`."""
+    """Something accepts connections on 127.0.0.1:`port`.
+
+    A connect that the kernel completed with itself (a TCP self-connect: nothing listens on a
+    port in the ephemeral range, and the connect drew that same port as its source) is no
+    listener.
+    """
     try:
-        socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-        return True
+        with socket.create_connection(("127.0.0.1", port), timeout=0.2) as conn:
+            return bool(conn.getsockname() != conn.getpeername())
     except OSError:
         return False
 
 
-def wait_listening(port: int, seconds: float = 10.0) -> bool:
-    """Block until something listens on 127.0.0.1:`port`; False when `seconds` passed first."""
+def healthy(base_url: str, context: ssl.SSLContext | None = None) -> bool:
+    """`base_url`/healthz answers 200: the server runs its app, not merely a bound port."""
+    try:
+        with urllib.request.urlopen(f"{base_url}/healthz", timeout=2, context=context) as answer:
+            return bool(answer.status == 200)
+    except (OSError, http.client.HTTPException):
+        return False
+
+
+def wait_healthy(
+    base_url: str, context: ssl.SSLContext | None = None, seconds: float = 60.0
+) -> bool:
+    """Block until `base_url`/healthz answers 200; False when `seconds` passed first."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if listening(port):
+        if healthy(base_url, context):
             return True
         time.sleep(0.1)
     return False

@@ -4,7 +4,7 @@ served over HTTPS on a loopback port, and the HTTP-level fake apiserver (`fake_a
 from __future__ import annotations
 
 import ssl
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,15 +19,31 @@ from kube_rdma.cli import main
 from kube_rdma.core.objects import Json
 from testbed.fakeapi import core_v1 as core_v1
 from testbed.fakeapi import fake_api as fake_api
+from testbed.logstate import LoggingState, preserved_logging
 from webhook.app import Settings, create_app
 from webhook.namespaces import NamespaceSource
+
+pytest_plugins = ["pytester", "testbed.skips_fail_in_ci"]
+
+
+LOGGING_AT_START = LoggingState.now()
+"""The logging module as pytest set it up, before any test or fixture ran kube-rdma's main()."""
+
+
+@pytest.fixture(autouse=True)
+def _logging_restored() -> Iterator[None]:
+    """Whatever an in-process `main([...])` configured, in the test or in a fixture of a wider
+    scope, the next test starts without it."""
+    yield
+    LOGGING_AT_START.restore(keep=lambda handler: type(handler).__module__ == "_pytest.logging")
 
 
 @pytest.fixture(scope="session")
 def cert_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("certs")
     args = ["certs", "generate", "--service", "kube-rdma-webhook", "--namespace", "kube-rdma"]
-    assert main([*args, "--out", str(out), "--localhost"]) == 0
+    with preserved_logging():
+        assert main([*args, "--out", str(out), "--localhost"]) == 0
     return out
 
 

@@ -1,6 +1,7 @@
 """`make demo` works: certificates, the webhook over TLS patching an example review, and the
 extender explaining, planning and binding a gang, then packing a smaller pod, on a cluster whose
-nodes score differently; and a port the user names that is taken is said so."""
+nodes score differently; and a port the user names that is taken is said so, while one that
+the last run left in TIME_WAIT is not. The demo writes its keys and logs under `tmp_path`."""
 
 from __future__ import annotations
 
@@ -8,15 +9,27 @@ import os
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from examples.demo import port_from
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def demo(**variables: str) -> subprocess.CompletedProcess[str]:
+@pytest.fixture
+def demo(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """Runs the demo once, its certificates, keys and logs in `tmp_path`, not the checkout."""
+
+    def run(**variables: str) -> subprocess.CompletedProcess[str]:
+        return _demo(DEMO_DIR=str(tmp_path / "demo"), **variables)
+
+    return run
+
+
+def _demo(**variables: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DEMO_")}
     return subprocess.run(
         [sys.executable, "-m", "examples.demo"],
@@ -37,7 +50,10 @@ def held_port() -> Iterator[int]:
         yield s.getsockname()[1]
 
 
-def test_demo_runs_once_end_to_end() -> None:
+Demo = Callable[..., subprocess.CompletedProcess[str]]
+
+
+def test_demo_runs_once_end_to_end(demo: Demo, tmp_path: Path) -> None:
     result = demo()
     assert result.returncode == 0, result.stderr
     out = result.stdout
@@ -60,9 +76,19 @@ def test_demo_runs_once_end_to_end() -> None:
     ]
     assert [line for line in expected if line not in out] == []
     assert "{'" not in out  # no Python dicts
+    assert f"certificates: {tmp_path}/demo/{{ca.crt,tls.crt,tls.key}}" in out
+    assert sorted(p.name for p in (tmp_path / "demo").iterdir()) == [
+        "ca.crt",
+        "ca.key",
+        "cluster.json",
+        "extender.log",
+        "tls.crt",
+        "tls.key",
+        "webhook.log",
+    ]
 
 
-def test_the_ports_can_be_named() -> None:
+def test_the_ports_can_be_named(demo: Demo) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         free = s.getsockname()[1]
@@ -71,7 +97,7 @@ def test_the_ports_can_be_named() -> None:
     assert f"webhook https://localhost:{free}/mutate" in result.stdout
 
 
-def test_a_named_port_that_is_taken_is_said_so(held_port: int) -> None:
+def test_a_named_port_that_is_taken_is_said_so(demo: Demo, held_port: int) -> None:
     result = demo(DEMO_EXTENDER_PORT=str(held_port))
     assert (result.returncode, result.stdout, result.stderr) == (
         1,
@@ -79,3 +105,42 @@ def test_a_named_port_that_is_taken_is_said_so(held_port: int) -> None:
         f"demo: port {held_port} (DEMO_EXTENDER_PORT) is taken by another process; stop it, set "
         "DEMO_EXTENDER_PORT to another port, or unset it to let the demo pick a free one\n",
     )
+
+
+def _port_in_time_wait() -> int:
+    """A port whose listener is gone and whose last connection, closed by the server side
+    first (as a stopped service closes its own), sits in TIME_WAIT."""
+    with socket.socket() as listener:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port: int = listener.getsockname()[1]
+        with socket.create_connection(("127.0.0.1", port)) as client:
+            served, _ = listener.accept()
+            served.close()
+            client.recv(1)
+    return port
+
+
+def test_a_port_left_in_time_wait_by_the_last_run_is_free(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What Ctrl-C on `DEMO_PORT=P make demo` leaves: the same command again may use P."""
+    port = _port_in_time_wait()
+    with socket.socket() as plain, pytest.raises(OSError, match="Address already in use"):
+        plain.bind(("127.0.0.1", port))  # the scenario: a bind without SO_REUSEADDR is refused
+    monkeypatch.setenv("DEMO_PORT", str(port))
+    assert port_from("DEMO_PORT") == port
+
+
+def test_no_named_port_lets_the_service_pick(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DEMO_PORT", raising=False)
+    assert port_from("DEMO_PORT") == 0
+
+
+@pytest.mark.parametrize("given", ["http", "0", "65536"])
+def test_a_named_port_that_is_no_port_is_said_so(
+    given: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DEMO_PORT", given)
+    with pytest.raises(SystemExit) as refused:
+        port_from("DEMO_PORT")
+    assert str(refused.value) == f"demo: DEMO_PORT={given!r} is not a port number (1-65535)"

@@ -26,7 +26,8 @@ from aiohttp import web
 from kube_rdma.core import keys
 from testbed.builders import nodes, pods
 from testbed.fakeapi.kubeconfig import kubeconfig
-from testbed.net import free_port, listening, wait_listening
+from testbed.net import listening
+from testbed.processes import Child, ChildOutput
 
 REPO = Path(__file__).resolve().parents[1]
 TOKEN = "test-token-6f1c0d9e2b7a"
@@ -71,19 +72,12 @@ async def slow_apiserver() -> AsyncIterator[str]:
 
 
 @contextmanager
-def running(args: list[str], port: int) -> Iterator[subprocess.Popen[str]]:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "kube_rdma.cli", *args, "--host", "127.0.0.1", "--port", str(port)],
-        cwd=REPO,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        yield process
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait()
+def running(args: list[str]) -> Iterator[tuple[subprocess.Popen[str], ChildOutput, int]]:
+    """The command on a port it picked, once its "listening on" line says which."""
+    argv = [sys.executable, "-m", "kube_rdma.cli", *args, "--host", "127.0.0.1", "--port", "0"]
+    with Child(argv, cwd=REPO) as child:
+        port = int(child.stderr.wait_for(r"listening on https?://127\.0\.0\.1:(\d+)")[1])
+        yield child.process, child.stderr, port
 
 
 def send(conn: socket.socket, path: str, body: bytes) -> None:
@@ -115,7 +109,6 @@ def terminate_while_in_flight(
 
 
 async def test_webhook_answers_the_review_in_flight(cert_dir: Path, tmp_path: Path) -> None:
-    port = free_port()
     async with slow_apiserver() as server:
         config = kubeconfig(server)
         config["users"][0]["user"]["token"] = TOKEN
@@ -127,8 +120,7 @@ async def test_webhook_answers_the_review_in_flight(cert_dir: Path, tmp_path: Pa
             str(cert_dir / "tls.key"),
         ]
         args = ["webhook", *tls, "--kubeconfig", str(tmp_path / "kubeconfig")]
-        with running(args, port) as process:
-            assert await asyncio.to_thread(wait_listening, port, 30)
+        with running(args) as (process, stderr, port):
             client = ssl.create_default_context(cafile=str(cert_dir / "ca.crt"))
             raw = socket.create_connection(("127.0.0.1", port))
             conn = client.wrap_socket(raw, server_hostname="localhost")
@@ -137,7 +129,7 @@ async def test_webhook_answers_the_review_in_flight(cert_dir: Path, tmp_path: Pa
             send(conn, "/mutate", orjson.dumps({**review, "request": pods.request(pod)}))
             grace = grace_seconds("manifests/webhook/deployment.yaml")
             status = await asyncio.to_thread(terminate_while_in_flight, process, port, conn, grace)
-            logs = process.communicate()[1]
+            logs = stderr.close()
     assert status == b"HTTP/1.1 200 OK\r\n"
     assert '"msg":"webhook stopped"' in logs
     assert TOKEN not in logs
@@ -148,11 +140,8 @@ def test_extender_answers_the_bind_in_flight(tmp_path: Path) -> None:
     members = [nodes.pod(f"w-{i}", annotations=gang) for i in range(2)]
     cluster = [nodes.node(n, nodes.hgx()) for n in ("gpu-1", "gpu-2")] + members
     (tmp_path / "cluster.json").write_bytes(orjson.dumps({"kind": "List", "items": cluster}))
-    port = free_port()
-    with running(
-        ["extender", "--cluster-snapshot", str(tmp_path / "cluster.json")], port
-    ) as process:
-        assert wait_listening(port, 30)
+    args = ["extender", "--cluster-snapshot", str(tmp_path / "cluster.json")]
+    with running(args) as (process, _, port):
         with socket.create_connection(("127.0.0.1", port)) as first:
             send(first, "/filter", orjson.dumps({"Pod": members[0], "NodeNames": ["gpu-1"]}))
             assert first.makefile("rb").readline() == b"HTTP/1.1 200 OK\r\n"

@@ -66,6 +66,7 @@ def run_webhook(args: argparse.Namespace) -> int:
     from certs.reload import CertificateReloader
     from certs.serving import TLSConfigError
     from kube_rdma.core.config_file import ConfigError
+    from kube_rdma.core.listen import bound_port, listening_socket
     from webhook.app import SHUTDOWN_TIMEOUT_SECONDS, Settings, create_app
     from webhook.podsecurity import Level
     from webhook.tls import placeholder_reloader, self_provisioned_app
@@ -99,14 +100,16 @@ def run_webhook(args: argparse.Namespace) -> int:
         else:
             tls = CertificateReloader(args.tls_cert_file, args.tls_key_file, required)
             app = create_app(settings, tls=tls)
+        sock = listening_socket(args.host, args.port)
+        port = bound_port(sock)
         web.run_app(
             app,
-            host=args.host,
-            port=args.port,
+            sock=sock,
             ssl_context=tls.context,
             # aiohttp prints once the app started (profiles, namespaces, kubeconfig and
-            # certificate read) and the port is bound: only then is "listening" true.
-            print=lambda _: log.info("webhook listening on https://%s:%d", args.host, args.port),
+            # certificate read): only then is "listening" true, on the port bound (--port 0:
+            # any free one).
+            print=lambda _: log.info("webhook listening on https://%s:%d", args.host, port),
             access_log=None,
             shutdown_timeout=SHUTDOWN_TIMEOUT_SECONDS,
         )

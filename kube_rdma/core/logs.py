@@ -29,6 +29,26 @@ class JsonFormatter(logging.Formatter):
         return orjson.dumps(entry, default=str).decode()
 
 
+class StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever `sys.stderr` is when a record is emitted, not when it was built.
+
+    A process that swaps its stderr (pytest's capture, a daemon redirecting it) keeps its log
+    lines instead of writing into a closed stream, as the logging module's own last-resort
+    handler does.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _: Any) -> None:
+        pass
+
+
 def configure(level: str = "info") -> None:
     # The lines carry none of the caller's file, thread or process, so the logging module need
     # not look them up for every record (walking the stack for the caller is the costliest).
@@ -36,7 +56,7 @@ def configure(level: str = "info") -> None:
     logging.logThreads = False
     logging.logProcesses = False
     logging.logMultiprocessing = False
-    handler = logging.StreamHandler(sys.stderr)
+    handler = StderrHandler()
     handler.setFormatter(JsonFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]

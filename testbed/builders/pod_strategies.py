@@ -26,6 +26,14 @@ from kube_rdma.core.objects import Json
 from testbed.builders import pods
 
 NAMESPACES = ("team-a", "ml-training", "locked", "typo", "kube-system", "kube-rdma")
+# Drawn from uniformly, a third of the pods would land where the webhook never looks (its own
+# namespace, kube-system) and most of the rest would not opt in: few would reach the patch
+# path. The namespaces that opt in or shape the patch, and the annotations that opt in, are
+# drawn more often, so that most examples exercise the mutation.
+WEIGHTED_NAMESPACES = ("team-a",) * 6 + ("ml-training",) * 6 + NAMESPACES[2:]
+OPT_INS = ("inject",) * 4 + ("profile",) * 3 + ("no-inject", "none")
+GPU_COUNTS = ("8", "8", "4", "1", "0", None)
+"""GPUs per container: mostly some, since a pod with none is left alone."""
 PROFILES = ("default", "rails8", "hostnet", "node", "lenient", "roce-pod", "sriov", "exclude")
 RDMA_RESOURCES = ("rdma/hca", "rdma/hca1", "nvidia.com/sriov_rdma_vf", "rdma/hca_shared_devices_a")
 GANG_KEYS = (keys.GANG, "scheduling.x-k8s.io/pod-group", "kueue.x-k8s.io/pod-group-name")
@@ -74,7 +82,7 @@ def examples(default: int) -> int:
 
 @st.composite
 def _opt_in(draw: st.DrawFn) -> Json:
-    choice = draw(st.sampled_from(["inject", "no-inject", "profile", "none"]))
+    choice = draw(st.sampled_from(OPT_INS))
     if choice == "inject":
         return {keys.INJECT: draw(st.sampled_from(["true", "True"]))}
     if choice == "no-inject":
@@ -129,7 +137,7 @@ def _set_resource(container: Json, name: str, amount: str | None) -> None:
 @st.composite
 def _resources(draw: st.DrawFn, pod: Json) -> None:
     for container in _gpu_containers(pod):
-        gpus = draw(st.sampled_from([None, "0", "1", "4", "8"]))
+        gpus = draw(st.sampled_from(GPU_COUNTS))
         if gpus is not None:
             _set_resource(container, "nvidia.com/gpu", gpus)
         if draw(st.booleans()):
@@ -157,7 +165,7 @@ def _env(draw: st.DrawFn, pod: Json) -> None:
 
 
 @st.composite
-def valid_pods(draw: st.DrawFn, namespaces: tuple[str, ...] = NAMESPACES) -> Json:
+def valid_pods(draw: st.DrawFn, namespaces: tuple[str, ...] = WEIGHTED_NAMESPACES) -> Json:
     """A pod the apiserver accepts, as a training operator would create it."""
     namespace = draw(st.sampled_from(namespaces))
     annotations = {**draw(_opt_in()), **draw(_extender_annotations())}

@@ -3,21 +3,26 @@
 from __future__ import annotations
 
 import json
+import signal
+import sys
 from pathlib import Path
 
 import pytest
 
-from agent.sysfs import scan
 from kube_rdma.cli import build_parser, main
-from kube_rdma.core.topology import encode
 from testbed.builders import sysfs_tree
+from testbed.processes import Child
+
+TOPOLOGIES = Path(__file__).resolve().parents[1] / "fixtures" / "topology"
+"""The documents the agent writes for the testbed's sysfs trees, pinned: a change to the
+scan or the encoding shows here as a diff to review."""
 
 
 def test_inspect_prints_the_document(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     sysfs_tree.hgx_8gpu_8nic(tmp_path)
     assert main(["agent", "inspect", "--sysfs-root", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert out == encode(scan(tmp_path)) + "\n"
+    assert out == (TOPOLOGIES / "hgx-8gpu-8nic.json").read_text()
     assert json.loads(out)["version"] == 1
 
 
@@ -114,15 +119,11 @@ async def test_run_publishes_through_a_kubeconfig(tmp_path: Path) -> None:
         with pytest.raises(asyncio.CancelledError):
             await task
     annotation = api.get("nodes", "gpu-7")["metadata"]["annotations"]["kube-rdma.io/topology"]
-    assert annotation == encode(scan(tmp_path / "sys"))
+    assert annotation + "\n" == (TOPOLOGIES / "shared-nic-node.json").read_text()
 
 
 def test_run_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
-    import signal
-    import subprocess
-    import sys
-    import time
-
+    """The signal is sent once the agent says it started: its handlers are in place by then."""
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(
         json.dumps(
@@ -136,24 +137,11 @@ def test_run_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
             }
         )
     )
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "kube_rdma.cli",
-            "agent",
-            "run",
-            "--node-name",
-            "n",
-            "--kubeconfig",
-            str(kubeconfig),
-            "--sysfs-root",
-            str(tmp_path),
-        ],
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    time.sleep(1.5)
-    process.send_signal(signal.SIGTERM)
-    assert process.wait(timeout=10) == 0
-    assert '"msg":"agent stopped"' in (process.stderr.read() if process.stderr else "")
+    argv = [sys.executable, "-m", "kube_rdma.cli", "agent", "run", "--node-name", "n"]
+    with Child([*argv, "--kubeconfig", kubeconfig, "--sysfs-root", tmp_path]) as agent:
+        agent.stderr.wait_for('"msg":"agent started"')
+        agent.process.send_signal(signal.SIGTERM)
+        status = agent.wait()
+        stderr = agent.stderr.close()
+    assert status == 0, stderr
+    assert '"msg":"agent stopped"' in stderr, stderr

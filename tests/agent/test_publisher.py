@@ -18,7 +18,9 @@ from kube_rdma.core.objects import Json
 from kube_rdma.core.topology import Topology, encode
 from testbed.builders import sysfs_tree
 from testbed.fakeapi import FakeApiServer
-from testbed.net import free_port
+from testbed.net import refusing_port
+
+TOPOLOGIES = Path(__file__).resolve().parents[1] / "fixtures" / "topology"
 
 NODE = "gpu-node-1"
 NODE_PATH = f"/api/v1/nodes/{NODE}"
@@ -74,7 +76,7 @@ async def test_publishes_the_document_and_label_once(
     sysfs_tree.hgx_8gpu_8nic(tmp_path)
     agent = Agent(core_v1, settings(tmp_path))
     assert await agent.step() == 30.0
-    document = encode(scan(tmp_path))
+    document = (TOPOLOGIES / "hgx-8gpu-8nic.json").read_text().rstrip("\n")
     assert patches(fake_api) == [("application/merge-patch+json", expected_patch(document, "true"))]
     stored = fake_api.get("nodes", NODE)["metadata"]
     assert stored["annotations"] == {"kube-rdma.io/topology": document}
@@ -125,7 +127,7 @@ async def test_api_errors_back_off_then_recover(
         f"patch Node {NODE}: InternalError: {INJECTED}; retrying in 4s",
     ]
     assert fake_api.get("nodes", NODE)["metadata"]["annotations"] == {
-        "kube-rdma.io/topology": encode(scan(tmp_path))
+        "kube-rdma.io/topology": (TOPOLOGIES / "shared-nic-node.json").read_text().rstrip("\n")
     }
 
 
@@ -152,18 +154,18 @@ async def test_an_unreachable_apiserver_backs_off(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     sysfs_tree.shared_nic_node(tmp_path)
-    port = free_port()
-    configuration = client.Configuration()
-    configuration.host = f"http://127.0.0.1:{port}"
-    async with client.ApiClient(configuration) as api:
-        agent = Agent(client.CoreV1Api(api), settings(tmp_path))
-        with caplog.at_level(logging.WARNING, logger="kube_rdma.agent"):
-            assert [await agent.step() for _ in range(2)] == [1.0, 2.0]
-    assert caplog.records[0].getMessage() == (
-        f"read Node {NODE}: Unreachable: Cannot connect to host 127.0.0.1:{port} ssl:default "
-        f"[Connect call failed ('127.0.0.1', {port})] (check the apiserver address and the "
-        "network path to it); retrying in 1s"
-    )
+    with refusing_port() as port:
+        configuration = client.Configuration()
+        configuration.host = f"http://127.0.0.1:{port}"
+        async with client.ApiClient(configuration) as api:
+            agent = Agent(client.CoreV1Api(api), settings(tmp_path))
+            with caplog.at_level(logging.WARNING, logger="kube_rdma.agent"):
+                assert [await agent.step() for _ in range(2)] == [1.0, 2.0]
+        assert caplog.records[0].getMessage() == (
+            f"read Node {NODE}: Unreachable: Cannot connect to host 127.0.0.1:{port} ssl:default "
+            f"[Connect call failed ('127.0.0.1', {port})] (check the apiserver address and the "
+            "network path to it); retrying in 1s"
+        )
 
 
 async def test_run_sleeps_between_steps(

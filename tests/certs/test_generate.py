@@ -21,6 +21,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 from certs.generate import BACKDATE, KeyType, generate_ca, generate_serving, service_dns_names
 from certs.serving import TLSConfigError, server_context
 from kube_rdma.cli import main
+from testbed.logstate import preserved_logging
 
 
 def test_generate_writes_ca_and_serving_pair(
@@ -126,7 +127,8 @@ def bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out = {}
     for key_type, _, _ in KEY_TYPES:
         out[key_type] = tmp_path_factory.mktemp(key_type)
-        assert generate(out[key_type], "--key-type", key_type) == 0
+        with preserved_logging():  # set up outside any test's own restoring
+            assert generate(out[key_type], "--key-type", key_type) == 0
     return out
 
 

@@ -10,6 +10,8 @@ import base64
 import contextlib
 import datetime as dt
 import logging
+import ssl
+import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -18,13 +20,12 @@ from typing import Any
 import pytest
 import yaml
 from cryptography import x509
-from cryptography.hazmat.primitives.serialization import Encoding
 from kubernetes_asyncio import client
 
 from certs.generate import KeyPair, generate_ca, generate_serving, service_dns_names
 from certs.provision import Provisioner, ProvisionError, ProvisionSettings, ServingPair
 from testbed.fakeapi import RESOURCES, FakeApiServer, RecordedRequest, Resource, eventually
-from testbed.net import free_port
+from testbed.net import refusing_port
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMESPACE, SERVICE = "kube-rdma", "kube-rdma-webhook"
@@ -118,15 +119,41 @@ def issued_by(cert_pem: bytes, ca_pem: bytes) -> bool:
     return True
 
 
-def trusted_by_apiserver(cluster: Cluster, cert_pem: bytes) -> bool:
-    """Whether every webhook's caBundle holds the CA that issued `cert_pem`."""
-    return all(
-        any(
-            issued_by(cert_pem, ca.public_bytes(Encoding.PEM))
-            for ca in x509.load_pem_x509_certificates(b)
-        )
-        for b in cluster.bundles()
+def trusted_by_apiserver(cluster: Cluster, cert_pem: bytes, key_pem: bytes) -> bool:
+    """Whether a TLS client trusting each webhook's caBundle, as the apiserver does, completes
+    a handshake with a server presenting `cert_pem` for the Service's DNS name."""
+    return all(handshake(bundle, cert_pem, key_pem) for bundle in cluster.bundles())
+
+
+def handshake(bundle: bytes, cert_pem: bytes, key_pem: bytes) -> bool:
+    """A TLS 1.2+ handshake in memory; False when the client refuses the server's certificate
+    (any other failure is an error of the test, and raised)."""
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "tls.crt").write_bytes(cert_pem)
+        (Path(folder) / "tls.key").write_bytes(key_pem)
+        server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        server_context.load_cert_chain(Path(folder) / "tls.crt", Path(folder) / "tls.key")
+    client_context = ssl.create_default_context(cadata=bundle.decode())
+    pipes = [ssl.MemoryBIO() for _ in range(4)]
+    client_end = client_context.wrap_bio(
+        pipes[0], pipes[1], server_hostname=f"{SERVICE}.{NAMESPACE}.svc"
     )
+    server_end = server_context.wrap_bio(pipes[2], pipes[3], server_side=True)
+    done = {id(client_end): False, id(server_end): False}
+    for _ in range(10):
+        for end in (client_end, server_end):
+            try:
+                end.do_handshake()
+                done[id(end)] = True
+            except ssl.SSLWantReadError:
+                pass
+            except ssl.SSLCertVerificationError:
+                return False
+        pipes[2].write(pipes[1].read())
+        pipes[0].write(pipes[3].read())
+        if all(done.values()):
+            return True
+    raise AssertionError("the handshake did not complete in 10 exchanges")
 
 
 def b64(data: bytes) -> str:
@@ -357,12 +384,15 @@ async def test_ca_rotation_keeps_the_old_ca_trusted_until_every_replica_moved(
     cluster: Cluster,
 ) -> None:
     lifetimes = {"ca_lifetime": dt.timedelta(days=90), "serving_lifetime": dt.timedelta(days=30)}
+    # Trust is judged by real TLS handshakes, which check validity against the real time: the
+    # story starts 62 days ago, so that every certificate it issues is valid today.
+    cluster.clock.at = dt.datetime.now(dt.UTC).replace(microsecond=0) - dt.timedelta(days=62)
     replica = cluster.replica(**lifetimes)
     await start(replica)
     old_ca = cluster.secret()["ca.crt"]
     cluster.clock.advance(days=58)  # the serving certificate is renewed; the CA has 32 days left
     await start(replica)
-    serving = cluster.secret()["tls.crt"]
+    serving, serving_key = cluster.secret()["tls.crt"], cluster.secret()["tls.key"]
     assert cluster.secret()["ca.crt"] == old_ca
 
     # The CA has 29 of 90 days left: a new CA joins; the serving certificate stays.
@@ -374,7 +404,7 @@ async def test_ca_rotation_keeps_the_old_ca_trusted_until_every_replica_moved(
     assert (secret["ca-previous.crt"], secret["tls.crt"]) == (old_ca, serving)
     assert introducing.cert_pem == serving
     assert introducing.ca_bundle_pem == new_ca + old_ca
-    assert trusted_by_apiserver(cluster, introducing.cert_pem)
+    assert trusted_by_apiserver(cluster, introducing.cert_pem, introducing.key_pem)
 
     # Until the configuration trusts the new CA, the serving certificate does not move.
     seen = len(cluster.fake.requests)
@@ -390,8 +420,8 @@ async def test_ca_rotation_keeps_the_old_ca_trusted_until_every_replica_moved(
     assert switched.cert_pem == secret["tls.crt"] != serving
     assert issued_by(switched.cert_pem, new_ca)
     assert switched.ca_bundle_pem == new_ca + old_ca
-    assert trusted_by_apiserver(cluster, switched.cert_pem)
-    assert trusted_by_apiserver(cluster, serving)  # replicas not yet reloaded
+    assert trusted_by_apiserver(cluster, switched.cert_pem, switched.key_pem)
+    assert trusted_by_apiserver(cluster, serving, serving_key)  # replicas not yet reloaded
 
     # Less than a check interval later, a replica may still serve the old certificate.
     cluster.clock.advance(seconds=59)
@@ -405,8 +435,8 @@ async def test_ca_rotation_keeps_the_old_ca_trusted_until_every_replica_moved(
     assert sorted(cluster.secret()) == FOUR_KEYS
     assert done == replace(switched, ca_bundle_pem=new_ca)
     assert cluster.bundles() == [new_ca, new_ca]
-    assert trusted_by_apiserver(cluster, done.cert_pem)
-    assert not trusted_by_apiserver(cluster, serving)
+    assert trusted_by_apiserver(cluster, done.cert_pem, done.key_pem)
+    assert not trusted_by_apiserver(cluster, serving, serving_key)
 
 
 # --- the webhook configuration -----------------------------------------------------------------
@@ -479,18 +509,18 @@ async def test_a_failed_call_is_a_provision_error_that_names_it(
 
 
 async def test_an_unreachable_apiserver_is_a_provision_error() -> None:
-    port = free_port()
-    configuration = client.Configuration()
-    configuration.host = f"http://127.0.0.1:{port}"
-    async with client.ApiClient(configuration) as api:
-        replica = Cluster(FakeApiServer(), api).replica()
-        with pytest.raises(ProvisionError) as raised:
-            await replica.ensure()
-    assert str(raised.value) == (
-        f"read Secret {NAMESPACE}/{SECRET}: Unreachable: Cannot connect to host "
-        f"127.0.0.1:{port} ssl:default [Connect call failed ('127.0.0.1', {port})] "
-        "(check the apiserver address and the network path to it)"
-    )
+    with refusing_port() as port:
+        configuration = client.Configuration()
+        configuration.host = f"http://127.0.0.1:{port}"
+        async with client.ApiClient(configuration) as api:
+            replica = Cluster(FakeApiServer(), api).replica()
+            with pytest.raises(ProvisionError) as raised:
+                await replica.ensure()
+        assert str(raised.value) == (
+            f"read Secret {NAMESPACE}/{SECRET}: Unreachable: Cannot connect to host "
+            f"127.0.0.1:{port} ssl:default [Connect call failed ('127.0.0.1', {port})] "
+            "(check the apiserver address and the network path to it)"
+        )
 
 
 # --- the loop ----------------------------------------------------------------------------------

@@ -168,6 +168,10 @@ async def test_bind_without_node_settings_writes_nothing(client: Client) -> None
             {"PodName": "worker-0", "PodNamespace": "team-a", "PodUID": "", "Node": "gpu-4"},
             "node gpu-4 has no usable Ethernet RDMA NIC to configure NCCL with",
         ),
+        (
+            {"PodName": "worker-0", "PodNamespace": "team-a", "PodUID": "", "Node": "gpu-9"},
+            "node gpu-9 is not in the extender's cache",
+        ),
     ],
 )
 async def test_bind_errors(client: Client, args: Json, error: str) -> None:

@@ -13,7 +13,8 @@ import pytest
 
 from kube_rdma.cli import main
 from testbed.builders import nodes
-from testbed.net import free_port, wait_listening
+from testbed.net import wait_healthy
+from testbed.processes import Child
 
 
 @pytest.fixture
@@ -30,28 +31,16 @@ def snapshot(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def extender(snapshot: Path) -> Iterator[str]:
-    port = free_port()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "kube_rdma.cli",
-            "extender",
-            "--cluster-snapshot",
-            str(snapshot),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-        ],
-        stderr=subprocess.PIPE,
-    )
-    try:
-        assert wait_listening(port)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+    """The extender on a port it picked (--port 0), as the URL its "listening on" line gives."""
+    argv: list[str | Path] = [sys.executable, "-m", "kube_rdma.cli", "extender"]
+    argv += ["--cluster-snapshot", snapshot]
+    with Child([*argv, "--host", "127.0.0.1", "--port", "0"]) as child:
+        said = child.stderr.wait_for(r"extender listening on (http://127\.0\.0\.1:(\d+))")
+        assert int(said.group(2)) > 0
+        assert wait_healthy(said.group(1)), child.stderr.text
+        yield said.group(1)
+        child.process.terminate()
+        assert child.wait() == 0, child.stderr.text
 
 
 def test_explain_prints_the_table(extender: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -103,7 +92,7 @@ def test_bad_input_at_start_exits_1(tmp_path: Path, files: dict[str, str], messa
         "--cluster-snapshot",
         str(tmp_path / "cluster.yaml"),
         "--port",
-        str(free_port()),
+        "0",
     ]
     if "weights.yaml" in files:
         args += ["--weights", str(tmp_path / "weights.yaml")]
@@ -118,20 +107,18 @@ def test_serves_https_with_the_same_tls_machinery(snapshot: Path, cert_dir: Path
     import ssl
     import urllib.request
 
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "kube_rdma.cli", "extender", "--cluster-snapshot", str(snapshot),
-         "--host", "127.0.0.1", "--port", str(port),
-         "--tls-cert-file", str(cert_dir / "tls.crt"), "--tls-key-file", str(cert_dir / "tls.key")],
-        stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        assert wait_listening(port)
+    argv: list[str | Path] = [sys.executable, "-m", "kube_rdma.cli", "extender"]
+    argv += ["--cluster-snapshot", snapshot]
+    tls: list[str | Path] = [
+        "--tls-cert-file",
+        cert_dir / "tls.crt",
+        "--tls-key-file",
+        cert_dir / "tls.key",
+    ]
+    with Child([*argv, "--host", "127.0.0.1", "--port", "0", *tls]) as child:
+        port = child.stderr.wait_for(r"extender listening on https://127\.0\.0\.1:(\d+)")[1]
         context = ssl.create_default_context(cafile=str(cert_dir / "ca.crt"))
         with urllib.request.urlopen(f"https://localhost:{port}/readyz", context=context) as r:
             assert r.read() == b"ok\n"
         assert main(["explain", "team-a/worker-0", "--url", f"https://localhost:{port}",
                      "--cacert", str(cert_dir / "ca.crt"), "--json"]) == 0  # fmt: skip
-    finally:
-        process.terminate()
-        process.wait(timeout=10)

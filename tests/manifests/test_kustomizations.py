@@ -82,11 +82,27 @@ def test_every_object_validates(version: str) -> None:
     assert invalid == []
 
 
+CERT_MANAGER_OBJECTS = [
+    ("Certificate", "kube-rdma-ca"),
+    ("Certificate", "kube-rdma-webhook"),
+    ("Issuer", "kube-rdma-ca"),
+    ("Issuer", "kube-rdma-selfsigned"),
+]
+CRD_OBJECTS = {
+    "cert-manager": CERT_MANAGER_OBJECTS,
+    "overlays/cert-manager": CERT_MANAGER_OBJECTS,
+    "monitoring": [("PrometheusRule", "kube-rdma"), ("ServiceMonitor", "kube-rdma-webhook")],
+}
+"""The CRD-backed objects each build holds (sorted by kind and name); none where not listed."""
+
+
 @pytest.mark.parametrize("directory", KUSTOMIZATIONS)
 def test_crd_objects_have_their_shape(directory: str) -> None:
-    for doc in built(directory):
-        if doc["kind"] not in CRD_KINDS.get(doc["apiVersion"], ()):
-            continue
+    docs = [d for d in built(directory) if d["kind"] in CRD_KINDS.get(d["apiVersion"], ())]
+    assert sorted((d["kind"], d["metadata"]["name"]) for d in docs) == CRD_OBJECTS.get(
+        directory, []
+    )
+    for doc in docs:
         assert doc.keys() == {"apiVersion", "kind", "metadata", "spec"}, identity(doc)
         assert doc["metadata"]["namespace"] == NAMESPACE
         assert doc["metadata"]["labels"]["app.kubernetes.io/name"] == "kube-rdma"

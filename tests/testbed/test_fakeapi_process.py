@@ -4,6 +4,7 @@ given nothing but the kubeconfig the fake apiserver wrote."""
 
 from __future__ import annotations
 
+import re
 import signal
 import socket
 import ssl
@@ -25,7 +26,8 @@ from kube_rdma.core.topology import encode
 from testbed.builders import sysfs_tree
 from testbed.clustergen import ClusterSpec, generate, write_snapshot
 from testbed.fakeapi import kubeconfig
-from testbed.net import free_port, listening, wait_listening
+from testbed.net import listening
+from testbed.processes import Child
 from testbed.wait import eventually
 
 REPO = Path(__file__).resolve().parents[2]
@@ -58,13 +60,20 @@ def start_fake_api(*args: str) -> subprocess.Popen[str]:
     )
 
 
-def product(*args: str) -> subprocess.Popen[bytes]:
+def product(*args: str) -> Child:
     """`kube-rdma ARGS` as its own process."""
-    command = [sys.executable, "-m", "kube_rdma.cli", *args]
-    return subprocess.Popen(command, cwd=REPO, stderr=subprocess.DEVNULL)
+    return Child([sys.executable, "-m", "kube_rdma.cli", *args], cwd=REPO)
 
 
-def stop(process: subprocess.Popen[Any]) -> int:
+def listening_port(child: Child) -> int:
+    """The port a server started with --port 0 says it got."""
+    return int(child.stderr.wait_for(r"listening on https?://127\.0\.0\.1:(\d+)")[1])
+
+
+def stop(process: subprocess.Popen[Any] | Child) -> int:
+    if isinstance(process, Child):
+        process.process.send_signal(signal.SIGTERM)
+        return process.wait(10)
     process.send_signal(signal.SIGTERM)
     return process.wait(timeout=10)
 
@@ -74,16 +83,15 @@ def fake_api_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeA
     """The fake apiserver serving CLUSTER from a snapshot file, for the whole module."""
     folder = tmp_path_factory.mktemp("fakeapi")
     write_snapshot(CLUSTER, folder / "cluster.json")
-    port = free_port()
     process = start_fake_api(
-        "--port", str(port), "--load", str(folder / "cluster.json"),
+        "--port", "0", "--load", str(folder / "cluster.json"),
         "--kubeconfig-out", str(folder / "kubeconfig"),
     )  # fmt: skip
     try:
-        assert wait_listening(port), process.stderr.read() if process.stderr else ""
         line = process.stdout.readline() if process.stdout else ""
-        url = f"http://127.0.0.1:{port}"
-        yield FakeApiProcess(process, url, folder / "kubeconfig", line)
+        said = re.match(r"fake apiserver listening on (http://127\.0\.0\.1:\d+): ", line)
+        assert said, line + (process.stderr.read() if process.stderr else "")
+        yield FakeApiProcess(process, said[1], folder / "kubeconfig", line)
     finally:
         assert stop(process) == 0
 
@@ -137,19 +145,16 @@ async def test_the_extender_explains_a_pod_over_the_snapshots_nodes(
     fake_api_process: FakeApiProcess,
 ) -> None:
     pending = next(p for p in PODS if p["status"]["phase"] == "Pending")
-    port = free_port()
-    extender = product(
+    with product(
         "extender", "--kubeconfig", str(fake_api_process.kubeconfig),
-        "--host", "127.0.0.1", "--port", str(port),
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    try:
+        "--host", "127.0.0.1", "--port", "0",
+    ) as extender:  # fmt: skip
+        url = f"http://127.0.0.1:{listening_port(extender)}"
         await eventually(lambda: ready(url), within=20.0)
         meta = pending["metadata"]
         query = f"namespace={meta['namespace']}&name={meta['name']}"
         status, body = await get_json(f"{url}/explain?{query}")
-    finally:
-        assert stop(extender) == 0
+        assert stop(extender) == 0, extender.stderr.text
     assert status == 200
     assert body["pod"] == f"{meta['namespace']}/{meta['name']}"
     assert sorted(n["node"] for n in body["nodes"]) == [n["metadata"]["name"] for n in NODES]
@@ -162,37 +167,33 @@ async def test_the_agent_annotates_its_node(
     [bare] = [n for n in NODES if keys.TOPOLOGY not in n["metadata"]["annotations"]]
     name = bare["metadata"]["name"]
     sysfs_tree.hgx_8gpu_8nic(tmp_path)
-    agent = product(
-        "agent", "run", "--kubeconfig", str(fake_api_process.kubeconfig),
-        "--node-name", name, "--sysfs-root", str(tmp_path),
-    )  # fmt: skip
 
     async def annotation() -> str | None:
         _, node = await get_json(f"{fake_api_process.url}/api/v1/nodes/{name}")
         published: str | None = node["metadata"]["annotations"].get(keys.TOPOLOGY)
         return published
 
-    try:
+    with product(
+        "agent", "run", "--kubeconfig", str(fake_api_process.kubeconfig),
+        "--node-name", name, "--sysfs-root", str(tmp_path),
+    ) as agent:  # fmt: skip
         await eventually(annotation, within=20.0)
-    finally:
-        assert stop(agent) == 0
+        assert stop(agent) == 0, agent.stderr.text
     assert await annotation() == encode(scan(tmp_path))
 
 
 async def test_the_webhook_watches_namespaces_and_becomes_ready(
     fake_api_process: FakeApiProcess, cert_dir: Path
 ) -> None:
-    port = free_port()
-    webhook = product(
+    with product(
         "webhook", "--kubeconfig", str(fake_api_process.kubeconfig),
         "--tls-cert-file", str(cert_dir / "tls.crt"), "--tls-key-file", str(cert_dir / "tls.key"),
-        "--host", "127.0.0.1", "--port", str(port),
-    )  # fmt: skip
-    context = ssl.create_default_context(cafile=str(cert_dir / "ca.crt"))
-    try:
+        "--host", "127.0.0.1", "--port", "0",
+    ) as webhook:  # fmt: skip
+        port = listening_port(webhook)
+        context = ssl.create_default_context(cafile=str(cert_dir / "ca.crt"))
         await eventually(lambda: ready(f"https://localhost:{port}", context), within=20.0)
-    finally:
-        assert stop(webhook) == 0
+        assert stop(webhook) == 0, webhook.stderr.text
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
@@ -249,8 +250,7 @@ def test_kinds_it_does_not_serve_are_left_out_with_a_note(tmp_path: Path) -> Non
         "kind: Service\nmetadata: {name: s}\n---\nkind: Node\nmetadata: {name: n}\n"
         "---\n[{kind: Service, metadata: {name: t}}, {kind: Secret, metadata: {name: u}}]\n"
     )
-    port = free_port()
-    process = start_fake_api("--port", str(port), "--load", str(path))
+    process = start_fake_api("--port", "0", "--load", str(path))
     try:
         line = process.stdout.readline() if process.stdout else ""
         assert line.endswith(
@@ -286,10 +286,10 @@ async def test_workloads_in_a_snapshot_are_served_as_with_their_crds(tmp_path: P
     job |= {"metadata": {"name": "llama", "namespace": "team-a", "uid": "u-1"}}
     path = tmp_path / "cluster.json"
     path.write_bytes(orjson.dumps([job]))
-    port = free_port()
-    process = start_fake_api("--port", str(port), "--load", str(path))
+    process = start_fake_api("--port", "0", "--load", str(path))
     try:
         line = process.stdout.readline() if process.stdout else ""
+        port = int(line.split(": ")[0].rpartition(":")[2])
         assert line.endswith(
             ": 0 configmaps, 0 events, 0 leases, 5 namespaces, 0 nodes, "
             "0 poddisruptionbudgets, 0 pods, 1 pytorchjobs.kubeflow.org\n"

@@ -28,9 +28,12 @@ HOSTILE = 20
 
 
 async def test_load_with_rotation_and_profile_rewrites_fails_nothing() -> None:
+    """Every answer is exactly the patch of one of the two profile versions; the rotations are
+    counted by the certificates the clients were served, not only by the reloader."""
     outcome = await run(reviews=600, concurrency=64, fault_every=0.1)
     assert outcome.failed == 0, outcome.summary()
     assert outcome.rotations >= 2, outcome.summary()
+    assert outcome.served_serials >= 3, outcome.summary()  # the first and two rotated
     assert outcome.profile_writes >= 2, outcome.summary()
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import re
 import socket
 import ssl
 import subprocess
@@ -15,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from testbed.fakeapi import RESOURCES, FakeApiServer, Resource, eventually
-from testbed.net import free_port, listening
 
 WEBHOOKS = {
     **RESOURCES,
@@ -57,19 +57,28 @@ def configuration() -> dict[str, object]:
     }
 
 
+async def listening_port(stderr: asyncio.StreamReader, said: list[bytes]) -> int:
+    """The port in the webhook's "listening on" line; every line read kept in `said`."""
+    while line := await stderr.readline():
+        said.append(line)
+        if found := re.search(rb"webhook listening on https://127\.0\.0\.1:(\d+)", line):
+            return int(found[1])
+    raise AssertionError("the webhook exited before it listened:\n" + b"".join(said).decode())
+
+
 async def test_the_webhook_provisions_and_serves_its_own_certificate(tmp_path: Path) -> None:
     async with FakeApiServer(WEBHOOKS) as api:
         api.create("mutatingwebhookconfigurations", configuration())
-        port = free_port()
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "kube_rdma.cli", "webhook", "--self-provision",
             "--kubeconfig", str(kubeconfig(tmp_path / "kubeconfig", api.host)),
-            "--own-namespace", "kube-rdma", "--host", "127.0.0.1", "--port", str(port),
+            "--own-namespace", "kube-rdma", "--host", "127.0.0.1", "--port", "0",
             stderr=subprocess.PIPE,
         )  # fmt: skip
-
+        assert process.stderr is not None
+        said: list[bytes] = []
         try:
-            await eventually(lambda: listening(port), within=20.0)
+            port = await listening_port(process.stderr, said)
             secret = api.get("secrets", "kube-rdma-webhook-tls", "kube-rdma")
             ca = base64.b64decode(secret["data"]["ca.crt"])
             bundles = {
@@ -94,7 +103,7 @@ async def test_the_webhook_provisions_and_serves_its_own_certificate(tmp_path: P
         finally:
             process.terminate()
             _, stderr = await process.communicate()
-    assert b"BEGIN" not in stderr, "no key material in logs"
+    assert b"BEGIN" not in b"".join(said) + stderr, "no key material in logs"
 
 
 @pytest.mark.parametrize(
@@ -118,3 +127,70 @@ def test_tls_flags_are_checked(
     )  # fmt: skip
     assert done.returncode == 2
     assert message in json.loads(done.stderr.splitlines()[-1])["msg"]
+
+
+def served_serial(port: int, trusted: Path) -> int:
+    """The serial of the certificate the server presents, verified against `trusted`."""
+    from cryptography import x509
+
+    context = ssl.create_default_context(cafile=str(trusted))
+    with (
+        socket.create_connection(("127.0.0.1", port)) as raw,
+        context.wrap_socket(raw, server_hostname="kube-rdma-webhook.kube-rdma.svc") as tls,
+    ):
+        der = tls.getpeercert(binary_form=True)
+    assert der is not None
+    return x509.load_der_x509_certificate(der).serial_number
+
+
+async def test_a_renewed_certificate_is_swapped_into_the_running_server(tmp_path: Path) -> None:
+    """The provisioner renews an ageing serving certificate in the Secret; the server that
+    was serving the old one presents the new one from its next handshake, without a restart."""
+    import datetime as dt
+
+    from aiohttp import web
+    from cryptography import x509
+
+    from certs.provision import ProvisionSettings
+    from webhook.app import Settings
+    from webhook.tls import placeholder_reloader, self_provisioned_app
+
+    real_now = dt.datetime.now(dt.UTC)
+    clock = [real_now - dt.timedelta(days=250)]  # issued then, ageing by real now
+    provision = ProvisionSettings(
+        namespace="kube-rdma",
+        service="kube-rdma-webhook",
+        check_interval=dt.timedelta(seconds=0.05),
+        now=lambda: clock[0],
+    )
+    async with FakeApiServer(WEBHOOKS) as api:
+        api.create("mutatingwebhookconfigurations", configuration())
+        tls = placeholder_reloader(["kube-rdma-webhook.kube-rdma.svc"])
+        config = kubeconfig(tmp_path / "kubeconfig", api.host)
+        app = await self_provisioned_app(Settings(), tls, provision, config)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", 0, ssl_context=tls.context).start()
+        port = runner.addresses[0][1]
+        try:
+
+            def secret_serial() -> int:
+                data = api.get("secrets", "kube-rdma-webhook-tls", "kube-rdma")["data"]
+                (tmp_path / "ca.crt").write_bytes(base64.b64decode(data["ca.crt"]))
+                pem = base64.b64decode(data["tls.crt"])
+                return x509.load_pem_x509_certificate(pem).serial_number
+
+            first = secret_serial()
+            assert await asyncio.to_thread(served_serial, port, tmp_path / "ca.crt") == first
+            clock[0] = real_now  # a third or less of its lifetime left: renewed at the next check
+            await eventually(lambda: secret_serial() != first, within=30)
+            renewed = secret_serial()
+
+            async def serving_renewed() -> bool:
+                served = await asyncio.to_thread(served_serial, port, tmp_path / "ca.crt")
+                return served == renewed
+
+            await eventually(serving_renewed, within=30)
+        finally:
+            await runner.cleanup()
+    assert renewed != first

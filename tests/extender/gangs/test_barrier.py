@@ -5,6 +5,7 @@ or recreated while the others wait, when a bind does not match the plan, and on 
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import pytest
 
@@ -195,3 +196,53 @@ async def test_closing_fails_the_waiting_binds_at_once_and_every_later_one() -> 
     assert [await outcome(t) for t in waits] == ["stopping", "stopping"]
     assert await outcome(arrive(barrier, TRIO, 2, PLANNED[2])) == "stopping"
     assert binds.made == []
+
+
+class FailingBinds(Binds):
+    """The apiserver refuses the extender's own bind of the first member."""
+
+    def __init__(self, s: Setup, gang: Gang, error: Exception) -> None:
+        super().__init__(s, gang)
+        self.error = error
+
+    async def __call__(self, pod: tuple[str, str], uid: str, node: str) -> None:
+        if pod[1].endswith("-0"):
+            raise self.error
+        await super().__call__(pod, uid, node)
+
+
+@pytest.mark.parametrize(
+    ("error", "logged"),
+    [
+        (
+            BindError("cannot bind team-a/pair-0: InternalError"),
+            "bind of team-a/pair-0 after its gang arrived failed: cannot bind team-a/pair-0: "
+            "InternalError",
+        ),
+        (RuntimeError("lost"), "bind of team-a/pair-0 after its gang arrived failed"),
+    ],
+)
+async def test_the_extender_s_own_bind_of_a_returned_member_failing_leaves_it_to_a_retry(
+    error: Exception, logged: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    s = setup(PAIR, GangSettings(barrier_timeout=0.05, barrier_progress_timeout=30.0))
+    for i in range(PAIR.size):
+        s.filter(PAIR, i)
+    binds = FailingBinds(s, PAIR, error)
+    barrier = Barrier(s.planner, s.cluster, 0.05, binds)
+    nodes = [s.planner.plans[PAIR.key].slots[s.planner.plans[PAIR.key].assigned[key(PAIR, i)]]
+             for i in range(2)]  # fmt: skip
+    keeps_place = (
+        "gang team-a/pair: 1 of 2 members reached bind so far; this one keeps its place and is "
+        "bound when the last arrives"
+    )
+    assert await outcome(arrive(barrier, PAIR, 0, nodes[0])) == keeps_place
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="kube_rdma.extender"):
+        assert await outcome(arrive(barrier, PAIR, 1, nodes[1])) == "binds"
+        await barrier.drain()
+    warned = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warned == [logged]
+    assert binds.made == []
+    # kube-scheduler retries the member: the barrier is open, so its own request binds it.
+    assert await outcome(arrive(barrier, PAIR, 0, nodes[0])) == "binds"

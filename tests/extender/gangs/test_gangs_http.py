@@ -263,17 +263,23 @@ async def test_explain_gives_the_numbers_of_a_gang_that_does_not_fit(serve: Any)
 
 async def test_a_member_deleted_at_the_barrier_binds_nobody(serve: Any) -> None:
     members = [member("trio", i, 3) for i in range(3)]
-    client = await serve([*cluster(), *members], GangSettings(barrier_timeout=0.5))
+    gangs = GangSettings(barrier_timeout=30, barrier_progress_timeout=2.0)
+    client = await serve([*cluster(), *members], gangs)
     planned = [(await client.filter(m, NAMES))["NodeNames"][0] for m in members]
     waiting = [
         asyncio.create_task(client.bind(m, n))
         for m, n in zip(members[:2], planned[:2], strict=True)
     ]
-    await asyncio.sleep(0.1)
+    plan = client.app[EXTENDER].planner.plans[("team-a", "trio")]
+    await eventually(lambda: len(plan.waiting) == 2, within=30)
     client.app[EXTENDER].source.cluster.delete_pod(("team-a", "trio-1"))
     last = await client.bind(members[2], planned[2])
     results = [last, *[await t for t in waiting]]
-    assert all(r for r in results), "no member may bind while another is certain to fail"
+    given_up = (
+        "gang team-a/trio: 2 of 3 members reached bind, none new for 2s; none is bound, the gang "
+        "is planned again"
+    )
+    assert results == [given_up, given_up, "pod team-a/trio-1 was deleted"]
     assert all("nodeName" not in (client.pod(m) or {"spec": {}})["spec"] for m in members)
 
 
@@ -315,6 +321,5 @@ async def test_deleting_every_member_releases_the_reservation(serve: Any) -> Non
     assert planner.reserved
     for m in members:
         client.app[EXTENDER].source.cluster.delete_pod(("team-a", m["metadata"]["name"]))
-    await asyncio.sleep(0.1)
-    assert planner.plans == {}
+    await eventually(lambda: planner.plans == {})
     assert planner.reserved == {}

@@ -26,7 +26,7 @@ CONFIGMAP: Json = {
     "apiVersion": "v1",
     "kind": "ConfigMap",
     "metadata": {
-        "name": "gang-team-a-llama-" + record_name(("team-a", "llama"))[-10:],
+        "name": "gang-team-a-llama-f344170265",
         "namespace": "kube-rdma",
         "labels": {keys.GANG_PLAN: "true"},
     },
@@ -48,8 +48,17 @@ def test_a_record_is_one_configmap() -> None:
 
 
 def test_record_names_are_unique_and_short_enough() -> None:
-    assert record_name(("a-b", "c")) != record_name(("a", "b-c"))
-    assert len(record_name(("n" * 63, "g" * 253))) == 253
+    """The hash is sha256("namespace/name")'s first 10 hex digits: a-b/c and a/b-c differ."""
+    assert record_name(("a-b", "c")) == "gang-a-b-c-4e84717d75"
+    assert record_name(("a", "b-c")) == "gang-a-b-c-b88f83c840"
+    long = record_name(("n" * 63, "g" * 253))
+    assert (len(long), long[-11:]) == (253, "-" + sha256_10("n" * 63 + "/" + "g" * 253))
+
+
+def sha256_10(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()[:10]
 
 
 @pytest.fixture

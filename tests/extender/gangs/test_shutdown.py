@@ -16,7 +16,7 @@ import orjson
 from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
 from testbed.builders import nodes
-from testbed.net import free_port, wait_listening
+from testbed.processes import ChildOutput
 
 MEMBERS = [
     nodes.pod(f"trio-{i}", annotations={keys.GANG: "trio", keys.GANG_SIZE: "3"}) for i in range(3)
@@ -28,17 +28,17 @@ SHUTTING_DOWN = (
 )
 
 
-def start(tmp_path: Path) -> tuple[subprocess.Popen[bytes], str]:
+def start(tmp_path: Path) -> tuple[subprocess.Popen[str], str]:
     objects = [*(nodes.node(n, nodes.hgx()) for n in NAMES), *MEMBERS]
     snapshot = tmp_path / "cluster.json"
     snapshot.write_bytes(orjson.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
-    port = free_port()
     command = [sys.executable, "-m", "kube_rdma.cli", "extender", "--host", "127.0.0.1"]
-    command += ["--port", str(port), "--cluster-snapshot", str(snapshot)]
+    command += ["--port", "0", "--cluster-snapshot", str(snapshot)]
     command += ["--barrier-timeout", "60", "--barrier-progress-timeout", "60"]
-    process = subprocess.Popen(command, stderr=subprocess.DEVNULL)
-    assert wait_listening(port, 30.0)
-    return process, f"http://127.0.0.1:{port}"
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    assert process.stderr is not None
+    said = ChildOutput(process.stderr).wait_for(r"extender listening on (http://127\.0\.0\.1:\d+)")
+    return process, said[1]
 
 
 async def call(session: aiohttp.ClientSession, url: str, body: Json) -> Json:

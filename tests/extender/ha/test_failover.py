@@ -14,10 +14,15 @@ async def test_killing_the_serving_scheduler_pod_mid_gang_loses_nothing() -> Non
     assert report.bound_twice == []
     assert report.overcommitted == []
     assert report.partly_bound == []
+    assert [s for s in report.spells if s.outcome != "whole"] == [], (
+        "every partial gang became whole"
+    )
+    assert {s.gang for s in report.spells} <= report.gangs.keys()
     assert len(report.gangs) >= 10
     assert report.gangs_whole == report.gangs.keys()
     assert len(report.takeovers) == 3
-    # The standby takes over a lease duration and up to two retry periods after the last
-    # renewal; more on a loaded machine.
-    assert max(report.takeovers) < 3 * run.timing.duration
+    assert (report.no_bind_after, len(report.first_binds)) == ([], 3), "a bind after each takeover"
+    # How long each takeover took depends on the machine's load as much as on the Lease
+    # timing: bench/failover.py measures it (docs/PERFORMANCE.md); this test asserts that each
+    # kill was followed by a takeover and a bind, whatever the load.
     assert all(report.plans_at_kills), "a kill struck while no gang was being placed"

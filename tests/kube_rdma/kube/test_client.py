@@ -31,7 +31,7 @@ from kube_rdma.kube.errors import (
     error_for,
 )
 from testbed.fakeapi import FakeApiServer
-from testbed.net import free_port
+from testbed.net import refusing_port
 
 PATCH = {"metadata": {"labels": {"kube-rdma.io/rdma-ready": "true"}}}
 MERGE_PATCH = "application/merge-patch+json"
@@ -230,17 +230,17 @@ async def test_a_2xx_answer_that_is_not_an_object_is_not_echoed(
 
 
 async def test_a_refused_connection_is_unreachable() -> None:
-    port = free_port()
-    async with api_client_for(f"http://127.0.0.1:{port}") as api_client:
-        with pytest.raises(ApiError) as raised:
-            await call("list nodes", core_api(api_client).list_node)
-    error = raised.value
-    assert type(error) is Unreachable
-    assert (error.status, error.reason) == (None, "Unreachable")
-    assert str(error) == (
-        f"list nodes: Unreachable: Cannot connect to host 127.0.0.1:{port} ssl:default "
-        f"[Connect call failed ('127.0.0.1', {port})] {UNREACHABLE_HINT}"
-    )
+    with refusing_port() as port:
+        async with api_client_for(f"http://127.0.0.1:{port}") as api_client:
+            with pytest.raises(ApiError) as raised:
+                await call("list nodes", core_api(api_client).list_node)
+        error = raised.value
+        assert type(error) is Unreachable
+        assert (error.status, error.reason) == (None, "Unreachable")
+        assert str(error) == (
+            f"list nodes: Unreachable: Cannot connect to host 127.0.0.1:{port} ssl:default "
+            f"[Connect call failed ('127.0.0.1', {port})] {UNREACHABLE_HINT}"
+        )
 
 
 async def test_a_timeout_is_unreachable(answer: tuple[Answer, Any]) -> None:
