@@ -5,7 +5,6 @@ the Lease, schedules through its extender, and exits 1 once it can no longer ren
 from __future__ import annotations
 
 import asyncio
-import signal
 import sys
 
 from testbed.builders import nodes
@@ -45,13 +44,3 @@ async def test_it_leads_schedules_and_exits_1_when_it_cannot_renew(
         fake_api.faults.unavailable = True  # no renewal reaches the apiserver any more
         await said(child, r"^lost the lease \d+\.\d{3}$")
         assert await asyncio.to_thread(child.wait) == 1
-
-
-async def test_ctrl_c_stops_it_with_0(
-    fake_api: FakeApiServer, stub: tuple[StubExtender, str]
-) -> None:
-    _, url = stub
-    with replica(fake_api, url) as child:
-        await said(child, r"^leading ")
-        child.process.send_signal(signal.SIGINT)
-        assert await asyncio.to_thread(child.wait) == 0, child.stderr.text
