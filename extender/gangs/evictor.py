@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from extender.cluster.disruptions import Disruptions, Refused
 from extender.cluster.model import Cluster, PodKey
@@ -37,9 +38,7 @@ class Evictor:
         self.preemptions = 0
 
     def start(self, hold: Hold) -> None:
-        task = asyncio.get_running_loop().create_task(self.run(hold))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._spawn(self.run(hold))
 
     async def run(self, hold: Hold) -> None:
         units = [(name, list(pods)) for name, pods in hold.units]
@@ -63,22 +62,7 @@ class Evictor:
             f"Preempted by gang {hold.label} (priority {hold.priority}) to place it whole "
             f"in {hold.domain}; {unit} is evicted whole"
         )
-        for key in pods:
-            pod = self._cluster.pod(*key)
-            if pod is None:
-                continue
-            uid = str((pod.get("metadata") or {}).get("uid") or "")
-            try:
-                await self._disruptions.evict(*key, uid, dry_run=False)
-            except Refused as e:
-                log.warning("%s: eviction refused after its dry run (%s); deleting it", unit, e)
-                try:
-                    await self._disruptions.delete(*key, uid)
-                except Refused as again:
-                    log.error("%s: could not delete %s/%s: %s", unit, *key, again)
-                    continue
-            self.evicted += 1
-            await self._disruptions.event(pod, "Preempted", message)
+        await self._remove(unit, pods, "Preempted", message)
 
     def tear_down_gang(self, gang: Gang, pods: list[PodKey]) -> None:
         """kube-scheduler preempted a member of `gang`: its other bound members go too."""
@@ -90,15 +74,20 @@ class Evictor:
             len(pods),
             extra={"gang": str(gang)},
         )
-        task = asyncio.get_running_loop().create_task(self._rest_of(gang, pods))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _rest_of(self, gang: Gang, pods: list[PodKey]) -> None:
         message = (
             f"a member of gang {gang} was preempted by kube-scheduler; the gang cannot run "
             "in part, so its other members are evicted too"
         )
+        self._spawn(self._remove(f"gang {gang}", pods, "GangBroken", message))
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _remove(self, unit: str, pods: list[PodKey], reason: str, message: str) -> None:
+        """Evict each pod of `unit` still there; one whose eviction is refused is deleted, so
+        that the unit does not go on in part. Each pod gone gets an event."""
         for key in pods:
             pod = self._cluster.pod(*key)
             if pod is None:
@@ -107,14 +96,14 @@ class Evictor:
             try:
                 await self._disruptions.evict(*key, uid, dry_run=False)
             except Refused as e:
-                log.warning("gang %s: eviction refused (%s); deleting the member", gang, e)
+                log.warning("%s: eviction of %s/%s refused (%s); deleting it", unit, *key, e)
                 try:
                     await self._disruptions.delete(*key, uid)
                 except Refused as again:
-                    log.error("gang %s: could not delete %s/%s: %s", gang, *key, again)
+                    log.error("%s: could not delete %s/%s: %s", unit, *key, again)
                     continue
             self.evicted += 1
-            await self._disruptions.event(pod, "GangBroken", message)
+            await self._disruptions.event(pod, reason, message)
 
     async def _evict(self, key: PodKey, dry_run: bool) -> None:
         pod = self._cluster.pod(*key)
