@@ -2,7 +2,8 @@
 
 kube-apiserver writes one JSON event per request stage (`--audit-log-path`, policy level
 Metadata); the ResponseComplete events carry the user, the verb, the resource and the status.
-A 403 there is an RBAC refusal.
+A 403 there is an RBAC refusal. A watch is long-running: it completes only when it ends, which
+may be after the session, so its ResponseStarted event (written once the stream opens) counts.
 """
 
 from __future__ import annotations
@@ -47,13 +48,18 @@ def describe(event: Json) -> str:
     return f"{event['verb']} {qualified} in {ref.get('namespace', '*')}"
 
 
+def answered(event: Json) -> bool:
+    stage = event.get("stage")
+    return stage == "ResponseComplete" or (stage == "ResponseStarted" and event["verb"] == "watch")
+
+
 def activity(log: Path, user: str, agent: str = "") -> Activity:
     """The user's completed resource requests (non-resource URLs like /healthz are left out),
     only those whose User-Agent starts with `agent` (kube-scheduler and the extender share one
     ServiceAccount, and are told apart by it)."""
     found = Activity()
     for event in events(log):
-        if event.get("stage") != "ResponseComplete" or "objectRef" not in event:
+        if not answered(event) or "objectRef" not in event:
             continue
         if (event.get("user") or {}).get("username") != user:
             continue

@@ -31,14 +31,17 @@ def write_log(path: Path, events: list[Json]) -> Path:
     return path
 
 
-def test_activity_splits_done_from_refused_and_names_groups_and_subresources(
+def test_activity_splits_done_from_refused_and_counts_a_watch_still_open(
     tmp_path: Path,
 ) -> None:
     log = write_log(
         tmp_path / "audit.log",
         [
             event(WEBHOOK, "list", {"resource": "namespaces"}, 200),
-            event(WEBHOOK, "watch", {"resource": "namespaces"}, 200),
+            {
+                **event(WEBHOOK, "watch", {"resource": "namespaces"}, 200),
+                "stage": "ResponseStarted",
+            },
             event(WEBHOOK, "delete", {"resource": "secrets", "namespace": "kube-rdma"}, 403),
             {**event(WEBHOOK, "get", {"resource": "nodes"}, 200), "stage": "ResponseStarted"},
             event(WEBHOOK, "get", None, 200),
