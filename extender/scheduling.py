@@ -9,20 +9,20 @@ The HTTP handlers decode a request, make one call here and encode the answer.
 Gang plans are also written to the API (extender/gangs/records.py). Before answering, the
 scheduler checks whether another process has written records since it last looked: if so it
 serves after a takeover or a restart, and first adopts the recorded plans
-(extender/gangs/resume.py). A standby that is never called never adopts, never sweeps and so
-never writes.
+(extender/gangs/upkeep.py, extender/gangs/resume.py). A standby that is never called never
+adopts, never sweeps and so never writes.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from extender.binding import node_settings
 from extender.cluster.disruptions import Disruptions, ModelDisruptions
-from extender.cluster.model import PodKey, pod_key
+from extender.cluster.model import PodKey
 from extender.cluster.source import BindError, ClusterSource, LookupFailed
 from extender.engine import Engine, FilterOutcome
 from extender.explain import explanation
@@ -31,14 +31,15 @@ from extender.gangs.barrier import Barrier
 from extender.gangs.broken import BrokenGangs
 from extender.gangs.contention import Contention, ContentionSettings, Waiting
 from extender.gangs.evictor import Evictor
-from extender.gangs.holds import Hold, HoldBook, hold_of
+from extender.gangs.explain import gang_summary, mark_held
+from extender.gangs.holds import Hold, HoldBook
 from extender.gangs.identity import Gang, Singleton, gang_of
 from extender.gangs.ownership import owner_gang
 from extender.gangs.planner import GangSettings, Planner
 from extender.gangs.priority import pod_priority
-from extender.gangs.records import MemoryRecords, PlanRecord, PlanRecords
+from extender.gangs.records import MemoryRecords, PlanRecords
 from extender.gangs.reservations import GangKey, Reservations
-from extender.gangs.resume import Members, resume
+from extender.gangs.upkeep import Upkeep, gang_key
 from extender.podview import PodView, pod_view
 from extender.preemption import preemption_candidates
 from extender.protocol import MetaVictims
@@ -109,8 +110,16 @@ class Scheduler:
             self._waiting_members,
         )
         self._records = self.planner.records
-        self._adopted = 0
-        """The records' foreign changes when this process last adopted them."""
+        self.upkeep = Upkeep(
+            cluster,
+            self.gang,
+            self.view,
+            self.planner,
+            self.contention,
+            self.holds,
+            self.evictor,
+            self.broken,
+        )
         self._barrier = Barrier(self.planner, cluster, gangs.barrier_timeout, self._bind_member)
         self._filtered = FilteredPods(clock=clock)
 
@@ -135,7 +144,7 @@ class Scheduler:
             for pod in self._source.cluster.pods()
             if not (pod.get("spec") or {}).get("nodeName")
             and (pod.get("metadata") or {}).get("namespace") == gang.namespace
-            and _key(self.gang(pod)) == gang.key
+            and gang_key(self.gang(pod)) == gang.key
         ]
 
     def ready(self) -> bool:
@@ -146,7 +155,7 @@ class Scheduler:
         """Raises NotReady until the cluster and the gang plan records have been read."""
         if not self.ready():
             raise NotReady(STARTING)
-        self._take_over()
+        self.upkeep.take_over()
         view, gang = self.view(pod), self.gang(pod)
         if self._cached(view.namespace, view.name, view.uid) is None:
             self._filtered.remember(pod)
@@ -160,7 +169,7 @@ class Scheduler:
             outcome = self.planner.filter(view, gang, names)
             if outcome is not None:
                 return self._contended(waiting, outcome, names)
-        return self._off_holds(pod, _key(gang), self.engine.filter(view, names, _key(gang)))
+        return self._off_holds(pod, gang_key(gang), self.engine.filter(view, names, gang_key(gang)))
 
     def _contended(
         self, waiting: Waiting, outcome: FilterOutcome, names: list[str]
@@ -200,13 +209,13 @@ class Scheduler:
 
     def preempt(self, pod: Json, victims: Mapping[str, MetaVictims]) -> dict[str, MetaVictims]:
         """kube-scheduler's preemption for one pod (extender/preemption.py)."""
-        self._take_over()
+        self.upkeep.take_over()
         gang = self.gang(pod)
         if isinstance(gang, Gang):
             # Gangs preempt whole, through the extender's own gang preemption: decided now.
             view = self.view(pod)
             if view.relevant and gang.key not in self.planner.plans:
-                self._decide(self.contention.note(gang, view, pod))
+                self.upkeep.decide(self.contention.note(gang, view, pod))
             return {}
         return preemption_candidates(
             self.engine, self._source.cluster, self.holds, self.gang, self.view(pod), pod, victims
@@ -224,15 +233,15 @@ class Scheduler:
             waiting.reason = f"preemption refused: {reason}"
 
     def prioritize(self, pod: Json, names: list[str]) -> dict[str, float]:
-        self._take_over()
-        return self.engine.prioritize(self.view(pod), names, _key(self.gang(pod)))
+        self.upkeep.take_over()
+        return self.engine.prioritize(self.view(pod), names, gang_key(self.gang(pod)))
 
     async def bind(self, namespace: str, name: str, uid: str, node: str) -> dict[str, str]:
         """Bind the pod, a gang member together with the others; the annotations written.
         Raises BindError with the reason kube-scheduler is told."""
         if not self.ready():
             raise BindError(STARTING)
-        self._take_over()
+        self.upkeep.take_over()
         pod = await self._pod(namespace, name, uid)
         gang = self.gang(pod)
         if isinstance(gang, Gang):
@@ -330,171 +339,17 @@ class Scheduler:
     def explain_pod(self, pod: Json) -> Json:
         """Every node's verdict and scores for `pod`, and its gang's plan."""
         view, gang = self.view(pod), self.gang(pod)
-        body = explanation(view, self.engine.explain(view, _key(gang)), self._weights())
-        body["gang"] = self._gang_summary(gang, view)
+        body = explanation(view, self.engine.explain(view, gang_key(gang)), self._weights())
+        body["gang"] = gang_summary(gang, view, self.planner, self.contention, self.holds)
         if self.engine.require_acceptance:
             body["requireAcceptance"] = True
         if self.holds:
-            _mark_held(body, self.holds, pod_priority(pod), _key(gang))
+            mark_held(body, self.holds, pod_priority(pod), gang_key(gang))
         return body
 
-    def _gang_summary(self, gang: Gang | Singleton, view: PodView) -> Json:
-        if isinstance(gang, Singleton):
-            return {"singleton": gang.reason or "the pod names no gang"}
-        summary: Json = {"name": str(gang), "size": gang.size, "source": gang.source}
-        plan = self.planner.plans.get(gang.key)
-        if plan is None:
-            summary["plan"] = None
-            # What the filter answers kube-scheduler for this member now: the numbers.
-            summary["capacity"] = self.planner.no_fit_reason(view, gang)
-        else:
-            summary["plan"] = {"domain": plan.domain, "nodes": sorted(set(plan.slots))}
-        waiting = self.contention.waiting.get(gang.key)
-        if waiting is not None and plan is None:
-            summary["waiting"] = {
-                "priority": waiting.priority,
-                "seconds": round(self.contention.now() - waiting.since, 1),
-                "reason": waiting.reason,
-            }
-        hold = self.holds.get(gang.key)
-        if hold is not None:
-            summary["hold"] = {
-                "domain": hold.domain,
-                "nodes": sorted(hold.nodes),
-                "gpus": hold.gpus,
-                "victims": [name for name, _ in hold.units],
-            }
-        return summary
-
     def sweep(self) -> None:
-        """Gang plan upkeep as time passes and pods come and go; none while another process
-        may have written plans since this one last adopted them (a standby, or a leader that
-        lost its place)."""
-        if self._adopted == self._records.foreign_changes:
-            self.planner.sweep()
-            self._decide_waiting()
-            self.contention.sweep(self._still_waiting)
-            self._tear_down_preempted()
-            self.broken.check(self._source.cluster.pods())
-
-    def _decide_waiting(self) -> None:
-        """Gangs whose members wait in the cache get their plan, preemption or hold decided
-        here too: on a full cluster kube-scheduler finds no node for them in its own filters,
-        and never calls the extender's filter."""
-        cluster = self._source.cluster
-        pending = (p for k in list(cluster.pending) if (p := cluster.pod(*k)) is not None)
-        for waiting in self.contention.waiting_from_cache(pending, self._member_of):
-            self._decide(waiting)
-
-    def _member_of(self, pod: Json) -> tuple[Gang, PodView] | None:
-        gang, view = self.gang(pod), self.view(pod)
-        if not isinstance(gang, Gang) or not view.relevant or gang.key in self.planner.plans:
-            return None
-        return gang, view
-
-    def _decide(self, waiting: Waiting) -> None:
-        no_fit = self.planner.attempt(waiting.gang, waiting.member)
-        if no_fit is None:
-            self.contention.placed(waiting.gang.key)
-        else:
-            self.contention.unplaced(waiting, no_fit)
-
-    def _still_waiting(self, gang: GangKey) -> bool:
-        waiting = self.contention.waiting[gang]
-        return any(
-            (pod := self._source.cluster.pod(*key)) is not None
-            and not (pod.get("spec") or {}).get("nodeName")
-            for key in waiting.members
-        )
-
-    def _tear_down_preempted(self) -> None:
-        """kube-scheduler preempted a gang member for another pod: the rest of its gang goes
-        too, whole, rather than hold GPUs for a job that cannot run."""
-        preempted = self._source.cluster.preempted
-        while preempted:
-            pod = preempted.popleft()
-            gang = self.gang(pod)
-            if isinstance(gang, Gang):
-                self.evictor.tear_down_gang(gang, self._bound_members(gang.key))
-
-    def _bound_members(self, gang: GangKey) -> list[PodKey]:
-        return self._gang_pods(gang, bound=True)
-
-    def _gang_pods(self, gang: GangKey, bound: bool) -> list[PodKey]:
-        """The gang's pods in the cache, bound or pending."""
-        return [
-            pod_key(pod)
-            for pod in self._source.cluster.pods()
-            if (pod.get("metadata") or {}).get("namespace") == gang[0]
-            and bool((pod.get("spec") or {}).get("nodeName")) == bound
-            and _key(self.gang(pod)) == gang
-        ]
-
-    def _take_over(self) -> None:
-        """Adopt the recorded plans when another process has written some since last time."""
-        foreign = self._records.foreign_changes
-        if foreign == self._adopted:
-            return
-        self._adopted = foreign
-        saved = dict(self._records.saved())
-        reason = "another kube-rdma extender served meanwhile; the pod is retried"
-        plans = {k: r for k, r in saved.items() if r.hold is None}
-        resume(self.planner, plans, self._members(plans.keys()), reason)
-        self._adopt_holds([r for r in saved.values() if r.hold is not None])
-
-    def _adopt_holds(self, records: list[PlanRecord]) -> None:
-        """Keep the holds another process made; go on evicting a preemption's victims that
-        are still there (their evictions are tried dry again first)."""
-        self.holds.clear()
-        found = self._members({r.gang for r in records})
-        for record in records:
-            hold = hold_of(record, self.contention.now())
-            members = found.get(record.gang)
-            if hold is None or members is None or record.gang in self.planner.plans:
-                continue
-            self.holds.adopt(hold)
-            waiting = self.contention.note_adopted(members.gang, members.member, hold.priority)
-            waiting.members.update(self._gang_pods(record.gang, bound=False))
-            if any(self._source.cluster.pod(*key) for key in hold.victims):
-                self.evictor.start(hold)
-        if records:
-            log.info("took over %d gang holds from their records", len(records))
-
-    def _members(self, gangs: Collection[GangKey]) -> dict[GangKey, Members]:
-        """What the cache shows of each gang: a member with GPU or RDMA requests, and the
-        members bound."""
-        found: dict[GangKey, Members] = {}
-        namespaces = {namespace for namespace, _ in gangs}
-        for pod in self._source.cluster.pods():
-            if (pod.get("metadata") or {}).get("namespace") not in namespaces:
-                continue
-            gang = self.gang(pod)
-            if not isinstance(gang, Gang) or gang.key not in gangs:
-                continue
-            view = self.view(pod)
-            entry = found.get(gang.key)
-            if entry is None or (view.relevant and not entry.member.relevant):
-                entry = found[gang.key] = Members(gang, view, entry.bound if entry else {})
-            if node := (pod.get("spec") or {}).get("nodeName"):
-                entry.bound[view.key] = str(node)
-        return found
-
-
-def _mark_held(body: Json, holds: HoldBook, priority: int, gang: GangKey | None) -> None:
-    """Nodes held for another gang fail for this pod as its filter says: unresolvable."""
-    for entry in body["nodes"]:
-        hold = holds.blocking(entry["node"], priority, gang)
-        if hold is None or entry["verdict"] == "unresolvable":
-            continue
-        body["summary"][entry["verdict"]] -= 1
-        body["summary"]["unresolvable"] += 1
-        entry.pop("scores", None)
-        entry.pop("total", None)
-        entry.update(verdict="unresolvable", reason=f"node {hold.describe()}")
-
-
-def _key(gang: Gang | Singleton) -> tuple[str, str] | None:
-    return gang.key if isinstance(gang, Gang) else None
+        """Gang plan upkeep as time passes and pods come and go (extender/gangs/upkeep.py)."""
+        self.upkeep.sweep()
 
 
 def _bound_to(pod: Json, uid: str) -> str | None:
