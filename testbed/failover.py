@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -64,6 +65,9 @@ class FailoverRun:
     http_timeout: float = 2.5
     seed: int = 0
     deadline: float = 100.0
+    apiserver_flags: tuple[str, ...] = ()
+    extender_flags: tuple[str, ...] = ()
+    scheduler_flags: tuple[str, ...] = ()
 
 
 @dataclass
@@ -105,6 +109,7 @@ class Replica:
             "--port=0",
             f"--barrier-timeout={self._run.barrier_timeout}",
             "--plan-namespace=kube-rdma",
+            *self._run.extender_flags,
         )
         extender = await _listening(log, self._processes[-1])
         self._spawn(
@@ -119,6 +124,7 @@ class Replica:
             f"--http-timeout={self._run.http_timeout}",
             "--backoff-initial=0.2",
             "--backoff-max=1",
+            *self._run.scheduler_flags,
         )
 
     def _spawn(self, module: str, *args: str) -> Path:
@@ -153,18 +159,28 @@ def gang_pods(name: str, size: int) -> list[Json]:
 
 async def failover(run: FailoverRun) -> Report:
     """Run the workload to its end with `run.kills` kills of the serving pod."""
+    async with scheduler_pods(run, cluster(run)) as (url, replicas):
+        return await _drive(run, url, replicas)
+
+
+@contextlib.asynccontextmanager
+async def scheduler_pods(
+    run: FailoverRun, nodes: list[Json]
+) -> AsyncIterator[tuple[str, list[Replica]]]:
+    """The fake apiserver serving `nodes`, and the two scheduler pods started; its URL and the
+    pods. Everything is killed on the way out."""
     with tempfile.TemporaryDirectory(prefix="failover-") as folder:
         logs = Path(folder)
-        write_snapshot(cluster(run), logs / "cluster.json")
+        write_snapshot(nodes, logs / "cluster.json")
         kubeconfig = logs / "kubeconfig"
-        apiserver = _serve(logs / "cluster.json", kubeconfig)
+        apiserver = _serve(logs / "cluster.json", kubeconfig, run.apiserver_flags)
         replicas: list[Replica] = []
         try:
             url = _listening_url(apiserver)
             replicas = [Replica(n, run, url, kubeconfig, logs) for n in ("a", "b")]
             for replica in replicas:
                 await replica.start()
-            return await _drive(run, url, replicas)
+            yield url, replicas
         finally:
             for replica in replicas:
                 replica.kill()
@@ -172,10 +188,10 @@ async def failover(run: FailoverRun) -> Report:
             apiserver.wait()
 
 
-def _serve(snapshot: Path, kubeconfig: Path) -> subprocess.Popen[str]:
+def _serve(snapshot: Path, kubeconfig: Path, flags: tuple[str, ...]) -> subprocess.Popen[str]:
     """The fake apiserver process, on a port it picks."""
     command = [sys.executable, "-m", "testbed.fakeapi", "--port=0", f"--load={snapshot}"]
-    command.append(f"--kubeconfig-out={kubeconfig}")
+    command += [f"--kubeconfig-out={kubeconfig}", *flags]
     return subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, text=True)
 
 
@@ -279,10 +295,7 @@ async def _kill(
     when some gang is being placed; restart it once the other pod holds the Lease."""
     for _ in range(run.kills):
         await asyncio.sleep(rng.uniform(0.5, 2.5))
-        holder = ""
-        while not (serving := next((r for r in replicas if r.identity == holder), None)):
-            holder = await _holder(leases)
-            await asyncio.sleep(POLL_SECONDS)
+        serving = await serving_pod(leases, replicas)
         # Strike while a gang is being placed; patient, since on a loaded machine the first
         # plans may come many seconds after the start. None within the minute: recorded as 0.
         with contextlib.suppress(AssertionError):
@@ -290,15 +303,32 @@ async def _kill(
         report.plans_at_kills.append(await _plans(core))
         killed_at = time.monotonic()
         serving.kill()
-        while (await _holder(leases)) in ("", holder):  # noqa: ASYNC110 - polling the apiserver
-            await asyncio.sleep(POLL_SECONDS)
-        report.takeovers.append(time.monotonic() - killed_at)
-        await serving.start()  # the kubelet restarts it: the standby from now on
+        report.takeovers.append(await take_over(leases, serving, killed_at))
         try:
             await eventually(functools.partial(observer.bound_since, killed_at), within=30)
             report.first_binds.append(observer.last_bind - killed_at)
         except AssertionError:
             report.no_bind_after.append(len(report.takeovers))
+
+
+async def serving_pod(leases: Any, replicas: list[Replica]) -> Replica:
+    """The scheduler pod that holds the Lease, once one does."""
+    while True:
+        holder = await lease_holder(leases)
+        if serving := next((r for r in replicas if r.identity == holder), None):
+            return serving
+        await asyncio.sleep(POLL_SECONDS)
+
+
+async def take_over(leases: Any, killed: Replica, killed_at: float) -> float:
+    """Seconds from the kill until the other pod holds the Lease; then the killed pod is
+    started again (the kubelet's restart), and is the standby from then on."""
+    holder = killed.identity
+    while (await lease_holder(leases)) in ("", holder):  # noqa: ASYNC110 - polling the apiserver
+        await asyncio.sleep(POLL_SECONDS)
+    took = time.monotonic() - killed_at
+    await killed.start()
+    return took
 
 
 async def _plans(core: Any) -> int:
@@ -307,7 +337,7 @@ async def _plans(core: Any) -> int:
     return len(records["items"])
 
 
-async def _holder(leases: Any) -> str:
+async def lease_holder(leases: Any) -> str:
     try:
         lease = await call("read lease", leases.read_namespaced_lease, LEASE[1], LEASE[0])
     except NotFound:

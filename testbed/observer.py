@@ -67,6 +67,8 @@ class Observer:
         self.nodes: dict[PodKey, str] = {}
         self.gpus: dict[PodKey, int] = {}
         self.gangs: dict[PodKey, str] = {}
+        self.sizes: dict[str, int] = {}
+        """Each gang's size, from its members' annotation."""
         self.open: dict[str, Spell] = {}
         self.last_bind = 0.0
 
@@ -82,7 +84,10 @@ class Observer:
             return
         node = (pod.get("spec") or {}).get("nodeName") or ""
         before = self.nodes.get(key, "")
-        self.gangs[key] = (meta.get("annotations") or {}).get(keys.GANG, "")
+        annotations = meta.get("annotations") or {}
+        self.gangs[key] = annotations.get(keys.GANG, "")
+        if self.gangs[key] and str(annotations.get(keys.GANG_SIZE, "")).isdigit():
+            self.sizes[self.gangs[key]] = int(annotations[keys.GANG_SIZE])
         self.gpus[key] = requested_gpus(pod)
         self.nodes[key] = node
         if before and node != before:
@@ -96,12 +101,18 @@ class Observer:
         return self.last_bind >= moment
 
     def partly_bound(self) -> list[str]:
-        """Gangs with some members bound and some not, now."""
+        """Gangs with some members bound and some not, now; a member deleted counts as not
+        bound, so a gang that lost part of its members (a preemption taking part of it) is
+        partly bound too."""
         by_gang: dict[str, list[str]] = {}
         for key, node in self.nodes.items():
             if self.gangs[key]:
                 by_gang.setdefault(self.gangs[key], []).append(node)
-        return sorted(g for g, members in by_gang.items() if any(members) and not all(members))
+        return sorted(
+            gang
+            for gang, members in by_gang.items()
+            if 0 < sum(map(bool, members)) < max(len(members), self.sizes.get(gang, 0))
+        )
 
     def _check(self, node: str) -> None:
         used = sum(self.gpus[k] for k, n in self.nodes.items() if n == node)

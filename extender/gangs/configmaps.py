@@ -17,6 +17,7 @@ import contextlib
 import functools
 import logging
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from extender.gangs.records import PlanRecord, decode, encode, record_name
@@ -92,10 +93,7 @@ class ConfigMapRecords:
     # Writing
 
     def put(self, record: PlanRecord) -> None:
-        self._want(
-            record.gang,
-            PlanRecord(record.gang, record.size, record.domain, record.slots, self.identity),
-        )
+        self._want(record.gang, replace(record, holder=self.identity))
 
     def remove(self, gang: GangKey) -> None:
         self._want(gang, None)

@@ -10,7 +10,8 @@ kube-system. Workload objects in the snapshot (batch Jobs, PyTorchJobs, MPIJobs,
 Jobs and PodGroups) are served as by a cluster with their CRDs installed. `--outage AT:SECONDS`
 (repeatable) makes it unreachable for SECONDS from AT seconds after it starts listening (refusing
 connections, or answering 503 with `--outage-503`), and `--slow SECONDS` delays every answer: the
-faults a cache must ride out (faults.py), for a whole run.
+faults a cache must ride out (faults.py), for a whole run. `--termination SECONDS` keeps an
+evicted pod Terminating that long before it is deleted (evictions.py).
 """
 
 from __future__ import annotations
@@ -54,6 +55,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--outage-503", action="store_true", help="answer 503 during outages, not refuse"
     )
     parser.add_argument("--slow", type=float, default=0.0, metavar="SECONDS")
+    parser.add_argument(
+        "--termination",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="an evicted pod on a node stays Terminating this long before it is deleted",
+    )
     return parser
 
 
@@ -116,6 +124,7 @@ async def serve(server: FakeApiServer, args: argparse.Namespace, contents: str) 
             server.write_kubeconfig(args.kubeconfig_out)
         print(f"fake apiserver listening on {server.host}: {contents}", flush=True)
         server.faults.delay = args.slow
+        server.termination.seconds = args.termination
         outages = [asyncio.create_task(_later(server, o, not args.outage_503)) for o in args.outage]
         await stop.wait()
         for outage in outages:

@@ -17,7 +17,7 @@ from aiohttp import web
 
 from kube_rdma.core.objects import Json
 from testbed.fakeapi.errors import NO_RESOURCE, ApiError, integer, json_response
-from testbed.fakeapi.evictions import evict
+from testbed.fakeapi.evictions import Termination, evict
 from testbed.fakeapi.logs import LOGS, PodLogs, serve_log
 from testbed.fakeapi.recording import BODY, TRUE, Recorder
 from testbed.fakeapi.selectors import Selector
@@ -25,6 +25,7 @@ from testbed.fakeapi.store import Store, check_name
 from testbed.fakeapi.watch import Watcher, Watches
 
 STORE: Final = web.AppKey("store", Store)
+TERMINATION: Final = web.AppKey("termination", Termination)
 WATCHES: Final = web.AppKey("watches", Watches)
 
 
@@ -40,10 +41,15 @@ class Target:
 
 
 def create_app(
-    store: Store, watches: Watches, recorder: Recorder, logs: PodLogs | None = None
+    store: Store,
+    watches: Watches,
+    recorder: Recorder,
+    logs: PodLogs | None = None,
+    termination: Termination | None = None,
 ) -> web.Application:
     app = web.Application(middlewares=[recorder.middleware])
     app[STORE], app[WATCHES], app[LOGS] = store, watches, logs or PodLogs()
+    app[TERMINATION] = termination or Termination()
     app.router.add_route("*", "/api/{version}/{path:.*}", dispatch)
     app.router.add_route("*", "/apis/{group}/{version}/{path:.*}", dispatch)
     return app
@@ -61,7 +67,8 @@ async def dispatch(request: web.Request) -> web.StreamResponse:
         if request.method != "POST" or target.namespace is None:
             raise ApiError(405, f"fake apiserver: {request.method} is not supported on evictions")
         dry_run = request.query.get("dryRun") == "All"
-        answer = evict(store, target.namespace, target.name, _object(request[BODY]), dry_run)
+        body, termination = _object(request[BODY]), request.app[TERMINATION]
+        answer = evict(store, target.namespace, target.name, body, dry_run, termination)
         return json_response(answer, 201)
     if target.plural == "pods" and target.subresource == "log" and target.name is not None:
         return serve_log(request, store, target.namespace, target.name)

@@ -18,6 +18,7 @@ from kubernetes_asyncio import client
 from kube_rdma.core.objects import Json
 from testbed.fakeapi.discovery import add_discovery_routes
 from testbed.fakeapi.errors import ApiError
+from testbed.fakeapi.evictions import Termination
 from testbed.fakeapi.faults import Faults, StreamFault
 from testbed.fakeapi.kubeconfig import write_kubeconfig
 from testbed.fakeapi.logs import PodLogs
@@ -44,6 +45,8 @@ class FakeApiServer:
         self.host = ""
         self._recorder = Recorder()
         self.faults = Faults()
+        self.termination = Termination()
+        """How long an evicted pod stays Terminating (testbed/fakeapi/evictions.py)."""
         self._watches = Watches(bookmark_interval, self.faults)
         self._store = Store(resources, clock=clock, seed=seed, on_change=self._watches.publish)
         self._runner: web.AppRunner | None = None
@@ -77,7 +80,7 @@ class FakeApiServer:
         await self.stop()
 
     def create_app(self) -> web.Application:
-        app = create_app(self._store, self._watches, self._recorder, self.logs)
+        app = create_app(self._store, self._watches, self._recorder, self.logs, self.termination)
         app.middlewares.append(self.faults.middleware)
         add_discovery_routes(app)
         return app

@@ -78,6 +78,18 @@ def test_a_gang_left_partly_bound_stays_open() -> None:
     assert seen.findings.gangs_whole == set()
 
 
+def test_a_whole_gang_that_loses_a_member_is_partly_bound_until_the_rest_is_gone() -> None:
+    """A preemption that took part of a running gang: one member evicted, the other still
+    bound. Only the gang's size tells it from a whole gang of one."""
+    seen = observer()
+    seen.replace([member("g", 0, "n1"), member("g", 1, "n2")])
+    assert seen.partly_bound() == []
+    seen.event("DELETED", member("g", 0, "n1"))
+    assert seen.partly_bound() == ["g"]
+    seen.event("DELETED", member("g", 1, "n2"))
+    assert seen.partly_bound() == []
+
+
 def test_pods_outside_gangs_are_not_gangs() -> None:
     seen = observer()
     seen.event("ADDED", nodes.pod("single", node_name="n1"))

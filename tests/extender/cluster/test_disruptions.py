@@ -11,7 +11,7 @@ import pytest
 
 from extender.cluster.disruptions import LiveDisruptions, Refused
 from testbed.builders import nodes
-from testbed.fakeapi import FakeApiServer
+from testbed.fakeapi import FakeApiServer, eventually
 
 BUDGET = {
     "apiVersion": "policy/v1",
@@ -77,3 +77,17 @@ async def test_an_event_that_cannot_be_written_is_logged(
         r.getMessage().startswith("could not record event Preempted") for r in caplog.records
     )
     assert fake_api.objects("events", "team-a") == []
+
+
+async def test_an_evicted_pod_stays_terminating_for_the_grace_then_is_gone(
+    fake_api: FakeApiServer, core_v1: Any
+) -> None:
+    """With a termination grace the evicted pod is marked, kept, and deleted once it passed
+    (as the kubelet does): what a preemption waits for before its gang is placed."""
+    fake_api.termination.seconds = 0.3
+    pod = fake_api.create("pods", running("w"), "team-a")
+    await LiveDisruptions(core_v1).evict("team-a", "w", pod["metadata"]["uid"], False)
+    kept = fake_api.get("pods", "w", "team-a")["metadata"]
+    assert (bool(kept.get("deletionTimestamp")), kept["deletionGracePeriodSeconds"]) == (True, 1)
+    await LiveDisruptions(core_v1).evict("team-a", "w", pod["metadata"]["uid"], False)
+    await eventually(lambda: fake_api.objects("pods", "team-a") == [], within=5)

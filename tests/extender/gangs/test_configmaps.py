@@ -178,3 +178,20 @@ async def test_a_wish_changed_during_a_write_is_written_after_it(
     assert await records.flush(GANG)
     assert stored(fake_api) == []
     assert writes(fake_api)[-1] == ("DELETE", "item")
+
+
+async def test_a_hold_is_written_with_its_victims_and_read_back_as_a_hold(
+    fake_api: FakeApiServer, core_v1: Any
+) -> None:
+    """A hold's record carries the hold (priority, GPUs, victims): the process that takes over
+    reads it back as a hold, not as a plan of its held nodes."""
+    hold = {"priority": 1000, "gpus": 32, "units": [["gang team-a/low0", [["team-a", "low0-0"]]]]}
+    async with Running(core_v1, "extender-1") as records:
+        records.put(PlanRecord(GANG, 0, "leaf-0", ("n0", "n1"), hold=hold))
+        assert await records.flush(GANG)
+    (stored_map,) = fake_api.objects("configmaps", "kube-rdma")
+    assert stored_map["metadata"]["labels"]["kube-rdma.io/gang-hold"] == "true"
+    async with Running(core_v1) as records:
+        assert dict(records.saved()) == {
+            GANG: PlanRecord(GANG, 0, "leaf-0", ("n0", "n1"), "extender-1", hold)
+        }
