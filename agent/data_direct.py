@@ -43,6 +43,7 @@ log = logging.getLogger("kube_rdma.agent")
 VENDOR = "0x15b3"
 DEVICE = "0x2100"
 FALLBACK = "its NIC pairs with GPUs through the NIC's own function"
+UNMATCHABLE = "no Data Direct function can be matched to it"
 
 
 def data_direct_functions(
@@ -114,10 +115,10 @@ def _adapter_ids(nics: Mapping[str, Path], warn: Callable[[str], None]) -> dict[
         try:
             keywords = read_only_keywords(read_vpd(vpd))
         except OSError as e:
-            warn(f"{name}: {_unreadable(vpd, e)}; no Data Direct function can be matched to it")
+            warn(f"{name}: {unreadable_message(vpd, e)}; {UNMATCHABLE}")
             continue
         except VpdError as e:
-            warn(f"{name}: {vpd}: {e}; no Data Direct function can be matched to it")
+            warn(f"{name}: {vpd}: {e}; {UNMATCHABLE}")
             continue
         if keywords.get("V3"):
             ids[name] = keywords["V3"]
@@ -131,7 +132,7 @@ def _served(function: Path, adapters: Mapping[str, str], warn: Callable[[str], N
     try:
         keywords = read_only_keywords(read_vpd(vpd))
     except OSError as e:
-        warn(f"{where}: {_unreadable(vpd, e)}; {FALLBACK}")
+        warn(f"{where}: {unreadable_message(vpd, e)}; {FALLBACK}")
         return []
     except VpdError as e:
         warn(f"{where}: {vpd}: {e}; {FALLBACK}")
@@ -149,7 +150,7 @@ def _served(function: Path, adapters: Mapping[str, str], warn: Callable[[str], N
     return served
 
 
-def _unreadable(path: Path, error: OSError) -> str:
+def unreadable_message(path: Path, error: OSError) -> str:
     root_only = error.errno in (errno.EACCES, errno.EPERM)
     hint = " (VPD files are root's: docs/agent.md)" if root_only else ""
     return f"cannot read {path}: {error.strerror}{hint}"
