@@ -229,7 +229,9 @@ def scan(root: Path, proc_root: Path = PROC, problems: Problems | None = None) -
         if (f := dma.get(d.nic.name, d.pci)) is not None
     ]
     nics = [
-        d.nic.model_copy(update={"data_direct": DataDirect(pci=f.address, numa=f.numa)})
+        d.nic.model_copy(
+            update={"data_direct": DataDirect(pci=f.address, numa=f.numa, pcie=f.link)}
+        )
         if (f := dma.get(d.nic.name))
         else d.nic
         for d in devices

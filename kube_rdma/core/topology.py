@@ -126,6 +126,8 @@ class DataDirect(_Model):
 
     pci: str
     numa: int | None = None
+    pcie: PcieLink | None = None
+    """The function's own PCIe link: the one GPU memory traffic crosses."""
 
 
 class Nic(_Model):

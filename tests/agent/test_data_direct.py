@@ -15,9 +15,9 @@ import pytest
 
 from agent.data_direct import unreadable_message
 from agent.sysfs import scan
-from kube_rdma.core.topology import encode
+from kube_rdma.core.topology import decode, encode
 from testbed.builders import gb300_tree
-from testbed.builders.sysfs_tree import MELLANOX, NIC_CLASS, SysfsTree, vpd_image
+from testbed.builders.sysfs_tree import GEN5_X16, MELLANOX, NIC_CLASS, SysfsTree, vpd_image
 
 NO_PROC = Path("/nonexistent/proc")
 FALLBACK = "its NIC pairs with GPUs through the NIC's own function"
@@ -57,7 +57,12 @@ def test_every_gpu_pairs_with_the_nic_its_data_direct_function_serves(tmp_path: 
         "0019:06:00.0",
     ]
     assert [
-        n.model_dump(mode="json", by_alias=True, include={"name", "pci", "numa", "data_direct"})
+        n.model_dump(
+            mode="json",
+            by_alias=True,
+            exclude_none=True,
+            include={"name", "pci", "numa", "data_direct"},
+        )
         for n in topology.nics
     ] == [
         {"name": "mlx5_0", "pci": "0000:01:00.0", "numa": 0,
@@ -78,6 +83,24 @@ def test_the_published_document_names_the_data_direct_function(tmp_path: Path) -
     assert '"name":"mlx5_1","pci":"0002:01:00.0","numa":0,"ports":[' in text
     assert '"dataDirect":{"pci":"0008:03:00.0","numa":0}}' in text
     assert '{"gpu":0,"nic":"mlx5_1","level":"PXB"}' in text
+
+
+def test_the_data_direct_functions_link_is_published_and_read_back(tmp_path: Path) -> None:
+    """GPU memory traffic crosses the Data Direct function's link, not the NIC's own."""
+    tree = gb300_tree.gb300_node(tmp_path)
+    tree.link("0008:02:00.0", GEN5_X16)
+    tree.link("0008:03:00.0", GEN5_X16.trained(width=8))
+    topology = scan(tmp_path, NO_PROC)
+    text = encode(topology)
+    assert (
+        '"dataDirect":{"pci":"0008:03:00.0","numa":0,'
+        '"pcie":{"speedGTs":32.0,"width":8,"maxSpeedGTs":32.0,"maxWidth":16}}}'
+    ) in text
+    nic = decode(text).nics[1]
+    assert nic.data_direct is not None
+    assert nic.data_direct.pcie is not None
+    assert nic.data_direct.pcie.degraded
+    assert decode(text) == topology
 
 
 def test_the_same_tray_without_data_direct_pairs_as_before(tmp_path: Path) -> None:
