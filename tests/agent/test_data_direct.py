@@ -194,16 +194,42 @@ def test_a_data_direct_function_that_cannot_be_matched_leaves_its_nic_on_its_own
     ]
 
 
-def test_a_nic_whose_vpd_cannot_be_read_keeps_its_own_function(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("image", "reason"),
+    [
+        (None, "cannot read {vpd}: Is a directory"),
+        (b"\x00" * 16, "{vpd}: no read-only section (large resource tag 0x90)"),
+    ],
+    ids=["unreadable", "garbage"],
+)
+def test_a_nic_whose_vpd_cannot_be_read_keeps_its_own_function(
+    tmp_path: Path, image: bytes | None, reason: str
+) -> None:
     tree = gb300_tree.gb300_node(tmp_path)
-    vpd = break_vpd(tree, "0002:01:00.0", None)  # mlx5_1's own
+    vpd = break_vpd(tree, "0002:01:00.0", image)  # mlx5_1's own
     problems: list[str] = []
     assert levels(tmp_path, problems)[0] == ["NODE", "NODE", "SYS", "SYS"]
     assert problems == [
-        f"mlx5_1: cannot read {vpd}: Is a directory; no Data Direct function can be matched to it",
+        f"mlx5_1: {reason.format(vpd=vpd)}; no Data Direct function can be matched to it",
         "0008:03:00.0 (ConnectX-8 Data Direct): no NIC's VPD carries its V3 "
         f"'{gb300_tree.adapter_uuid(1)}'; {FALLBACK}",
     ]
+
+
+def test_a_nic_without_a_vpd_is_no_candidate_and_no_problem(tmp_path: Path) -> None:
+    """A function without a VPD capability has no `vpd` file (an SR-IOV VF, another vendor's
+    NIC): it cannot be served, and saying so every scan would be noise."""
+    tree = gb300_tree.gb300_node(tmp_path)
+    port = tree.bridge(tree.host_bridge("0001:00"), "0001:00:00.0", 0)
+    other = tree.nic(port, "0001:01:00.0", 0, {"enP1p1s0np0": 0})
+    tree.rdma("mlx5_4", other, {})
+    problems: list[str] = []
+    topology = scan(tmp_path, NO_PROC, problems)
+    assert problems == []
+    assert [n.data_direct is not None for n in topology.nics] == [True] * 4 + [False]
+    assert [p.level.value for p in topology.pairs if p.nic == "mlx5_4"] == [
+        "NODE", "NODE", "SYS", "SYS"
+    ]  # fmt: skip
 
 
 def test_two_data_direct_functions_claiming_one_nic_leave_it_on_its_own(tmp_path: Path) -> None:
