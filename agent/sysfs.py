@@ -12,32 +12,36 @@ device tree:
 - `class/net/<netdev>/mtu` for a RoCE port's MTU (an InfiniBand port's MTU is not in sysfs: its
   netdev's is IPoIB's).
 - the GPUDirect RDMA paths (agent/gdr.py), which also read /proc.
+- on ConnectX-8 with Data Direct, the function a NIC reaches GPU memory through, matched to the
+  NIC by VPD (agent/data_direct.py): the NIC's GPU pairs are measured from that function.
 
 sysfs changes under a running scan: a device is listed and gone by the time its ports are read
 (a driver reload, a VF removed), a file cannot be read (EACCES, EIO from a wedged firmware) or
 holds something half-written. Given a `problems` list, a scan leaves out what it cannot read (a
 port, a device, a PCIe link) and appends one message for each, naming the file; without one
-(`agent inspect`, `nccl-conf`) the first problem raises.
+(`agent inspect`, `nccl-conf`) the first problem raises. A Data Direct function that cannot be
+matched never fails a scan: its NIC pairs through its own function, and the warning goes to the
+list, or to the log without one.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from agent.attributes import SysfsError as SysfsError
 from agent.attributes import read_attribute, read_required
+from agent.data_direct import data_direct_functions
 from agent.gdr import gdr_paths
+from agent.pci import PciFunction, find_gpus, pci_function
+from agent.pci import Problems as Problems
+from agent.pci import left_out as _left_out
 from agent.pcie import pcie_level
-from agent.pcie_link import pcie_link
-from kube_rdma.core.topology import Gid, Gpu, Nic, Pair, PcieLink, Port, Topology
+from kube_rdma.core.topology import DataDirect, Gid, Gpu, Nic, Pair, Port, Topology
 
 PROC = Path("/proc")
-NVIDIA_VENDOR = "0x10de"
-GPU_CLASSES = ("0x0302", "0x0300")  # 3D controller, VGA controller
 ERROR_COUNTERS = (
     "symbol_error",
     "link_error_recovery",
@@ -48,21 +52,7 @@ ERROR_COUNTERS = (
     "excessive_buffer_overrun_errors",
     "port_xmit_discards",
 )
-_BDF = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 _EMPTY_GID = "0000:0000:0000:0000:0000:0000:0000:0000"
-
-Problems = list[str]
-"""What a scan left out and why, one message each."""
-
-
-def _left_out(problems: Problems | None, what: str, error: SysfsError | OSError) -> None:
-    """Note that `what` was left out because of `error`; without a list, raise it."""
-    if problems is None:
-        raise error
-    if isinstance(error, OSError):
-        problems.append(f"{what}: {error.filename}: {error.strerror}")
-    else:
-        problems.append(f"{what}: {error}")
 
 
 def _numbered(directory: Path | str) -> list[int]:
@@ -70,57 +60,6 @@ def _numbered(directory: Path | str) -> list[int]:
     if not os.path.isdir(directory):
         return []
     return sorted(int(entry) for entry in os.listdir(directory) if entry.isdigit())
-
-
-@dataclass(frozen=True)
-class PciFunction:
-    address: str
-    path: tuple[str, ...]
-    """Components of the real path below <root>/devices, host bridge first."""
-    numa: int | None
-    link: PcieLink | None
-
-
-def _numa(path: Path) -> int | None:
-    value = read_attribute(path)
-    if value is None or value.lstrip("-").isdigit() is False:
-        return None
-    number = int(value)
-    return number if number >= 0 else None
-
-
-def _pci_function(
-    root: Path, device_link: Path, problems: Problems | None = None
-) -> PciFunction | None:
-    real = Path(os.path.realpath(device_link))
-    try:
-        parts = real.relative_to(os.path.realpath(root / "devices")).parts
-    except ValueError:
-        return None
-    if not parts or not _BDF.match(parts[-1]):
-        return None
-    slot = real.parent if _BDF.match(real.parent.name) else None
-    try:
-        link = pcie_link(real, slot)
-    except SysfsError as e:
-        _left_out(problems, f"the PCIe link of {parts[-1]}", e)
-        link = None
-    return PciFunction(parts[-1], parts, _numa(real / "numa_node"), link)
-
-
-def find_gpus(root: Path, problems: Problems | None = None) -> list[PciFunction]:
-    """NVIDIA display and 3D controllers, in PCI bus id order (nvidia-smi's GPU index order)."""
-    devices = root / "bus" / "pci" / "devices"
-    found = []
-    for entry in sorted(os.listdir(devices)) if devices.is_dir() else []:
-        if read_attribute(devices / entry / "vendor") != NVIDIA_VENDOR:
-            continue
-        if not (read_attribute(devices / entry / "class") or "").startswith(GPU_CLASSES):
-            continue
-        function = _pci_function(root, devices / entry, problems)
-        if function is not None:
-            found.append(function)
-    return sorted(found, key=lambda f: f.address)
 
 
 def _state(path: Path) -> str | None:
@@ -260,7 +199,7 @@ def find_rdma_devices(root: Path, problems: Problems | None = None) -> list[Rdma
 def _rdma_device(root: Path, device_dir: Path, problems: Problems | None) -> RdmaDevice:
     if not device_dir.exists():  # listed, then removed before it could be read
         raise SysfsError(f"{device_dir}: gone while the node was scanned")
-    pci = _pci_function(root, device_dir / "device", problems)
+    pci = pci_function(root, device_dir / "device", problems)
     ports = []
     for number in _numbered(device_dir / "ports"):
         try:
@@ -282,17 +221,26 @@ def scan(root: Path, proc_root: Path = PROC, problems: Problems | None = None) -
     paths); with `problems`, what it could read, and there what it could not."""
     gpus = find_gpus(root, problems)
     devices = find_rdma_devices(root, problems)
+    dma = data_direct_functions(root, {d.nic.name: d.pci for d in devices if d.pci}, problems)
     pairs = [
-        Pair(gpu=index, nic=d.nic.name, level=pcie_level(g.path, g.numa, d.pci.path, d.pci.numa))
+        Pair(gpu=index, nic=d.nic.name, level=pcie_level(g.path, g.numa, f.path, f.numa))
         for index, g in enumerate(gpus)
         for d in devices
-        if d.pci is not None
+        if (f := dma.get(d.nic.name, d.pci)) is not None
+    ]
+    nics = [
+        d.nic.model_copy(
+            update={"data_direct": DataDirect(pci=f.address, numa=f.numa, pcie=f.link)}
+        )
+        if (f := dma.get(d.nic.name))
+        else d.nic
+        for d in devices
     ]
     return Topology(
         gpus=tuple(
             Gpu(index=i, pci=g.address, numa=g.numa, pcie=g.link) for i, g in enumerate(gpus)
         ),
-        nics=tuple(d.nic for d in devices),
+        nics=tuple(nics),
         pairs=tuple(pairs),
         source="sysfs",
         gdr=gdr_paths(root, proc_root),

@@ -17,8 +17,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 VERSION: Literal[1] = 1
-MINOR = 1
-"""1: port MTU and error rates, PCIe links of NICs and GPUs, the GPUDirect RDMA paths."""
+MINOR = 2
+"""1: port MTU and error rates, PCIe links of NICs and GPUs, the GPUDirect RDMA paths.
+2: the ConnectX-8 Data Direct function a NIC reaches GPU memory through."""
 
 # How a port carries RDMA: InfiniBand, or RoCE over Ethernet.
 LinkLayer = Literal["InfiniBand", "Ethernet"]
@@ -119,12 +120,23 @@ class Port(_Model):
     """The MTU of the port's netdev (RoCE); not in sysfs for InfiniBand."""
 
 
+class DataDirect(_Model):
+    """The PCI function (ConnectX-8 Data Direct, 15b3:2100) through which a NIC does its DMA
+    to and from GPU memory; the NIC's GPU pairs are measured from it (agent/data_direct.py)."""
+
+    pci: str
+    numa: int | None = None
+    pcie: PcieLink | None = None
+    """The function's own PCIe link: the one GPU memory traffic crosses."""
+
+
 class Nic(_Model):
     name: str
     pci: str | None = None
     numa: int | None = None
     pcie: PcieLink | None = None
     ports: tuple[Port, ...] = ()
+    data_direct: DataDirect | None = Field(default=None, alias="dataDirect")
 
 
 class Pair(_Model):

@@ -8,6 +8,10 @@ directory, linked from /sys/class/net. PCI Express functions carry their link at
 (`current_link_speed`, ... as the kernel writes them); the builders below give them only where a
 test is about links.
 
+A function may carry its PCI device ID (`device`) and its Vital Product Data (`vpd`, the bytes
+`vpd_image` lays out as the PCI specification and the kernel's drivers/pci/vpd.c read them);
+testbed/builders/gb300_tree.py builds a ConnectX-8 Data Direct node with them.
+
 `driver_proc` writes what the agent reads from /proc: the NVIDIA driver's version line and the
 kernel release.
 """
@@ -66,6 +70,23 @@ class PortSpec:
     table_size: int = 255
 
 
+VPD_ID_STRING = 0x82
+VPD_READ_ONLY = 0x90
+VPD_END = 0x78
+
+
+def vpd_image(name: str, keywords: list[tuple[str, str]]) -> bytes:
+    """A VPD as a ConnectX card's reads: the product name, then the read-only keywords in
+    order, closed by `RV` whose first byte makes all bytes up to it sum to zero, then the end
+    tag."""
+    identifier = bytes([VPD_ID_STRING]) + len(name).to_bytes(2, "little") + name.encode()
+    fields = b"".join(k.encode() + bytes([len(v)]) + v.encode() for k, v in keywords)
+    fields += b"RV\x01"
+    header = bytes([VPD_READ_ONLY]) + (len(fields) + 1).to_bytes(2, "little")
+    checksum = -sum(identifier + header + fields) % 256
+    return identifier + header + fields + bytes([checksum, VPD_END])
+
+
 def mac_link_local(mac_tail: int) -> str:
     return f"fe80:0000:0000:0000:0ac0:ebff:fe{mac_tail >> 8 & 0xFF:02x}:{mac_tail & 0xFFFF:04x}"
 
@@ -97,11 +118,19 @@ class SysfsTree:
         return path
 
     def function(
-        self, parent: Path, bdf: str, vendor: str, device_class: str, numa: int | None
+        self,
+        parent: Path,
+        bdf: str,
+        vendor: str,
+        device_class: str,
+        numa: int | None,
+        device: str | None = None,
     ) -> Path:
         path = parent / bdf
         path.mkdir(parents=True)
         (path / "vendor").write_text(vendor + "\n")
+        if device is not None:
+            (path / "device").write_text(device + "\n")
         (path / "class").write_text(device_class + "\n")
         (path / "numa_node").write_text(f"{-1 if numa is None else numa}\n")
         link = self.root / "bus" / "pci" / "devices" / bdf
@@ -115,6 +144,12 @@ class SysfsTree:
         (path / "current_link_width").write_text(f"{link.width}\n")
         (path / "max_link_speed").write_text(link.max_speed + "\n")
         (path / "max_link_width").write_text(f"{link.max_width}\n")
+
+    def vpd(self, bdf: str, image: bytes) -> Path:
+        """Give the function at `bdf` a VPD file holding `image`."""
+        path = self.root / "bus" / "pci" / "devices" / bdf / "vpd"
+        path.write_bytes(image)
+        return path
 
     def mtu(self, netdev: str, mtu: int | str) -> None:
         (self.root / "class" / "net" / netdev / "mtu").write_text(f"{mtu}\n")
@@ -139,10 +174,16 @@ class SysfsTree:
         return self.function(parent, bdf, NVIDIA, GPU_CLASS, numa)
 
     def nic(
-        self, parent: Path, bdf: str, numa: int | None, netdevs: dict[str, int], mtu: int = 9000
+        self,
+        parent: Path,
+        bdf: str,
+        numa: int | None,
+        netdevs: dict[str, int],
+        mtu: int = 9000,
+        device: str | None = None,
     ) -> Path:
         """A NIC PCI function; `netdevs` maps its network interfaces to their dev_port."""
-        path = self.function(parent, bdf, MELLANOX, NIC_CLASS, numa)
+        path = self.function(parent, bdf, MELLANOX, NIC_CLASS, numa, device)
         for name, dev_port in netdevs.items():
             (path / "net" / name).mkdir(parents=True)
             (path / "net" / name / "dev_port").write_text(f"{dev_port}\n")

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from kube_rdma.cli import build_parser, main
-from testbed.builders import sysfs_tree
+from testbed.builders import gb300_tree, sysfs_tree
+from testbed.builders.sysfs_tree import SysfsTree
 from testbed.processes import Child
 
 TOPOLOGIES = Path(__file__).resolve().parents[1] / "fixtures" / "topology"
@@ -24,6 +25,35 @@ def test_inspect_prints_the_document(tmp_path: Path, capsys: pytest.CaptureFixtu
     out = capsys.readouterr().out
     assert out == (TOPOLOGIES / "hgx-8gpu-8nic.json").read_text()
     assert json.loads(out)["version"] == 1
+
+
+def test_inspect_on_a_data_direct_tray(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    gb300_tree.gb300_node(tmp_path)
+    args = ["agent", "inspect", "--sysfs-root", str(tmp_path), "--proc-root", "/nonexistent"]
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    assert captured.out == (TOPOLOGIES / "gb300-data-direct.json").read_text()
+    assert captured.err == ""
+
+
+def test_inspect_warns_of_an_unmatched_data_direct_function_and_prints_the_document(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    gb300_tree.gb300_node(tmp_path)
+    vpd = tmp_path / "bus/pci/devices/0008:03:00.0/vpd"
+    SysfsTree.unreadable(vpd)
+    args = ["agent", "inspect", "--sysfs-root", str(tmp_path), "--proc-root", "/nonexistent"]
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    document = json.loads(captured.out)
+    assert "dataDirect" not in document["nics"][1]
+    assert [p["level"] for p in document["pairs"] if p["gpu"] == 0] == [
+        "NODE", "NODE", "SYS", "SYS"
+    ]  # fmt: skip
+    assert [json.loads(line)["msg"] for line in captured.err.splitlines()] == [
+        f"scan: 0008:03:00.0 (ConnectX-8 Data Direct): cannot read {vpd}: Is a directory; "
+        "its NIC pairs with GPUs through the NIC's own function"
+    ]
 
 
 def test_inspect_unreadable_input_exits_2(

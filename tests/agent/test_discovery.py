@@ -84,7 +84,7 @@ def test_inspect_with_topo_file(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert main([*args, "--topo-file", str(TEXTS / "no_nics_2gpu.txt")]) == 0
     assert json.loads(capsys.readouterr().out) == {
         "version": 1,
-        "minor": 1,
+        "minor": 2,
         "gpus": [{"index": 0, "numa": 0}, {"index": 1, "numa": 0}],
         "nics": [],
         "pairs": [],
@@ -125,7 +125,7 @@ def test_inspect_reads_a_gb200_tray(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert main([*args, "--topo-file", str(TEXTS / "gb200_tray_empty_cpu_affinity.txt")]) == 0
     document = {
         "version": 1,
-        "minor": 1,
+        "minor": 2,
         "gpus": [{"index": i, "numa": i // 2} for i in range(4)],
         "nics": [{"name": f"mlx5_{n}", "ports": []} for n in range(6)],
         "pairs": [

@@ -16,7 +16,7 @@ from agent.sysfs import SysfsError
 from agent.sysfs import scan as scan_sysfs
 from kube_rdma.core.objects import Json
 from kube_rdma.core.topology import Topology, encode
-from testbed.builders import sysfs_tree
+from testbed.builders import gb300_tree, sysfs_tree
 from testbed.fakeapi import FakeApiServer
 from testbed.net import refusing_port
 
@@ -88,6 +88,42 @@ async def test_publishes_the_document_and_label_once(
     restarted = Agent(core_v1, settings(tmp_path))
     await restarted.step()
     assert len(patches(fake_api)) == 1, "a restarted agent starts from what the node carries"
+
+
+async def test_a_data_direct_function_read_late_moves_its_nics_pairs(
+    fake_api: FakeApiServer,
+    core_v1: Any,
+    node: None,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """While GPU 0's Data Direct function cannot be read its NIC pairs through its own
+    function, with one warning; once it can, the next scan publishes the pairs through it."""
+    gb300_tree.gb300_node(tmp_path)
+    vpd = tmp_path / "bus/pci/devices/0008:03:00.0/vpd"
+    image = vpd.read_bytes()
+    sysfs_tree.SysfsTree.unreadable(vpd)
+    agent = Agent(core_v1, settings(tmp_path))
+    with caplog.at_level(logging.INFO, logger="kube_rdma.agent"):
+        await agent.step()
+        await agent.step()
+        vpd.rmdir()
+        vpd.write_bytes(image)
+        await agent.step()
+    problem = (
+        f"0008:03:00.0 (ConnectX-8 Data Direct): cannot read {vpd}: Is a directory; "
+        "its NIC pairs with GPUs through the NIC's own function"
+    )
+    assert [(r.levelname, r.getMessage()) for r in caplog.records if "scan" in r.getMessage()] == [
+        ("WARNING", f"scan: {problem}"),
+        ("INFO", f"scan no longer: {problem}"),
+    ]
+    documents = [
+        body["metadata"]["annotations"]["kube-rdma.io/topology"] for _, body in patches(fake_api)
+    ]
+    assert len(documents) == 2
+    assert '{"gpu":0,"nic":"mlx5_1","level":"NODE"}' in documents[0]
+    assert documents[1] == (TOPOLOGIES / "gb300-data-direct.json").read_text().rstrip("\n")
 
 
 async def test_link_going_down_is_published_and_recovery_waits_for_clean_scans(

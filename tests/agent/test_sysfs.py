@@ -135,7 +135,7 @@ def test_infiniband_dual_port_node(tmp_path: Path) -> None:
     sysfs_tree.dual_port_ib_node(tmp_path)
     assert document(tmp_path) == {
         "version": 1,
-        "minor": 1,
+        "minor": 2,
         "gpus": [],
         "nics": [
             {
@@ -179,7 +179,7 @@ def test_bonded_roce_device_with_ipv6_and_unused_entries(tmp_path: Path) -> None
     ipv6 = "fd00:0:0:10::21"
     assert document(tmp_path) == {
         "version": 1,
-        "minor": 1,
+        "minor": 2,
         "gpus": [{"index": 0, "pci": "0000:18:00.0", "numa": 0}],
         "nics": [
             {
@@ -220,7 +220,7 @@ def test_bonded_roce_device_with_ipv6_and_unused_entries(tmp_path: Path) -> None
 def test_empty_root_is_an_empty_document(tmp_path: Path) -> None:
     assert document(tmp_path) == {
         "version": 1,
-        "minor": 1,
+        "minor": 2,
         "gpus": [],
         "nics": [],
         "pairs": [],
