@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from kube_rdma.core.topology import Level, PcieLink, Port, Topology
+from kube_rdma.core.topology import Level, Nic, PcieLink, Port, Topology
 
 LEVELS = tuple(Level)
 LEVEL_SCORE = {Level.PIX: 10.0, Level.PXB: 8.0, Level.PHB: 5.0, Level.NODE: 3.0, Level.SYS: 1.0}
@@ -65,7 +65,7 @@ def rails(topology: Topology, link_layer: str | None, min_rate: float | None) ->
         ports += len(mine)
         up = [p for p in mine if p.state == "ACTIVE" and p.healthy]
         good = [p for p in up if min_rate is None or (p.rate_gbps or 0) >= min_rate]
-        rates += [usable_rate(p, nic.pcie) for p in good]
+        rates += [usable_rate(p, gpu_link(nic)) for p in good]
         if good:
             usable_nics.add(nic.name)
         if mine and not up:
@@ -95,6 +95,14 @@ def pcie_gbps(link: PcieLink) -> float:
     FLIT mode is within a few percent of it). Packet headers are not counted."""
     efficiency = 128 / 130 if link.speed_gts >= 8.0 else 8 / 10
     return link.speed_gts * link.width * efficiency
+
+
+def gpu_link(nic: Nic) -> PcieLink | None:
+    """The PCIe link the NIC's traffic to GPU memory crosses: its Data Direct function's when
+    it has one (ConnectX-8), else its own."""
+    if nic.data_direct is not None and nic.data_direct.pcie is not None:
+        return nic.data_direct.pcie
+    return nic.pcie
 
 
 def usable_rate(port: Port, link: PcieLink | None) -> float:

@@ -11,6 +11,7 @@ from extender.pairing import chosen_nics, pcie_gbps, profile, quality, rails
 from extender.podview import pod_view
 from extender.scores import registry
 from extender.weights import CRITERIA, DEFAULT, Weights
+from kube_rdma.core.topology import DataDirect
 from testbed.builders import nodes
 
 NODES = [
@@ -135,3 +136,20 @@ def test_every_weighted_criterion_has_its_scorer_in_the_weights_order() -> None:
     assert CRITERIA == ("affinity", "rate", "binpack", "locality")
     assert list(registry(NO_PLANS)) == list(CRITERIA)
     assert list(DEFAULT.as_dict()) == list(CRITERIA)
+
+
+def test_a_data_direct_nic_is_capped_by_its_data_direct_link_not_its_own() -> None:
+    """GPU memory traffic of a ConnectX-8 with Data Direct crosses the Data Direct function's
+    link: a narrow own link does not cap it, a narrow Data Direct link does."""
+    board = nodes.hgx(nic_links={0: nodes.trained(width=4)})
+    nic = board.nics[0]
+    direct = DataDirect(pci="0000:1a:00.1", pcie=nodes.GEN5_X16)
+    served = board.model_copy(
+        update={"nics": (nic.model_copy(update={"data_direct": direct}), *board.nics[1:])}
+    )
+    assert rails(served, "Ethernet", None).rates == (400.0,) * 8
+    narrow = DataDirect(pci="0000:1a:00.1", pcie=nodes.trained(width=8))
+    capped = board.model_copy(
+        update={"nics": (nic.model_copy(update={"data_direct": narrow}), *board.nics[1:])}
+    )
+    assert rails(capped, "Ethernet", None).rates == (400.0,) * 7 + (32.0 * 8 * (128 / 130),)
