@@ -7,9 +7,13 @@ import inspect
 from collections.abc import Callable
 
 POLL_SECONDS = 0.002
+PATIENCE_SECONDS = 30.0
+"""How long a condition may take by default: it returns as soon as the condition holds, so the
+bound only decides how long a failure takes to show, and a machine under load (CI's two cores,
+one of them busy) must never turn a slow success into a failure."""
 
 
-async def eventually(condition: Callable[[], object], within: float = 2.0) -> None:
+async def eventually(condition: Callable[[], object], within: float = PATIENCE_SECONDS) -> None:
     """Wait until `condition()` (awaited when it returns an awaitable) is truthy, polling often;
     AssertionError when `within` seconds pass first."""
     try:

@@ -144,7 +144,7 @@ async def test_run_publishes_through_a_kubeconfig(tmp_path: Path) -> None:
             labels = api.get("nodes", "gpu-7")["metadata"].get("labels") or {}
             return labels.get("kube-rdma.io/rdma-ready") == "true"
 
-        await eventually(published, within=5)
+        await eventually(published, within=30)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

@@ -90,4 +90,4 @@ async def test_an_evicted_pod_stays_terminating_for_the_grace_then_is_gone(
     kept = fake_api.get("pods", "w", "team-a")["metadata"]
     assert (bool(kept.get("deletionTimestamp")), kept["deletionGracePeriodSeconds"]) == (True, 1)
     await LiveDisruptions(core_v1).evict("team-a", "w", pod["metadata"]["uid"], False)
-    await eventually(lambda: fake_api.objects("pods", "team-a") == [], within=5)
+    await eventually(lambda: fake_api.objects("pods", "team-a") == [], within=30)

@@ -109,7 +109,7 @@ async def test_a_gang_whose_members_stop_arriving_is_given_up(
             await scheduler.connections.apiserver.create_pod(pod)
         assert await scheduler.run_until(
             lambda: len([d for d in planner.history if d.gang.name == "short"]) >= 2,
-            timeout=20.0,
+            timeout=30.0,
         ), "given up, then planned again from scratch"
         assert all(not b.ok for b in scheduler.binds), "no member is ever bound"
         assert not any(bound_node(p) for p in scheduler.informer.pods())
@@ -117,4 +117,4 @@ async def test_a_gang_whose_members_stop_arriving_is_given_up(
             await scheduler.connections.apiserver.delete_pod(
                 short.namespace, pod["metadata"]["name"]
             )
-        await eventually(lambda: planner.plans == {} and planner.reserved == {}, within=5.0)
+        await eventually(lambda: planner.plans == {} and planner.reserved == {}, within=30.0)

@@ -40,12 +40,12 @@ async def test_a_pinned_gang_binds_in_its_pool_without_a_miss(
     source = LiveSource(core_v1)
     config = SchedulerConfig(percentage_of_nodes_to_score=100, backoff_initial=0.05)
     async with serving(create_app(Settings(), source)) as url:
-        await eventually(source.ready, within=5.0)
+        await eventually(source.ready, within=30.0)
         async with EmulatedScheduler(fake_api.host, url, config) as scheduler:
             for i in range(4):
                 fake_api.create("pods", member(i))
             assert await scheduler.run_until(
-                lambda: sum(b.ok for b in scheduler.binds) == 4, timeout=8.0
+                lambda: sum(b.ok for b in scheduler.binds) == 4, timeout=30.0
             )
     bound = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in fake_api.objects("pods")}
     assert sorted(bound[f"pinned-{i}"] for i in range(4)) == ["n04", "n05", "n06", "n07"]

@@ -117,7 +117,7 @@ async def test_the_emulator_places_a_pod_in_its_pool_only(fake_api: FakeApiServe
         for name in ("w0", "w1"):
             fake_api.create("pods", with_spec(pod(name, gpus=8), nodeSelector={"pool": "a"}))
         done = await scheduler.run_until(
-            lambda: len(scheduler.binds) == 1 and len(scheduler.attempts) == 2, timeout=2.0
+            lambda: len(scheduler.binds) == 1 and len(scheduler.attempts) == 2, timeout=30.0
         )
     assert done
     assert [(b.pod[1], b.node) for b in scheduler.binds] == [("w0", "a1")]

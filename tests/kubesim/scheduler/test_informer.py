@@ -19,6 +19,6 @@ async def test_the_informer_survives_an_ended_and_expired_watch(fake_api: FakeAp
         fake_api.create("nodes", node("n2"))
         fake_api.compact()  # the re-watch from the last version seen gets 410: a re-list
         await eventually(lambda: ("team-a", "w") in scheduler.queue and "n2" in scheduler.nodes)
-        assert await scheduler.run_until(lambda: bool(scheduler.binds), timeout=2.0)
+        assert await scheduler.run_until(lambda: bool(scheduler.binds), timeout=30.0)
     assert list(scheduler.nodes) == ["n2"]
     assert [(b.pod, b.node, b.ok) for b in scheduler.binds] == [(("team-a", "w"), "n2", True)]

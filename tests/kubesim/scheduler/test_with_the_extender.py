@@ -30,7 +30,7 @@ async def extender_url(fake_api: FakeApiServer, core_v1: Any) -> AsyncIterator[s
             fake_api.create("pods", obj)
     source = LiveSource(core_v1)
     async with serving(create_app(Settings(), source)) as url:
-        await eventually(source.ready, within=5.0)
+        await eventually(source.ready, within=30.0)
         yield url
 
 
@@ -58,7 +58,7 @@ async def test_singletons_bind_through_the_extender(
                 peak[name] = max(peak.get(name, 0), gpus)
             return scheduler.workload_done()
 
-        assert await scheduler.run_until(done, timeout=8.0)
+        assert await scheduler.run_until(done, timeout=30.0)
     assert len(scheduler.binds) == 8
     assert all(b.ok and b.via == "extender" for b in scheduler.binds)
     by_extender = [r for r in fake_api.requests if r.path.endswith("/binding")]
@@ -81,7 +81,7 @@ async def test_gangs_are_placed_and_recorded(fake_api: FakeApiServer, extender_u
         duration=(0.2, 0.3),
     )
     async with EmulatedScheduler(fake_api.host, extender_url, FAST, workload=workload) as scheduler:
-        assert await scheduler.run_until(scheduler.workload_done, timeout=8.0)
+        assert await scheduler.run_until(scheduler.workload_done, timeout=30.0)
     recorder = scheduler.recorder
     sizes = {(j.namespace, j.name): j.members for j in workload.stream()}
     assert {k: g.size for k, g in recorder.gangs.items()} == sizes
