@@ -91,6 +91,8 @@ class NodeUsage:
         self._used: dict[str, dict[str, int]] = {}
         self.changes: dict[str, int] = {}
         """Per node, a count that moves whenever its usage does (absent: 0)."""
+        self.version = 0
+        """Moves whenever any node's usage does."""
 
     def of(self, node: str) -> Mapping[str, int]:
         return self._used.get(node, {})
@@ -105,6 +107,7 @@ class NodeUsage:
             self._add(*placed, sign=1)
 
     def _add(self, node: str, requests: Mapping[str, int], sign: int) -> None:
+        self.version += 1
         self.changes[node] = self.changes.get(node, 0) + 1
         used = self._used.setdefault(node, {})
         for name, amount in requests.items():

@@ -34,8 +34,11 @@ class NodeTree:
         self._tree: dict[str, list[str]] = {}
         self._zone_of: dict[str, str] = {}
         self._list: list[str] | None = None
+        self.version = 0
+        """Moves at every upsert and removal: a node added, gone or changed."""
 
     def upsert(self, name: str, zone: str) -> None:
+        self.version += 1
         if self._zone_of.get(name) == zone:
             return
         self.remove(name)
@@ -47,6 +50,7 @@ class NodeTree:
         self._list = None
 
     def remove(self, name: str) -> None:
+        self.version += 1
         zone = self._zone_of.pop(name, None)
         if zone is None:
             return

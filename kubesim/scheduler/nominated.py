@@ -19,6 +19,8 @@ class Nominations:
         self._by_node: dict[str, set[PodKey]] = {}
         self.changes: dict[str, int] = {}
         """Per node, a count that moves whenever its nominations do (absent: 0)."""
+        self.version = 0
+        """Moves whenever any node's nominations do."""
 
     def node_of(self, key: PodKey) -> str | None:
         found = self._pods.get(key)
@@ -52,4 +54,5 @@ class Nominations:
         return total
 
     def _bump(self, node: str) -> None:
+        self.version += 1
         self.changes[node] = self.changes.get(node, 0) + 1

@@ -22,7 +22,10 @@ Where it simplifies, and a careful reader could tell: ties go to the smallest no
 A node's in-tree verdict for a pod depends only on the node, its usage and what the pod asks
 (requests and node constraints), so it is kept until the node or its usage changes: pods of one
 shape, as a gang's members are, are judged once per node state (the simulator's day of
-thousands of pods over thousands of nodes depends on it).
+thousands of pods over thousands of nodes depends on it). And when no node passed for a shape,
+the whole pass is kept until any node, its usage or a nomination changes: a backlog of pending
+pods of one shape, retried one after another after an event that freed nothing for them, is
+judged once, not node by node for each.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Hashable, Mapping
 from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
 
 from kube_rdma.core.nodeconstraints import NodeConstraints
 from kube_rdma.core.objects import Json
@@ -96,6 +100,24 @@ def resolvable(reason: str) -> bool:
     return reason == "Too many pods" or reason.startswith("Insufficient ")
 
 
+@dataclass(frozen=True)
+class Shape:
+    """What the in-tree verdict on a node depends on, of the pod: its requests, its node
+    constraints and its priority (nominated pods of a lower one are not counted)."""
+
+    requests: Mapping[str, int]
+    constraints: NodeConstraints
+    priority: int
+
+    @classmethod
+    def of(cls, pod: Json) -> Shape:
+        return cls(pod_requests(pod), NodeConstraints.of(pod), priority(pod))
+
+    @property
+    def key(self) -> Hashable:
+        return (tuple(sorted(self.requests.items())), self.constraints.key, self.priority)
+
+
 class Placement:
     """Reads the scheduler's node facts, node order and usage, which the scheduler keeps
     current; remembers where the in-tree pass stopped."""
@@ -115,6 +137,8 @@ class Placement:
         self._next_start = 0
         self._verdicts: dict[Hashable, dict[str, tuple[NodeFacts, int, str | None]]] = {}
         """Per pod shape: node -> (its facts, its usage's changes, the verdict then)."""
+        self._none_passed: dict[Hashable, tuple[tuple[int, int, int], dict[str, str]]] = {}
+        """Per pod shape: the cluster's state when a whole pass found no node, and its reasons."""
 
     async def find_node(self, pod: Json, extender: ExtenderClient | None) -> tuple[str, int]:
         """The node for the pod, and how many feasible nodes the in-tree pass sampled; `extender`
@@ -124,7 +148,8 @@ class Placement:
         names = self._tree.list()
         if not names:
             raise Unschedulable("no nodes available to schedule pods")
-        check = self.checker(pod)
+        shape = Shape.of(pod)
+        check = self.checker(pod, shape)
         failed: dict[str, str] = {}
         in_tree: dict[str, str] = {}
         unresolvable: set[str] = set()
@@ -140,7 +165,7 @@ class Placement:
             else:
                 in_tree[nominated] = failed[nominated] = reason
         wanted = num_feasible_nodes_to_find(len(names), self._config.percentage_of_nodes_to_score)
-        feasible, scanned, processed = scan(names, self._next_start, wanted, check)
+        feasible, scanned, processed = self._scan(shape, names, wanted, check, nominated is None)
         in_tree.update(scanned)
         failed.update(scanned)
         self._next_start = (self._next_start + processed) % len(names)
@@ -157,14 +182,31 @@ class Placement:
         scores = await self._scores(pod, feasible, pod_requests(pod), extender)
         return min(feasible, key=lambda n: (-scores[n], n)), sampled
 
-    def checker(self, pod: Json) -> Callable[[str], str | None]:
+    def _scan(
+        self,
+        shape: Shape,
+        names: list[str],
+        wanted: int,
+        check: Callable[[str], str | None],
+        unnominated: bool,
+    ) -> tuple[list[str], dict[str, str], int]:
+        """scan, or its answer kept from a whole pass that found no node for this shape in the
+        same cluster state (a pod with a nomination of its own is always scanned: its own
+        nomination is left out of its node's use)."""
+        state = (self._tree.version, self._usage.version, self._nominations.version)
+        kept = self._none_passed.get(shape.key)
+        if unnominated and kept is not None and kept[0] == state:
+            return [], kept[1], len(names)
+        feasible, failed, processed = scan(names, self._next_start, wanted, check)
+        if unnominated and not feasible:
+            self._none_passed[shape.key] = (state, failed)
+        return feasible, failed, processed
+
+    def checker(self, pod: Json, shape: Shape) -> Callable[[str], str | None]:
         """The in-tree verdict on a node for the pod (None: it fits), nominated pods counted."""
-        requests = pod_requests(pod)
-        constraints = NodeConstraints.of(pod)
-        mine, key = priority(pod), pod_key(pod)
-        verdicts = self._verdicts.setdefault(
-            (tuple(sorted(requests.items())), constraints.key, mine), {}
-        )
+        requests, constraints, mine = shape.requests, shape.constraints, shape.priority
+        key = pod_key(pod)
+        verdicts = self._verdicts.setdefault(shape.key, {})
         nodes, usage, counts = self._nodes, self._usage, self._usage.changes
         nominations, nominated_counts = self._nominations, self._nominations.changes
         own = nominations.node_of(key)

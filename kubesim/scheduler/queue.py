@@ -112,6 +112,7 @@ class SchedulingQueue:
         queued.backoff_until = now + backoff_duration(queued.attempts, self._initial, self._maximum)
         queued.ticket = next(self._tickets)
         self._pods[queued.key] = queued
+        self._parked.pop(queued.key, None)  # kept in the order of parking, which _flush reads
         self._parked[queued.key] = now
 
     def move_all(self) -> None:
@@ -155,7 +156,8 @@ class SchedulingQueue:
     def _flush(self) -> None:
         now = self._clock.now()
         if self._max_unschedulable is not None:
-            for key, parked in list(self._parked.items()):
+            while self._parked:  # in the order they were parked
+                key, parked = next(iter(self._parked.items()))
                 if parked + self._max_unschedulable > now:  # as next_ready computes it
                     break
                 self._unpark(key)
