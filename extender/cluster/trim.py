@@ -8,7 +8,8 @@ informer's store), so memory follows the useful data. What each one keeps, and w
 - Pod: name, namespace, uid, labels, annotations and the controller's ownerReference (the pod's
   view, gang identity); spec.nodeName and each container's name, resources and the env entries
   that read a field (the pod's requests, the annotations a bind must write); spec.nodeSelector,
-  the required node affinity and the tolerations (the nodes a gang member may use); status.phase.
+  the required node affinity and the tolerations (the nodes a gang member may use); priority,
+  preemptionPolicy and activeDeadlineSeconds (preemption and holds); status.phase.
   Annotations are kept but for a few large ones nothing here reads (NOT_READ_ANNOTATIONS), since
   gang identity looks up keys of many schedulers and queues.
 - Node: name, labels, the kube-rdma.io/ annotations (the topology document),
@@ -74,6 +75,8 @@ def trim_pod(pod: Json) -> Json:
         trimmed_spec["priority"] = spec["priority"]
     if spec.get("preemptionPolicy") == "Never":
         trimmed_spec["preemptionPolicy"] = "Never"
+    if spec.get("activeDeadlineSeconds") is not None:  # when a held domain drains at the latest
+        trimmed_spec["activeDeadlineSeconds"] = spec["activeDeadlineSeconds"]
     trimmed_spec.update(_node_constraints(spec))
     result: Json = {**_type(pod), "metadata": kept, "spec": trimmed_spec}
     status = _pod_status(pod.get("status") or {})

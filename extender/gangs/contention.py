@@ -21,7 +21,7 @@ from extender.cluster.model import Cluster, NodeInfo, PodKey, pod_key, pod_reque
 from extender.engine import Engine
 from extender.gangs.holds import Hold, HoldBook
 from extender.gangs.identity import Gang, Singleton
-from extender.gangs.priority import Unit, may_preempt, pod_priority, started
+from extender.gangs.priority import Unit, may_preempt, pod_priority, started, unit_ends_by
 from extender.gangs.reservations import GangKey, Reservations
 from extender.gangs.victims import Room, VictimChoice, choose_victims
 from extender.podview import PodView
@@ -307,11 +307,15 @@ class Contention:
 
 
 def _drain_rank(choice: VictimChoice) -> tuple[object, ...]:
-    """Holds: fewest GPUs still to free, then the lowest priority, then the youngest occupants."""
+    """Holds: fewest GPUs still to free, then the lowest priority; then, where every occupant
+    has a deadline (activeDeadlineSeconds), the domain drained soonest at the latest, before
+    any whose end is unknown; then the youngest occupants."""
     gpus = sum(u.gpus for u in choice.units)
     top = max((u.priority for u in choice.units), default=0)
+    known = [u.ends_by for u in choice.units if u.ends_by is not None]
+    drained_by = (0, max(known, default="")) if len(known) == len(choice.units) else (1, "")
     youngest = max((u.started for u in choice.units), default="")
-    return (gpus, top, _invert(youngest))
+    return (gpus, top, drained_by, _invert(youngest))
 
 
 def _invert(text: str) -> tuple[int, ...]:
@@ -341,4 +345,5 @@ def _unit(name: str, pods: list[Json], gpu_resources: tuple[str, ...]) -> Unit:
         gpus=sum(pod_requests(p).get(r, 0) for p in pods for r in gpu_resources),
         started=max(started(p) for p in pods),
         gang=name.startswith("gang "),
+        ends_by=unit_ends_by(pods),
     )

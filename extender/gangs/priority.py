@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 from extender.cluster.model import PodKey
 from kube_rdma.core.objects import Json
@@ -34,6 +35,22 @@ def started(pod: Json) -> str:
     return str(status.get("startTime") or meta.get("creationTimestamp") or "")
 
 
+def ends_by(pod: Json) -> str | None:
+    """When the pod ends at the latest (RFC 3339, sortable): its start plus its
+    `activeDeadlineSeconds`, past which the kubelet fails it (DeadlineExceeded). None without
+    a deadline, or before it started."""
+    deadline = (pod.get("spec") or {}).get("activeDeadlineSeconds")
+    start = (pod.get("status") or {}).get("startTime")
+    if not isinstance(deadline, int) or isinstance(deadline, bool) or not start:
+        return None
+    try:
+        begun = datetime.fromisoformat(str(start).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    end = begun.astimezone(UTC) + timedelta(seconds=deadline)
+    return end.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 @dataclass(frozen=True)
 class Unit:
     """Pods that are evicted together, or not at all."""
@@ -48,6 +65,13 @@ class Unit:
     started: str
     """The latest start among its pods (RFC 3339)."""
     gang: bool
+    ends_by: str | None = None
+    """When its last pod ends at the latest (RFC 3339), when every pod has a deadline."""
+
+
+def unit_ends_by(pods: Sequence[Json]) -> str | None:
+    ends = [ends_by(pod) for pod in pods]
+    return max(e for e in ends if e is not None) if ends and None not in ends else None
 
 
 def least_damage_first(units: Sequence[Unit]) -> list[Unit]:

@@ -15,6 +15,7 @@ from extender.engine import FilterOutcome
 from extender.explain import table
 from extender.gangs.contention import ContentionSettings
 from extender.gangs.planner import GangSettings
+from extender.gangs.priority import ends_by
 from extender.gangs.records import PlanRecord
 from extender.protocol import MetaVictims
 from extender.scheduling import Scheduler
@@ -527,3 +528,58 @@ async def test_kube_schedulers_preempt_call_for_a_member_decides_its_gang() -> N
     assert hold is not None
     assert hold.units, "it preempts"
     await s.evictor.drain()
+
+
+def running_since(name: str, node: str, start: str, deadline: int | None = None) -> Json:
+    found = pod(name, node=node)
+    found["status"]["startTime"] = start
+    if deadline is not None:
+        found["spec"]["activeDeadlineSeconds"] = deadline
+    return found
+
+
+@pytest.mark.parametrize(
+    ("a_deadline", "c_deadline", "held"),
+    [
+        (None, None, "leaf-c"),  # no deadlines: the youngest occupants (leaf-c started later)
+        (7200, None, "leaf-a"),  # leaf-a must be drained in 2 h at the latest; leaf-c unknown
+        (7200, 600, "leaf-c"),  # both known: leaf-c by 12:10, leaf-a by 14:00
+        (None, 600, "leaf-c"),
+    ],
+)
+def test_a_hold_drains_the_domain_whose_deadlines_end_soonest(
+    a_deadline: int | None, c_deadline: int | None, held: str
+) -> None:
+    """Equal GPUs to free and equal priority: the occupants' activeDeadlineSeconds, where every
+    one has it, bound when the domain is drained, and the soonest-drained domain is held; where
+    an end is unknown, the youngest occupants' domain is."""
+    clock = Clock()
+    leaves = [
+        nodes.node(f"{leaf[-1]}{i}", nodes.hgx(), labels={LEAF: leaf})
+        for leaf in ("leaf-a", "leaf-c")
+        for i in range(4)
+    ]
+    busy = [
+        running_since(f"job-a{i}", f"a{i}", "2026-12-02T12:00:00Z", a_deadline) for i in range(4)
+    ]
+    busy += [
+        running_since(f"job-c{i}", f"c{i}", "2026-12-02T12:00:30Z", c_deadline) for i in range(4)
+    ]
+    big = [member("big", i, 4) for i in range(4)]
+    s = scheduler([*leaves, *busy, *big], clock, hold_after=0, preemption=False)
+    s.filter(big[0], [n["metadata"]["name"] for n in leaves])
+    hold = s.holds.get(("team-a", "big"))
+    assert hold is not None
+    assert hold.domain == held
+
+
+def test_a_pod_ends_by_its_start_plus_its_active_deadline() -> None:
+    assert ends_by(running_since("p", "a0", "2026-12-02T23:59:00Z", 120)) == "2026-12-03T00:01:00Z"
+    assert (
+        ends_by(running_since("p", "a0", "2026-12-02T23:59:00+00:00", 60)) == "2026-12-03T00:00:00Z"
+    )
+    assert ends_by(running_since("p", "a0", "2026-12-02T23:59:00Z")) is None
+    pending = pod("pending")
+    pending["spec"]["activeDeadlineSeconds"] = 60
+    assert ends_by(pending) is None  # not started: no start to count from
+    assert ends_by(running_since("p", "a0", "yesterday", 60)) is None
