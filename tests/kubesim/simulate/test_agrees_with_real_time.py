@@ -1,6 +1,6 @@
 """The simulated-time run agrees with the real-time emulator on the same jobs: the same jobs
 placed, no partial gang in either, and time to place p50 at most 20 % above the real one (and
-not below half of it: load slows only the real run).
+at least one cycle: load slows only the real run, by as much as it likes).
 
 The real-time run is the emulated kube-scheduler over HTTP against the fake apiserver and the
 extender app in live mode, as the gang proofs run it; each scheduling cycle takes at least
@@ -76,6 +76,7 @@ async def test_simulated_time_agrees_with_real_time(
     assert real["partial_gangs"]["gangs"] == simulated["partial_gangs"]["gangs"] == 0
     real_p50 = real["time_to_place_seconds"]["p50"]
     simulated_p50 = simulated["time_to_place_seconds"]["p50"]
-    # A loaded machine only ever slows the real-time run (its cycles take CYCLE or longer),
-    # so the simulated p50 may be below the real one by more than it may be above it.
-    assert 0.5 * real_p50 <= simulated_p50 <= 1.2 * real_p50, (simulated_p50, real_p50)
+    # A loaded machine only ever slows the real-time run (its cycles take CYCLE or longer, by
+    # as much as the load makes them), so only the upper bound compares the two; below, every
+    # pod takes one cycle at least.
+    assert SETTINGS.cycle <= simulated_p50 <= 1.2 * real_p50, (simulated_p50, real_p50)
