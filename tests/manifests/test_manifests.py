@@ -465,12 +465,22 @@ def granted_rules(namespace: str, account: str) -> list[Json]:
     return [rule for role in roles for rule in role["rules"]]
 
 
-def test_rbac_reads_namespaces_only() -> None:
+WEBHOOK_RULES = [
+    {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]},
+    {
+        "apiGroups": ["resource.k8s.io"],
+        "resources": ["deviceclasses", "resourceclaims", "resourceclaimtemplates"],
+        "verbs": ["get"],
+    },
+]
+"""What the webhook reads (tests/webhook/dra/test_source.py checks the DRA reads against what
+the webhook sends a fake apiserver)."""
+
+
+def test_rbac_reads_namespaces_and_dra_objects_only() -> None:
     account = pod_spec()["serviceAccountName"]
     assert find("ServiceAccount", account)["metadata"]["namespace"] == NAMESPACE
-    assert granted_rules(NAMESPACE, account) == [
-        {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]}
-    ]
+    assert granted_rules(NAMESPACE, account) == WEBHOOK_RULES
 
 
 # --- Pod Security ---------------------------------------------------------------------------
