@@ -327,3 +327,36 @@ def test_the_attached_pod_is_what_the_webhook_leaves() -> None:
     spec = attached_pod()["spec"]
     assert result["spec"]["resourceClaims"] == spec["resourceClaims"]
     assert result["spec"]["containers"][0]["resources"] == spec["containers"][0]["resources"]
+
+
+def denied(message: str) -> Json:
+    return {
+        "uid": "0b5c3e2a-7f1d-4c88-9a51-3d2e1f0a9b77",
+        "allowed": False,
+        "status": {"code": 403, "reason": "Forbidden", "message": message},
+    }
+
+
+async def test_a_missing_template_denies_with_how_to_provide_it(
+    serve: Serve, settings: Settings
+) -> None:
+    async with serve(settings) as client:
+        response = await client.review(pods.request(worker("bare", PAIRS)))
+    assert response == denied(
+        'ResourceClaimTemplate "rdma-gpu-nic-8" does not exist in namespace "bare". RDMA profile '
+        '"pairs" gives pods with 8 GPUs their GPUs and RDMA NICs through it '
+        "(dra.claimTemplates), and a pod can only use a template of its own namespace: ask the "
+        "cluster admin to create it in bare (kube-rdma's manifests/examples/dra holds one), or "
+        'opt this pod out with kube-rdma.io/inject: "false"'
+    )
+
+
+async def test_a_template_without_nics_denies(serve: Serve, settings: Settings) -> None:
+    pod = worker("team-a", {"kube-rdma.io/profile": "gpus-only-template"})
+    async with serve(settings) as client:
+        response = await client.review(pods.request(pod))
+    assert response == denied(
+        'ResourceClaimTemplate team-a/single-gpu, which RDMA profile "gpus-only-template" '
+        "attaches to pods with 8 GPUs, requests no RDMA NIC device class the profile knows "
+        "(dra.gpuClasses, gpuDrivers, nicClasses, nicDrivers); fix the template or the profile"
+    )

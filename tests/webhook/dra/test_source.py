@@ -1,0 +1,182 @@
+"""The webhook's DRA reads against the fake apiserver, through kubernetes-asyncio: the version
+discovery finds (v1, else v1beta2, else v1beta1), a GET per object and nothing else, and the
+webhook's RBAC is exactly those GETs."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import yaml
+from kubernetes_asyncio import client
+
+from kube_rdma.core.objects import Json
+from testbed.builders import pods
+from testbed.fakeapi import RESOURCES, FakeApiServer, Resource
+from tests.webhook.dra.objects import ROOT, device_classes, placed, template
+from webhook.admission import Admitter
+from webhook.dra.source import CLASSES, TEMPLATES, DraUnavailable, LiveDra
+from webhook.namespaces import StaticNamespaces
+from webhook.profile_store import ProfileStore
+
+KINDS = {
+    "deviceclasses": ("DeviceClass", False),
+    "resourceclaims": ("ResourceClaim", True),
+    "resourceclaimtemplates": ("ResourceClaimTemplate", True),
+}
+
+
+def dra_resources(version: str) -> dict[str, Resource]:
+    """resource.k8s.io served at one version, as a 1.34 (v1), 1.33 (v1beta2) or 1.32 (v1beta1)
+    apiserver serves it by default."""
+    return {
+        plural: Resource(kind, namespaced, f"resource.k8s.io/{version}", plural)
+        for plural, (kind, namespaced) in KINDS.items()
+    }
+
+
+async def serving(version: str | None) -> FakeApiServer:
+    resources = dict(RESOURCES) | (dra_resources(version) if version else {})
+    server = FakeApiServer(resources)
+    await server.start()
+    return server
+
+
+@pytest.fixture
+async def v1_api() -> AsyncIterator[FakeApiServer]:
+    server = await serving("v1")
+    yield server
+    await server.stop()
+
+
+def calls(server: FakeApiServer) -> list[tuple[str, str]]:
+    return [(r.method, r.path) for r in server.requests]
+
+
+@pytest.mark.parametrize(
+    ("version", "discovered"),
+    [("v1", ["v1"]), ("v1beta2", ["v1", "v1beta2"]), ("v1beta1", ["v1", "v1beta2", "v1beta1"])],
+)
+async def test_reads_the_newest_version_served(version: str, discovered: list[str]) -> None:
+    server = await serving(version)
+    try:
+        gpu = placed(template("single-gpu", "resource.k8s.io/v1beta1"), "team-a")
+        server.create(TEMPLATES, gpu, "team-a")
+        server.create(CLASSES, device_classes()[0])
+        async with server.api_client() as api:
+            source = LiveDra(client.CustomObjectsApi(api))
+            got = await source.get(TEMPLATES, "team-a", "single-gpu")
+            again = await source.get(TEMPLATES, "team-a", "single-gpu")
+            gpu_class = await source.get(CLASSES, None, "gpu.nvidia.com")
+    finally:
+        await server.stop()
+    assert got is not None and again == got
+    assert got["spec"] == gpu["spec"]
+    assert gpu_class is not None and gpu_class["metadata"]["name"] == "gpu.nvidia.com"
+    group = "/apis/resource.k8s.io"
+    templates = f"{group}/{version}/namespaces/team-a/resourceclaimtemplates/single-gpu"
+    assert calls(server) == [
+        *(("GET", f"{group}/{v}") for v in discovered),
+        ("GET", templates),
+        ("GET", templates),
+        *(("GET", f"{group}/{v}") for v in discovered),
+        ("GET", f"{group}/{version}/deviceclasses/gpu.nvidia.com"),
+    ]
+
+
+async def test_no_dra_served_and_no_object_read_as_none() -> None:
+    server = await serving(None)
+    try:
+        async with server.api_client() as api:
+            source = LiveDra(client.CustomObjectsApi(api))
+            assert await source.get(TEMPLATES, "team-a", "single-gpu") is None
+    finally:
+        await server.stop()
+    assert [path for _, path in calls(server)] == [
+        "/apis/resource.k8s.io/v1",
+        "/apis/resource.k8s.io/v1beta2",
+        "/apis/resource.k8s.io/v1beta1",
+    ]
+
+
+async def test_a_missing_object_is_none(v1_api: FakeApiServer) -> None:
+    async with v1_api.api_client() as api:
+        source = LiveDra(client.CustomObjectsApi(api))
+        assert await source.get(TEMPLATES, "team-a", "nothing-here") is None
+
+
+async def test_an_apiserver_error_is_unavailable(v1_api: FakeApiServer) -> None:
+    path = "/apis/resource.k8s.io/v1/namespaces/team-a/resourceclaimtemplates/single-gpu"
+    v1_api.fail("GET", path, 500)
+    async with v1_api.api_client() as api:
+        source = LiveDra(client.CustomObjectsApi(api))
+        with pytest.raises(DraUnavailable) as raised:
+            await source.get(TEMPLATES, "team-a", "single-gpu")
+    assert str(raised.value) == (
+        "get resource.k8s.io/v1 resourceclaimtemplates team-a/single-gpu: InternalError: fake "
+        "apiserver: injected failure"
+    )
+
+
+def webhook_dra_rules() -> list[Json]:
+    docs = yaml.safe_load_all((ROOT / "manifests" / "webhook" / "rbac.yaml").read_text())
+    role = next(d for d in docs if d["kind"] == "ClusterRole")
+    return [r for r in role["rules"] if r["apiGroups"] == ["resource.k8s.io"]]
+
+
+def authorized_as(path: str, method: str) -> tuple[str, str, str] | None:
+    """(apiGroup, resource, verb) of a request naming one object of resource.k8s.io; None for
+    discovery, which every authenticated client may read (system:discovery)."""
+    parts = path.strip("/").split("/")
+    if len(parts) == 3:
+        return None
+    assert parts[:2] == ["apis", "resource.k8s.io"] and method == "GET", path
+    return "resource.k8s.io", parts[-2], "get"
+
+
+async def test_the_webhook_rbac_is_exactly_what_it_reads(
+    v1_api: FakeApiServer, tmp_path: Path
+) -> None:
+    """Two reviews that read every kind: a pod naming a ResourceClaim whose class (dranet.net)
+    the profile lists only by driver, and a pod that the profile attaches a template to."""
+    profiles = tmp_path / "profiles.yaml"
+    profiles.write_text(
+        "profiles:\n  default:\n    dra:\n      claimTemplates: {4: rdma-gpu-nic-8}\n"
+    )
+    for cls in device_classes():
+        v1_api.create(CLASSES, cls)
+    pair = placed(template("rdma-gpu-nic-8"), "team-a")
+    v1_api.create(TEMPLATES, pair, "team-a")
+    nics = placed(template("h100-4gpu-4nic-numa-aligned"), "team-a")
+    claim = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "shared-nics", "namespace": "team-a"},
+        "spec": nics["spec"]["spec"],
+    }
+    v1_api.create("resourceclaims", claim, "team-a")
+    claimed = pods.pytorchjob("worker", 0, "team-a", {"kube-rdma.io/inject": "true"})
+    claimed["spec"]["containers"][0]["resources"]["claims"] = [{"name": "nics"}]
+    claimed["spec"]["resourceClaims"] = [{"name": "nics", "resourceClaimName": "shared-nics"}]
+    attached = pods.pytorchjob("worker", 1, "team-a", {"kube-rdma.io/inject": "true"})
+    for kind in ("limits", "requests"):
+        attached["spec"]["containers"][0]["resources"][kind]["nvidia.com/gpu"] = "4"
+    async with v1_api.api_client() as api:
+        source = LiveDra(client.CustomObjectsApi(api))
+        admitter = Admitter(ProfileStore(profiles), StaticNamespaces(), "kube-rdma", dra=source)
+        decisions = [await admitter.review(pods.request(p)) for p in (claimed, attached)]
+    assert [d.outcome for d in decisions] == ["patched", "patched"]
+    reads = [authorized_as(r.path, r.method) for r in v1_api.requests]
+    assert sorted({r for r in reads if r is not None}) == [
+        ("resource.k8s.io", "deviceclasses", "get"),
+        ("resource.k8s.io", "resourceclaims", "get"),
+        ("resource.k8s.io", "resourceclaimtemplates", "get"),
+    ]
+    assert webhook_dra_rules() == [
+        {
+            "apiGroups": ["resource.k8s.io"],
+            "resources": ["deviceclasses", "resourceclaims", "resourceclaimtemplates"],
+            "verbs": ["get"],
+        }
+    ]
