@@ -71,9 +71,11 @@ async def test_reads_the_newest_version_served(version: str, discovered: list[st
             gpu_class = await source.get(CLASSES, None, "gpu.nvidia.com")
     finally:
         await server.stop()
-    assert got is not None and again == got
+    assert got is not None
+    assert again == got
     assert got["spec"] == gpu["spec"]
-    assert gpu_class is not None and gpu_class["metadata"]["name"] == "gpu.nvidia.com"
+    assert gpu_class is not None
+    assert gpu_class["metadata"]["name"] == "gpu.nvidia.com"
     group = "/apis/resource.k8s.io"
     templates = f"{group}/{version}/namespaces/team-a/resourceclaimtemplates/single-gpu"
     assert calls(server) == [
@@ -131,7 +133,8 @@ def authorized_as(path: str, method: str) -> tuple[str, str, str] | None:
     parts = path.strip("/").split("/")
     if len(parts) == 3:
         return None
-    assert parts[:2] == ["apis", "resource.k8s.io"] and method == "GET", path
+    assert parts[:2] == ["apis", "resource.k8s.io"], path
+    assert method == "GET", path
     return "resource.k8s.io", parts[-2], "get"
 
 
