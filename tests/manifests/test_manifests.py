@@ -79,10 +79,11 @@ def load_documents() -> list[tuple[str, Json]]:
         if path.suffix not in (".yaml", ".yml") or path.name == "kustomization.yaml":
             continue
         # Overlays of webhook/ (test_cert_manager.py, test_self_provision_manifests.py), the
-        # Prometheus operator's objects (test_monitoring.py) and the stack's overlays
-        # (test_kustomizations.py).
+        # Prometheus operator's objects (test_monitoring.py), the stack's overlays
+        # (test_kustomizations.py) and the DRA examples, which need resource.k8s.io/v1 and so
+        # Kubernetes 1.34 (test_dra_examples.py).
         top = path.relative_to(MANIFESTS).parts[0]
-        if top in ("cert-manager", "self-provision", "monitoring", "overlays"):
+        if top in ("cert-manager", "self-provision", "monitoring", "overlays", "examples"):
             continue
         for doc in yaml.safe_load_all(path.read_text()):
             if doc is not None:
