@@ -187,7 +187,7 @@ def _missing_template(namespace: str, profile: str, template: str, gpus: int) ->
         f'profile "{profile}" gives pods with {gpus} GPUs their GPUs and RDMA NICs through it '
         "(dra.claimTemplates), and a pod can only use a template of its own namespace: ask the "
         f"cluster admin to create it in {namespace} (kube-rdma's manifests/examples/dra holds "
-        'one), or opt this pod out with kube-rdma.io/inject: "false"'
+        f'one), or opt this pod out with {keys.INJECT}: "false"'
     )
 
 

@@ -4,6 +4,7 @@ webhook's RBAC is exactly those GETs."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -11,12 +12,13 @@ import pytest
 import yaml
 from kubernetes_asyncio import client
 
+from kube_rdma.core.documents import DocumentError
 from kube_rdma.core.objects import Json
 from testbed.builders import pods
 from testbed.fakeapi import RESOURCES, FakeApiServer, Resource
 from tests.webhook.dra.objects import ROOT, device_classes, placed, template
 from webhook.admission import Admitter
-from webhook.dra.source import CLASSES, TEMPLATES, DraUnavailable, LiveDra
+from webhook.dra.source import CLASSES, TEMPLATES, DraUnavailable, LiveDra, StaticDra
 from webhook.namespaces import StaticNamespaces
 from webhook.profile_store import ProfileStore
 
@@ -183,3 +185,37 @@ async def test_the_webhook_rbac_is_exactly_what_it_reads(
             "verbs": ["get"],
         }
     ]
+
+
+async def test_an_unanswered_read_denies_the_pod(v1_api: FakeApiServer, tmp_path: Path) -> None:
+    profiles = tmp_path / "profiles.yaml"
+    profiles.write_text("profiles:\n  default: {}\n")
+    path = "/apis/resource.k8s.io/v1/namespaces/team-a/resourceclaimtemplates/single-gpu"
+    v1_api.fail("GET", path, 503)
+    pod = pods.pytorchjob("worker", 0, "team-a", {"kube-rdma.io/inject": "true"})
+    pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "single-gpu"}]
+    async with v1_api.api_client() as api:
+        source = LiveDra(client.CustomObjectsApi(api))
+        admitter = Admitter(ProfileStore(profiles), StaticNamespaces(), "kube-rdma", dra=source)
+        decision = await admitter.review(pods.request(pod))
+    assert decision.outcome == "denied"
+    assert decision.response["response"]["status"]["message"] == (
+        "kube-rdma could not read the pod's DRA objects (get resource.k8s.io/v1 "
+        "resourceclaimtemplates team-a/single-gpu: ServiceUnavailable: fake apiserver: injected "
+        "failure); create the pod again once the apiserver answers"
+    )
+
+
+def test_a_file_stands_in_for_the_apiserver(tmp_path: Path) -> None:
+    listed = tmp_path / "dra.yaml"
+    gpu = placed(template("single-gpu"), "team-a")
+    listed.write_text(yaml.safe_dump_all([{"kind": "List", "items": [gpu]}, *device_classes()]))
+    source = StaticDra.from_file(listed)
+    assert asyncio.run(source.get(TEMPLATES, "team-a", "single-gpu")) == gpu
+    assert asyncio.run(source.get(TEMPLATES, "team-b", "single-gpu")) is None
+    assert asyncio.run(source.get(CLASSES, None, "dranet")) == device_classes()[5]
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("kind: [")
+    with pytest.raises(DocumentError) as error:
+        StaticDra.from_file(broken)
+    assert str(error.value).startswith(f"DRA objects file {broken}: ")
