@@ -68,7 +68,8 @@ GPU_OR_ANNOTATION_CONDITION = {
     "'kube-rdma.io/profile' in object.metadata.annotations)) || "
     "object.spec.containers.exists(c, has(c.resources) && "
     "((has(c.resources.limits) && 'nvidia.com/gpu' in c.resources.limits) || "
-    "(has(c.resources.requests) && 'nvidia.com/gpu' in c.resources.requests)))",
+    "(has(c.resources.requests) && 'nvidia.com/gpu' in c.resources.requests))) || "
+    "(has(object.spec.resourceClaims) && size(object.spec.resourceClaims) > 0)",
 }
 
 
