@@ -149,6 +149,13 @@ class Profile(ProfileModel):
                 "VF's own name, not the PF's; list the VFs' names, or use strategy pod, which "
                 "writes the devices the pod got"
             )
+        if self.dra.claim_templates and strategy is GidStrategy.NODE:
+            warnings.append(
+                "dra.claimTemplates with gid.strategy node: the NICs of the attached template "
+                "come from a DRA driver that puts them in the pod's own network namespace "
+                "(dranet, SR-IOV), where the node's GID index and HCA names do not apply; use "
+                "strategy pod, or auto with NCCL 2.21.5 or newer"
+            )
         if self.scheduling.require_gdr and self.scheduler_name is None:
             warnings.append(
                 "scheduling.requireGdr without schedulerName: only the kube-rdma scheduler "

@@ -165,3 +165,17 @@ def test_dra_section_errors(dra: str, message: str) -> None:
     with pytest.raises(ProfileError) as error:
         parse_profiles(f"profiles:\n  default:\n    dra: {dra}\n", "p.yaml")
     assert message in str(error.value)
+
+
+def test_node_strategy_with_claim_templates_loads_with_a_warning() -> None:
+    profiles = parse_profiles(
+        "profiles:\n  default:\n    gid: {strategy: node}\n"
+        "    dra: {claimTemplates: {8: rdma-gpu-nic-8}}\n",
+        "p.yaml",
+    )
+    assert profiles.default.load_warnings == (
+        "dra.claimTemplates with gid.strategy node: the NICs of the attached template come from "
+        "a DRA driver that puts them in the pod's own network namespace (dranet, SR-IOV), where "
+        "the node's GID index and HCA names do not apply; use strategy pod, or auto with NCCL "
+        "2.21.5 or newer",
+    )
