@@ -18,9 +18,9 @@ from kube_rdma.core.quantity import QuantityError
 from kube_rdma.core.workloads import training_key
 from webhook import review
 from webhook.dra.attach import template_for
-from webhook.dra.kinds import DeviceKind, PodClaims
+from webhook.dra.kinds import DeviceKind
 from webhook.dra.resolve import Resolver
-from webhook.dra.source import DraSource, StaticDra
+from webhook.dra.source import DraSource, ReviewReads, StaticDra
 from webhook.mutate import Denied, Target, mutate
 from webhook.namespaces import NamespaceSource
 from webhook.patch import diff
@@ -82,8 +82,9 @@ class Admitter:
             )
             return Decision(review.allowed(uid), "ignored")
         profiles = self._profiles.current
+        reads = ReviewReads(self._dra)
         try:
-            name = await self._opted_in_profile(pod, namespace, profiles)
+            name = await self._opted_in_profile(pod, namespace, profiles, reads)
         except Denied as e:
             return Decision(review.denied(uid, str(e)), "denied")
         if name is None:
@@ -93,7 +94,9 @@ class Admitter:
         warnings = [warning] if warning else []
         profile = profiles.profiles[name]
         try:
-            target = await self._target(pod, name, profile, Target(namespace, level), warnings)
+            target = await self._target(
+                pod, name, profile, Target(namespace, level), reads, warnings
+            )
             outcome = mutate(pod, name, profile, target)
         except Denied as e:
             return Decision(review.denied(uid, str(e), warnings), "denied", name)
@@ -103,11 +106,17 @@ class Admitter:
             return Decision(review.allowed(uid, warnings), "unchanged", name)
         return Decision(review.patched(uid, patch, warnings), "patched", name)
 
+    @staticmethod
     async def _target(
-        self, pod: Json, name: str, profile: Profile, target: Target, warnings: list[str]
+        pod: Json,
+        name: str,
+        profile: Profile,
+        target: Target,
+        reads: ReviewReads,
+        warnings: list[str],
     ) -> Target:
         """`target` with what the pod's claims give and the template the profile attaches."""
-        resolver = Resolver(self._dra, target.namespace, profile.dra)
+        resolver = Resolver(reads, target.namespace, profile.dra)
         resolved = await resolver.pod_claims(pod)
         warnings += resolved.warnings
         try:
@@ -135,7 +144,7 @@ class Admitter:
         return replace(target, claims=claims, attach=plan)
 
     async def _opted_in_profile(
-        self, pod: Json, namespace: str, profiles: ProfileSet
+        self, pod: Json, namespace: str, profiles: ProfileSet, reads: ReviewReads
     ) -> str | None:
         """The profile the pod opted into, or None; raises Denied for a bad choice."""
         metadata = pod.get("metadata") or {}
@@ -161,24 +170,23 @@ class Admitter:
         labels = await self._namespaces.labels(namespace)
         if labels.get(keys.INJECTION) != keys.INJECTION_ENABLED:
             return None
-        if await self._requests_gpus(pod, namespace, profiles.default):
+        if await _requests_gpus(pod, namespace, profiles.default, reads):
             return profiles.default_profile
         return None
 
-    async def _requests_gpus(self, pod: Json, namespace: str, profile: Profile) -> bool:
-        """Whether a container asks for GPUs: as a resource, or (read only then) by a claim."""
-        containers = (pod.get("spec") or {}).get("containers") or []
-        try:
-            if any(gpu_count(c, profile.gpu_resources) > 0 for c in containers):
-                return True
-        except QuantityError as e:
-            raise Denied(f"{e}; fix the pod's resources") from e
-        if not (pod.get("spec") or {}).get("resourceClaims"):
-            return False
-        claims: PodClaims = (
-            await Resolver(self._dra, namespace, profile.dra).pod_claims(pod)
-        ).claims
-        return any(claims.gpus(c) for c in containers)
+
+async def _requests_gpus(pod: Json, namespace: str, profile: Profile, reads: ReviewReads) -> bool:
+    """Whether a container asks for GPUs: as a resource, or (read only then) by a claim."""
+    containers = (pod.get("spec") or {}).get("containers") or []
+    try:
+        if any(gpu_count(c, profile.gpu_resources) > 0 for c in containers):
+            return True
+    except QuantityError as e:
+        raise Denied(f"{e}; fix the pod's resources") from e
+    if not (pod.get("spec") or {}).get("resourceClaims"):
+        return False
+    claims = (await Resolver(reads, namespace, profile.dra).pod_claims(pod)).claims
+    return any(claims.gpus(c) for c in containers)
 
 
 def _missing_template(namespace: str, profile: str, template: str, gpus: int) -> str:

@@ -67,8 +67,9 @@ class Resolver:
         return request_devices(requests, self._classes)
 
     async def _class_kind(self, name: str) -> DeviceKind | None:
-        if known_kind(name, self._dra) is not None:
-            return known_kind(name, self._dra)
+        kind = known_kind(name, self._dra)
+        if kind is not None:
+            return kind
         return class_kind(name, await self._get(CLASSES, None, name), self._dra)
 
     async def _claim_object(self, entry: Json, warnings: list[str]) -> Json | None:

@@ -4,7 +4,7 @@ a file standing in for it.
 The webhook reads only what one review needs, by name, with `get` (its RBAC allows no more).
 resource.k8s.io is served as v1 from Kubernetes 1.34, v1beta2 from 1.33 and v1beta1 from 1.32;
 API discovery (GET /apis/resource.k8s.io/VERSION) finds the newest one this apiserver serves,
-once per resource and process. The objects of the three versions differ only where
+once per process (asked again while none is served, so enabling DRA needs no restart). The objects of the three versions differ only where
 `webhook.dra.kinds` reads both forms.
 """
 
@@ -17,7 +17,6 @@ from typing import Any, Final, Protocol
 from kube_rdma.core.documents import DocumentError, read_documents
 from kube_rdma.core.objects import Json
 from kube_rdma.kube.client import call
-from kube_rdma.kube.discovery import ApiResource, Discovery
 from kube_rdma.kube.errors import ApiError, NotFound
 
 GROUP: Final = "resource.k8s.io"
@@ -85,8 +84,8 @@ class LiveDra:
 
     def __init__(self, custom_api: Any) -> None:
         self._api = custom_api
-        self._discovery = Discovery(custom_api.get_api_resources)
         self._versions: dict[str, str] = {}
+        self._served_by: dict[str, list[str]] = {}
 
     async def get(self, plural: str, namespace: str | None, name: str) -> Json | None:
         version = await self._version(plural)
@@ -111,11 +110,43 @@ class LiveDra:
         if plural in self._versions:
             return self._versions[plural]
         for version in VERSIONS:
-            try:
-                served = await self._discovery.serves(ApiResource(GROUP, version, plural))
-            except ApiError as e:
-                raise DraUnavailable(str(e)) from e
-            if served:
+            if plural in await self._served(version):
                 self._versions[plural] = version
                 return version
         return None
+
+    async def _served(self, version: str) -> list[str]:
+        """The resources `version` of resource.k8s.io serves (GET /apis/GROUP/VERSION, the
+        APIResourceList kubectl reads too); none when the apiserver does not serve it. A version
+        found served is remembered; one not served is asked about again next time."""
+        if version in self._served_by:
+            return self._served_by[version]
+        try:
+            body = await call(
+                f"discover {GROUP}/{version}",
+                self._api.get_api_resources,
+                GROUP,
+                version,
+                request_timeout=LOOKUP_TIMEOUT_SECONDS,
+            )
+        except NotFound:
+            return []
+        except ApiError as e:
+            raise DraUnavailable(str(e)) from e
+        served = [str(r.get("name")) for r in body.get("resources") or [] if isinstance(r, dict)]
+        self._served_by[version] = served
+        return served
+
+
+class ReviewReads:
+    """One review's reads: each object asked for once, however often the review needs it."""
+
+    def __init__(self, source: DraSource) -> None:
+        self._source = source
+        self._read: dict[tuple[str, str | None, str], Json | None] = {}
+
+    async def get(self, plural: str, namespace: str | None, name: str) -> Json | None:
+        key = (plural, namespace, name)
+        if key not in self._read:
+            self._read[key] = await self._source.get(plural, namespace, name)
+        return self._read[key]

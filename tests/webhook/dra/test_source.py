@@ -84,7 +84,8 @@ async def test_reads_the_newest_version_served(version: str, discovered: list[st
         *(("GET", f"{group}/{v}") for v in discovered),
         ("GET", templates),
         ("GET", templates),
-        *(("GET", f"{group}/{v}") for v in discovered),
+        # the version found is remembered; those not served are asked about again
+        *(("GET", f"{group}/{v}") for v in discovered[:-1]),
         ("GET", f"{group}/{version}/deviceclasses/gpu.nvidia.com"),
     ]
 
@@ -219,3 +220,32 @@ def test_a_file_stands_in_for_the_apiserver(tmp_path: Path) -> None:
     with pytest.raises(DocumentError) as error:
         StaticDra.from_file(broken)
     assert str(error.value).startswith(f"DRA objects file {broken}: ")
+
+
+async def test_one_review_reads_each_object_once(v1_api: FakeApiServer, tmp_path: Path) -> None:
+    """A claim-only training pod in a labelled namespace is read to decide the opt-in and again
+    to mutate it: one GET per object all the same."""
+    profiles = tmp_path / "profiles.yaml"
+    profiles.write_text("profiles:\n  default: {}\n")
+    for cls in device_classes():
+        v1_api.create(CLASSES, cls)
+    v1_api.create(TEMPLATES, placed(template("2-gpu-nic-aligned"), "ml"), "ml")
+    pod = pods.pytorchjob("worker", 0, "ml", {})
+    for kind in ("limits", "requests"):
+        del pod["spec"]["containers"][0]["resources"][kind]["nvidia.com/gpu"]
+    pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": "pairs"}]
+    pod["spec"]["resourceClaims"] = [
+        {"name": "pairs", "resourceClaimTemplateName": "2-gpu-nic-aligned"}
+    ]
+    labelled = StaticNamespaces({"ml": {"kube-rdma.io/injection": "enabled"}})
+    async with v1_api.api_client() as api:
+        source = LiveDra(client.CustomObjectsApi(api))
+        admitter = Admitter(ProfileStore(profiles), labelled, "kube-rdma", dra=source)
+        decision = await admitter.review(pods.request(pod))
+    assert decision.outcome == "patched"
+    group = "/apis/resource.k8s.io/v1"
+    assert calls(v1_api) == [
+        ("GET", group),
+        ("GET", f"{group}/namespaces/ml/resourceclaimtemplates/2-gpu-nic-aligned"),
+        ("GET", f"{group}/deviceclasses/dranet"),
+    ]
