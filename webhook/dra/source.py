@@ -3,8 +3,9 @@ a file standing in for it.
 
 The webhook reads only what one review needs, by name, with `get` (its RBAC allows no more).
 resource.k8s.io is served as v1 from Kubernetes 1.34, v1beta2 from 1.33 and v1beta1 from 1.32;
-API discovery (GET /apis/resource.k8s.io/VERSION) finds the newest one this apiserver serves,
-once per process (asked again while none is served, so enabling DRA needs no restart). The objects of the three versions differ only where
+API discovery (GET /apis/resource.k8s.io/VERSION) finds the newest one this apiserver serves;
+a version found served is remembered for the process, one not served is asked about again (so
+enabling DRA needs no restart). The objects of the three versions differ only where
 `webhook.dra.kinds` reads both forms.
 """
 
