@@ -88,8 +88,7 @@ class Resolver:
                 "not exist, so the devices it gives were not counted"
             )
             return None
-        obj.setdefault("kind", kind)
-        return obj
+        return {**obj, "kind": kind}
 
     async def _get(self, plural: str, namespace: str | None, name: str) -> Json | None:
         try:

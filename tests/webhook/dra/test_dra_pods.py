@@ -360,3 +360,21 @@ async def test_a_template_without_nics_denies(serve: Serve, settings: Settings) 
         "attaches to pods with 8 GPUs, requests no RDMA NIC device class the profile knows "
         "(dra.gpuClasses, gpuDrivers, nicClasses, nicDrivers); fix the template or the profile"
     )
+
+
+async def test_a_claim_of_the_wrong_shape_is_named(serve: Serve, settings: Settings) -> None:
+    """What the apiserver never sends, from a broken client: one clear answer, no crash."""
+    pod = with_claim(worker("team-a", INJECT), "vf", "single-vf")
+    pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": "vf", "request": ["nic"]}]
+    async with serve(settings) as client:
+        response = await client.review(pods.request(pod))
+    assert response == {
+        "uid": "0b5c3e2a-7f1d-4c88-9a51-3d2e1f0a9b77",
+        "allowed": False,
+        "status": {
+            "code": 400,
+            "reason": "BadRequest",
+            "message": "request.object is not a Pod: spec.containers[0].resources.claims[0]."
+            "request is a JSON list, expected a string",
+        },
+    }
