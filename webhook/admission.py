@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
@@ -17,13 +17,17 @@ from kube_rdma.core.podshape import pod_problem
 from kube_rdma.core.quantity import QuantityError
 from kube_rdma.core.workloads import training_key
 from webhook import review
+from webhook.dra.attach import template_for
+from webhook.dra.kinds import DeviceKind
+from webhook.dra.resolve import Resolver
+from webhook.dra.source import DraSource, ReviewReads, StaticDra
 from webhook.mutate import Denied, Target, mutate
 from webhook.namespaces import NamespaceSource
 from webhook.patch import diff
 from webhook.podsecurity import Level, enforced_level
 from webhook.podspec import gpu_count
 from webhook.profile_store import ProfileStore
-from webhook.profiles import ProfileSet
+from webhook.profiles import Profile, ProfileSet
 
 log = logging.getLogger("kube_rdma.webhook")
 
@@ -46,9 +50,11 @@ class Admitter:
         namespaces: NamespaceSource,
         own_namespace: str | None,
         default_level: Level = Level.PRIVILEGED,
+        dra: DraSource | None = None,
     ) -> None:
         self._profiles = profiles
         self._namespaces = namespaces
+        self._dra = dra if dra is not None else StaticDra()
         self._default_level = default_level
         self._protected = PROTECTED_NAMESPACES | ({own_namespace} if own_namespace else set())
 
@@ -76,8 +82,9 @@ class Admitter:
             )
             return Decision(review.allowed(uid), "ignored")
         profiles = self._profiles.current
+        reads = ReviewReads(self._dra)
         try:
-            name = await self._opted_in_profile(pod, namespace, profiles)
+            name = await self._opted_in_profile(pod, namespace, profiles, reads)
         except Denied as e:
             return Decision(review.denied(uid, str(e)), "denied")
         if name is None:
@@ -85,8 +92,12 @@ class Admitter:
         labels = await self._namespaces.labels(namespace)
         level, warning = enforced_level(labels, self._default_level)
         warnings = [warning] if warning else []
+        profile = profiles.profiles[name]
         try:
-            outcome = mutate(pod, name, profiles.profiles[name], Target(namespace, level))
+            target = await self._target(
+                pod, name, profile, Target(namespace, level), reads, warnings
+            )
+            outcome = mutate(pod, name, profile, target)
         except Denied as e:
             return Decision(review.denied(uid, str(e), warnings), "denied", name)
         warnings += outcome.warnings
@@ -95,8 +106,45 @@ class Admitter:
             return Decision(review.allowed(uid, warnings), "unchanged", name)
         return Decision(review.patched(uid, patch, warnings), "patched", name)
 
+    @staticmethod
+    async def _target(
+        pod: Json,
+        name: str,
+        profile: Profile,
+        target: Target,
+        reads: ReviewReads,
+        warnings: list[str],
+    ) -> Target:
+        """`target` with what the pod's claims give and the template the profile attaches."""
+        resolver = Resolver(reads, target.namespace, profile.dra)
+        resolved = await resolver.pod_claims(pod)
+        warnings += resolved.warnings
+        try:
+            plan, reason = template_for(pod, profile, resolved.claims)
+        except QuantityError as e:
+            raise Denied(f"{e}; fix the pod's resources") from e
+        warnings += filter(None, [reason])
+        if plan is None:
+            return replace(target, claims=resolved.claims)
+        template = await resolver.template(plan.template)
+        if template is None:
+            raise Denied(_missing_template(target.namespace, name, plan.template, plan.gpus))
+        devices = await resolver.devices({**template, "kind": "ResourceClaimTemplate"})
+        given = {k for d in devices.values() for k in d.kinds}
+        missing = [k.value for k in (DeviceKind.GPU, DeviceKind.NIC) if k not in given]
+        if missing:
+            raise Denied(
+                f"ResourceClaimTemplate {target.namespace}/{plan.template}, which RDMA profile "
+                f'"{name}" attaches to pods with {plan.gpus} GPUs, requests no '
+                + " and no ".join(missing)
+                + " device class the profile knows (dra.gpuClasses, gpuDrivers, nicClasses, "
+                "nicDrivers); fix the template or the profile"
+            )
+        claims = resolved.claims.with_entry(plan.claim_name, devices)
+        return replace(target, claims=claims, attach=plan)
+
     async def _opted_in_profile(
-        self, pod: Json, namespace: str, profiles: ProfileSet
+        self, pod: Json, namespace: str, profiles: ProfileSet, reads: ReviewReads
     ) -> str | None:
         """The profile the pod opted into, or None; raises Denied for a bad choice."""
         metadata = pod.get("metadata") or {}
@@ -116,24 +164,39 @@ class Admitter:
             return chosen
         if inject is not None:
             return profiles.default_profile
-        if not self._is_training_pod(pod, profiles):
+        metadata = pod.get("metadata") or {}
+        if not training_key(metadata.get("labels") or {}, metadata.get("annotations") or {}):
             return None
         labels = await self._namespaces.labels(namespace)
-        if labels.get(keys.INJECTION) == keys.INJECTION_ENABLED:
+        if labels.get(keys.INJECTION) != keys.INJECTION_ENABLED:
+            return None
+        if await _requests_gpus(pod, namespace, profiles.default, reads):
             return profiles.default_profile
         return None
 
-    @staticmethod
-    def _is_training_pod(pod: Json, profiles: ProfileSet) -> bool:
-        metadata = pod.get("metadata") or {}
-        if not training_key(metadata.get("labels") or {}, metadata.get("annotations") or {}):
-            return False
-        containers = (pod.get("spec") or {}).get("containers") or []
-        gpus = profiles.default.gpu_resources
-        try:
-            return any(gpu_count(c, gpus) > 0 for c in containers)
-        except QuantityError as e:
-            raise Denied(f"{e}; fix the pod's resources") from e
+
+async def _requests_gpus(pod: Json, namespace: str, profile: Profile, reads: ReviewReads) -> bool:
+    """Whether a container asks for GPUs: as a resource, or (read only then) by a claim."""
+    containers = (pod.get("spec") or {}).get("containers") or []
+    try:
+        if any(gpu_count(c, profile.gpu_resources) > 0 for c in containers):
+            return True
+    except QuantityError as e:
+        raise Denied(f"{e}; fix the pod's resources") from e
+    if not (pod.get("spec") or {}).get("resourceClaims"):
+        return False
+    claims = (await Resolver(reads, namespace, profile.dra).pod_claims(pod)).claims
+    return any(claims.gpus(c) for c in containers)
+
+
+def _missing_template(namespace: str, profile: str, template: str, gpus: int) -> str:
+    return (
+        f'ResourceClaimTemplate "{template}" does not exist in namespace "{namespace}". RDMA '
+        f'profile "{profile}" gives pods with {gpus} GPUs their GPUs and RDMA NICs through it '
+        "(dra.claimTemplates), and a pod can only use a template of its own namespace: ask the "
+        f"cluster admin to create it in {namespace} (kube-rdma's manifests/examples/dra holds "
+        f'one), or opt this pod out with {keys.INJECT}: "false"'
+    )
 
 
 def _is_pod_create(request: Json) -> bool:

@@ -23,6 +23,7 @@ from certs.reload import CertificateReloader
 from certs.watch import watch_certificate
 from webhook import review
 from webhook.admission import Admitter, Decision
+from webhook.dra.source import DraSource, LiveDra, StaticDra
 from webhook.metrics import Metrics
 from webhook.namespaces import LiveNamespaces, NamespaceSource, StaticNamespaces
 from webhook.podsecurity import Level
@@ -48,6 +49,8 @@ class Settings:
     reload_interval: float = 2.0
     default_pod_security: Level = Level.PRIVILEGED
     """The level of namespaces without an enforce label (the cluster's PSA default)."""
+    dra_file: Path | None = None
+    """Without a cluster: the ResourceClaimTemplates, ResourceClaims and DeviceClasses."""
 
 
 METRICS = web.AppKey("metrics", Metrics)
@@ -61,11 +64,13 @@ def create_app(
     settings: Settings,
     namespaces: NamespaceSource | None = None,
     tls: CertificateReloader | None = None,
+    dra: DraSource | None = None,
 ) -> web.Application:
     """The webhook app; raises ProfileError when the profile file is unusable at start-up.
 
-    `namespaces` replaces the namespace source that `settings` would select; `tls`, the serving
-    certificate, is then re-read while the app runs.
+    `namespaces` replaces the namespace source that `settings` would select, and `dra` with it
+    the DRA objects (default: those of `settings.dra_file`); `tls`, the serving certificate,
+    is then re-read while the app runs.
     """
     app = web.Application(client_max_size=settings.max_body_bytes)
     metrics = Metrics()
@@ -80,7 +85,7 @@ def create_app(
     if namespaces is None:
         app.cleanup_ctx.append(_namespaces_ctx(settings))
     else:
-        _install(app, namespaces, settings)
+        _install(app, namespaces, dra or _static_dra(settings), settings)
     app.cleanup_ctx.append(_reload_ctx(settings))
     if tls is not None:
         watch_certificate(app, tls, metrics.registry)
@@ -104,7 +109,7 @@ def _namespaces_ctx(settings: Settings) -> Any:
                 if settings.namespaces_file
                 else StaticNamespaces()
             )
-            _install(app, source, settings)
+            _install(app, source, _static_dra(settings), settings)
             yield
             return
         from kubernetes_asyncio import client
@@ -114,7 +119,7 @@ def _namespaces_ctx(settings: Settings) -> Any:
         await load_config(None if settings.in_cluster else settings.kubeconfig)
         async with client.ApiClient() as api:
             live = LiveNamespaces(client.CoreV1Api(api))
-            _install(app, live, settings)
+            _install(app, live, LiveDra(client.CustomObjectsApi(api)), settings)
             task = asyncio.create_task(live.reflector.run())
             yield
             task.cancel()
@@ -124,10 +129,16 @@ def _namespaces_ctx(settings: Settings) -> Any:
     return ctx
 
 
-def _install(app: web.Application, source: NamespaceSource, settings: Settings) -> None:
+def _static_dra(settings: Settings) -> DraSource:
+    return StaticDra.from_file(settings.dra_file) if settings.dra_file else StaticDra()
+
+
+def _install(
+    app: web.Application, source: NamespaceSource, dra: DraSource, settings: Settings
+) -> None:
     app[NAMESPACES] = source
     app[ADMITTER] = Admitter(
-        app[PROFILES], source, settings.own_namespace, settings.default_pod_security
+        app[PROFILES], source, settings.own_namespace, settings.default_pod_security, dra
     )
 
 

@@ -39,6 +39,12 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="without a cluster: Namespace objects (YAML/JSON) standing in for the live ones",
     )
     webhook.add_argument(
+        "--dra-file",
+        type=Path,
+        help="without a cluster: ResourceClaimTemplates, ResourceClaims and DeviceClasses "
+        "(YAML/JSON) standing in for the live ones (with a cluster they are read from it)",
+    )
+    webhook.add_argument(
         "--own-namespace",
         default=os.environ.get("POD_NAMESPACE"),
         help="the webhook's namespace, never mutated (default: $POD_NAMESPACE)",
@@ -74,6 +80,7 @@ def run_webhook(args: argparse.Namespace) -> int:
     settings = Settings(
         profiles_file=args.profiles,
         namespaces_file=args.namespaces_file,
+        dra_file=args.dra_file,
         kubeconfig=args.kubeconfig,
         in_cluster=args.in_cluster,
         own_namespace=args.own_namespace,

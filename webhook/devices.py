@@ -1,10 +1,14 @@
-"""What lets a container use the RDMA devices: the RDMA resource, /dev/infiniband, IPC_LOCK."""
+"""What lets a container use the RDMA devices: the RDMA resource, /dev/infiniband, IPC_LOCK.
+
+A container whose RDMA NICs come from a DRA claim gets neither the resource nor the hostPath:
+the DRA driver puts the devices into the container itself (through CDI or NRI).
+"""
 
 from __future__ import annotations
 
 from kube_rdma.core.objects import Json
 from kube_rdma.core.resources import is_rdma
-from webhook.podspec import add_mount, gpu_count, mapping, mount_at, requested, sequence
+from webhook.podspec import add_mount, mapping, mount_at, requested, sequence
 from webhook.profiles import Profile
 
 INFINIBAND_VOLUME = "kube-rdma-infiniband"
@@ -12,16 +16,17 @@ INFINIBAND_PATH = "/dev/infiniband"
 IPC_LOCK_NAMES = frozenset({"IPC_LOCK", "CAP_IPC_LOCK"})
 
 
-def _counts_as_rdma(resource: str, profile: Profile) -> bool:
+def counts_as_rdma(resource: str, profile: Profile) -> bool:
     return resource in profile.resources.names() or is_rdma(
         resource, profile.resources.rdma_resources
     )
 
 
-def add_resources(container: Json, profile: Profile, warnings: list[str]) -> None:
+def add_resources(container: Json, profile: Profile, gpus: int, warnings: list[str]) -> None:
     """Add the profile's RDMA resources to requests and limits, unless the container already
-    asks for an RDMA resource (any the profile adds or the admin lists as RDMA)."""
-    present = [r for r in requested(container) if _counts_as_rdma(r, profile)]
+    asks for an RDMA resource (any the profile adds or the admin lists as RDMA). `gpus`: the
+    container's GPUs, device-plugin and claimed, which per-rail resources follow."""
+    present = [r for r in requested(container) if counts_as_rdma(r, profile)]
     if present:
         foreign = [r for r in present if r not in profile.resources.names()]
         if foreign:
@@ -30,7 +35,7 @@ def add_resources(container: Json, profile: Profile, warnings: list[str]) -> Non
                 f"{', '.join(foreign)}, so no RDMA resource was added"
             )
         return
-    wanted = _wanted_resources(container, profile, warnings)
+    wanted = _wanted_resources(container, profile, gpus, warnings)
     if not wanted:
         return
     resources = mapping(container, "resources")
@@ -38,11 +43,12 @@ def add_resources(container: Json, profile: Profile, warnings: list[str]) -> Non
         mapping(resources, kind).update({name: str(count) for name, count in wanted.items()})
 
 
-def _wanted_resources(container: Json, profile: Profile, warnings: list[str]) -> dict[str, int]:
+def _wanted_resources(
+    container: Json, profile: Profile, gpus: int, warnings: list[str]
+) -> dict[str, int]:
     rails = profile.resources.per_rail
     if rails is None:
         return dict(profile.resources.fixed or {})
-    gpus = gpu_count(container, profile.gpu_resources)
     if gpus > len(rails):
         warnings.append(
             f"kube-rdma: container {container.get('name')} requests {gpus} GPUs but the profile "

@@ -21,6 +21,8 @@ from kube_rdma.core.quantity import QuantityError
 from webhook import lints, ncclconf
 from webhook.denied import Denied
 from webhook.devices import add_ipc_lock, add_resources, mount_infiniband
+from webhook.dra.attach import Attach, attach
+from webhook.dra.kinds import NO_CLAIMS, PodClaims
 from webhook.env import add_env, debug_env, nccl_env
 from webhook.network import Plan, host_network_warnings, plan, set_network
 from webhook.placement import set_placement
@@ -47,6 +49,10 @@ class Target:
 
     namespace: str
     level: Level = Level.PRIVILEGED
+    claims: PodClaims = NO_CLAIMS
+    """What the pod's DRA claims give its containers (the attached template's included)."""
+    attach: Attach | None = None
+    """The profile's claim template to attach to the pod."""
 
 
 def mutate(pod: Json, name: str, profile: Profile, target: Target) -> Mutation:
@@ -61,27 +67,37 @@ def mutate(pod: Json, name: str, profile: Profile, target: Target) -> Mutation:
 
 def _apply(out: Mutation, name: str, profile: Profile, target: Target) -> None:
     spec, metadata = mapping(out.pod, "spec"), mapping(out.pod, "metadata")
-    selected = select_containers(spec, metadata, profile)
+    if target.attach is not None:
+        attach(spec, target.attach, profile, out.warnings)
+    claims = target.claims
+    selected = select_containers(spec, metadata, profile, claims)
     if not selected:
         out.warnings.append(
-            f"kube-rdma: no container requests {'/'.join(profile.gpu_resources)}, so nothing was "
-            f"added; name the containers in the {keys.CONTAINERS} annotation"
+            f"kube-rdma: no container requests {'/'.join(profile.gpu_resources)} or gets GPUs "
+            f"from a claim, so nothing was added; name the containers in the {keys.CONTAINERS} "
+            "annotation"
         )
         return
-    skipped = _pod_security(name, profile, target, out.warnings)
+    host_path = any(not claims.nics(c) for c in selected)
+    skipped = _pod_security(name, profile, target, host_path, out.warnings)
     pod_plan = plan(spec, profile, skipped)
     out.warnings += host_network_warnings(pod_plan, profile, selected)
     size = shm_size(selected, profile.shm, out.warnings) if profile.shm.enabled else None
     for container in selected:
-        _prepare(container, spec, profile, pod_plan, skipped, size is not None, out.warnings)
+        _prepare(
+            container, spec, profile, pod_plan, skipped, size is not None, out.warnings, claims
+        )
         add_env(container, debug_env(metadata), out.warnings)
     ensure_volumes(spec, size)
     if pod_plan.resolves:
         settings = ncclconf.file_settings(nccl_env(profile, pod_plan))
         ncclconf.add_resolver(spec, profile.gid, selected, settings)
     out.warnings += filter(None, [ncclconf.mpi_warning(metadata, profile.gid, pod_plan.resolves)])
-    gpus = max(gpu_count(c, profile.gpu_resources) for c in selected)
-    set_network(out.pod, profile, pod_plan, gpus, target.namespace, out.warnings)
+    gpus = max(_gpus(c, profile, claims) for c in selected)
+    if any(claims.nics(c) for c in selected):
+        out.warnings += _claimed_nics_warnings(profile, pod_plan)
+    else:
+        set_network(out.pod, profile, pod_plan, gpus, target.namespace, out.warnings)
     _set_scheduler(spec, profile, out.warnings)
     set_placement(out.pod, profile.scheduling, out.warnings)
     mapping(metadata, "annotations")[keys.APPLIED] = applied_record(name, profile)
@@ -95,10 +111,14 @@ def _prepare(
     skipped: set[Item],
     shm: bool,
     warnings: list[str],
+    claims: PodClaims,
 ) -> None:
-    """Make one selected container RDMA-ready."""
-    add_resources(container, profile, warnings)
-    if profile.devices is DeviceMode.HOST_PATH and Item.HOST_PATH not in skipped:
+    """Make one selected container RDMA-ready. One whose RDMA NICs come from a claim keeps
+    them: the DRA driver injects the devices, so no RDMA resource and no hostPath."""
+    claimed = claims.nics(container)
+    if not claimed:
+        add_resources(container, profile, _gpus(container, profile, claims), warnings)
+    if profile.devices is DeviceMode.HOST_PATH and Item.HOST_PATH not in skipped and not claimed:
         mount_infiniband(container, warnings)
     if profile.ipc_lock and Item.IPC_LOCK not in skipped:
         add_ipc_lock(container, warnings)
@@ -121,13 +141,31 @@ def applied_record(name: str, profile: Profile) -> str:
     return orjson.dumps(record).decode()
 
 
-def select_containers(spec: Json, metadata: Json, profile: Profile) -> list[Json]:
+def _gpus(container: Json, profile: Profile, claims: PodClaims) -> int:
+    """The container's GPUs: device-plugin resources and those its claims give."""
+    return gpu_count(container, profile.gpu_resources) + claims.gpu_count(container)
+
+
+def _claimed_nics_warnings(profile: Profile, pod_plan: Plan) -> list[str]:
+    """A pod whose NICs come from a claim is not wired by the profile: the DRA driver moves the
+    NIC's netdev into the pod's own network namespace (dranet) or attaches the VF itself."""
+    if pod_plan.host_network or not profile.network.networks:
+        return []
+    return [
+        "kube-rdma: the pod's RDMA NICs come from a DRA claim, whose driver puts them in the "
+        "pod's network namespace, so the profile's Multus networks were not added"
+    ]
+
+
+def select_containers(
+    spec: Json, metadata: Json, profile: Profile, claims: PodClaims = NO_CLAIMS
+) -> list[Json]:
     """The containers to make RDMA-ready: those named by annotation (init containers too),
-    else the regular containers that request a GPU."""
+    else the regular containers that request a GPU or get GPUs from a claim."""
     regular = spec.get("containers") or []
     named = (metadata.get("annotations") or {}).get(keys.CONTAINERS)
     if named is None:
-        return [c for c in regular if gpu_count(c, profile.gpu_resources) > 0]
+        return [c for c in regular if _gpus(c, profile, claims) > 0]
     wanted = [n.strip() for n in named.split(",") if n.strip()]
     by_name = {c.get("name"): c for c in [*regular, *(spec.get("initContainers") or [])]}
     unknown = [n for n in wanted if n not in by_name]
@@ -139,14 +177,17 @@ def select_containers(spec: Json, metadata: Json, profile: Profile) -> list[Json
     return [by_name[n] for n in dict.fromkeys(wanted)]
 
 
-def _pod_security(name: str, profile: Profile, target: Target, warnings: list[str]) -> set[Item]:
+def _pod_security(
+    name: str, profile: Profile, target: Target, host_path: bool, warnings: list[str]
+) -> set[Item]:
     """The items to leave out because the namespace's level forbids them; raises Denied
-    instead when the profile says to deny."""
+    instead when the profile says to deny. `host_path`: a selected container would get the
+    hostPath (its NICs do not all come from claims)."""
     wanted = {
         item
         for item, on in (
             (Item.IPC_LOCK, profile.ipc_lock),
-            (Item.HOST_PATH, profile.devices is DeviceMode.HOST_PATH),
+            (Item.HOST_PATH, profile.devices is DeviceMode.HOST_PATH and host_path),
             (Item.HOST_NETWORK, profile.network.host_network),
         )
         if on

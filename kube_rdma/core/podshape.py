@@ -45,7 +45,11 @@ CONTAINER = {
     "args": STRINGS,
     "env": [ENV_VAR],
     "envFrom": [{"prefix": str, "configMapRef": OBJECT_REF, "secretRef": OBJECT_REF}],
-    "resources": {"limits": MapOf(QUANTITY), "requests": MapOf(QUANTITY)},
+    "resources": {
+        "limits": MapOf(QUANTITY),
+        "requests": MapOf(QUANTITY),
+        "claims": [{"name": str, "request": str}],
+    },
     "volumeMounts": [{"name": str, "mountPath": str, "subPath": str, "readOnly": bool}],
     "securityContext": {
         "privileged": bool,
@@ -76,6 +80,9 @@ POD = {
     "spec": {
         "containers": [CONTAINER],
         "initContainers": [CONTAINER],
+        "resourceClaims": [
+            {"name": str, "resourceClaimName": str, "resourceClaimTemplateName": str}
+        ],
         "volumes": [VOLUME],
         "hostNetwork": bool,
         "nodeName": str,

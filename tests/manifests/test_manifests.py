@@ -68,7 +68,8 @@ GPU_OR_ANNOTATION_CONDITION = {
     "'kube-rdma.io/profile' in object.metadata.annotations)) || "
     "object.spec.containers.exists(c, has(c.resources) && "
     "((has(c.resources.limits) && 'nvidia.com/gpu' in c.resources.limits) || "
-    "(has(c.resources.requests) && 'nvidia.com/gpu' in c.resources.requests)))",
+    "(has(c.resources.requests) && 'nvidia.com/gpu' in c.resources.requests))) || "
+    "(has(object.spec.resourceClaims) && size(object.spec.resourceClaims) > 0)",
 }
 
 
@@ -79,10 +80,11 @@ def load_documents() -> list[tuple[str, Json]]:
         if path.suffix not in (".yaml", ".yml") or path.name == "kustomization.yaml":
             continue
         # Overlays of webhook/ (test_cert_manager.py, test_self_provision_manifests.py), the
-        # Prometheus operator's objects (test_monitoring.py) and the stack's overlays
-        # (test_kustomizations.py).
+        # Prometheus operator's objects (test_monitoring.py), the stack's overlays
+        # (test_kustomizations.py) and the DRA examples, which need resource.k8s.io/v1 and so
+        # Kubernetes 1.34 (test_dra_examples.py).
         top = path.relative_to(MANIFESTS).parts[0]
-        if top in ("cert-manager", "self-provision", "monitoring", "overlays"):
+        if top in ("cert-manager", "self-provision", "monitoring", "overlays", "examples"):
             continue
         for doc in yaml.safe_load_all(path.read_text()):
             if doc is not None:
@@ -465,12 +467,22 @@ def granted_rules(namespace: str, account: str) -> list[Json]:
     return [rule for role in roles for rule in role["rules"]]
 
 
-def test_rbac_reads_namespaces_only() -> None:
+WEBHOOK_RULES = [
+    {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]},
+    {
+        "apiGroups": ["resource.k8s.io"],
+        "resources": ["deviceclasses", "resourceclaims", "resourceclaimtemplates"],
+        "verbs": ["get"],
+    },
+]
+"""What the webhook reads (tests/webhook/dra/test_source.py checks the DRA reads against what
+the webhook sends a fake apiserver)."""
+
+
+def test_rbac_reads_namespaces_and_dra_objects_only() -> None:
     account = pod_spec()["serviceAccountName"]
     assert find("ServiceAccount", account)["metadata"]["namespace"] == NAMESPACE
-    assert granted_rules(NAMESPACE, account) == [
-        {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]}
-    ]
+    assert granted_rules(NAMESPACE, account) == WEBHOOK_RULES
 
 
 # --- Pod Security ---------------------------------------------------------------------------

@@ -349,7 +349,7 @@ async def test_inject_without_gpu_container_warns(serve: Serve, settings: Settin
         "uid": "0b5c3e2a-7f1d-4c88-9a51-3d2e1f0a9b77",
         "allowed": True,
         "warnings": [
-            "kube-rdma: no container requests nvidia.com/gpu, so nothing was added; name the "
-            "containers in the kube-rdma.io/containers annotation"
+            "kube-rdma: no container requests nvidia.com/gpu or gets GPUs from a claim, so "
+            "nothing was added; name the containers in the kube-rdma.io/containers annotation"
         ],
     }

@@ -8,6 +8,7 @@ plugin device mode with no resource to trigger the plugin) with a message that s
 change. One module per part of a profile; this package exports them all.
 """
 
+from webhook.profiles.dra import DEFAULT_CLAIM_NAME, Dra
 from webhook.profiles.gid import DEFAULT_RESOLVER_IMAGE, ConfPath, Gid, GidStrategy, OnMissing
 from webhook.profiles.loader import (
     BUILTIN,
@@ -26,6 +27,7 @@ from webhook.profiles.shm import Shm
 
 __all__ = [
     "BUILTIN",
+    "DEFAULT_CLAIM_NAME",
     "DEFAULT_PROFILE",
     "DEFAULT_RDMA_RESOURCE",
     "DEFAULT_RESOLVER_IMAGE",
@@ -33,6 +35,7 @@ __all__ = [
     "ConfPath",
     "ConflictAction",
     "DeviceMode",
+    "Dra",
     "ExistingNetworks",
     "Gid",
     "GidStrategy",

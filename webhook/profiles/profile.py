@@ -16,6 +16,7 @@ import orjson
 from pydantic import model_validator
 
 from webhook.profiles.base import ProfileModel
+from webhook.profiles.dra import Dra
 from webhook.profiles.gid import Gid, GidStrategy
 from webhook.profiles.nccl import Nccl
 from webhook.profiles.network import Network, NetworkMode
@@ -58,6 +59,8 @@ class Profile(ProfileModel):
     scheduler_name: str | None = None
     """Send opted-in pods to this scheduler (the profile that calls the extender)."""
     scheduling: Scheduling = Scheduling()
+    dra: Dra = Dra()
+    """Which DeviceClasses give GPUs and RDMA NICs, and the claim template to attach."""
     pod_security_conflict: ConflictAction = ConflictAction.DENY
 
     @model_validator(mode="after")
@@ -146,6 +149,13 @@ class Profile(ProfileModel):
                 "VF's own name, not the PF's; list the VFs' names, or use strategy pod, which "
                 "writes the devices the pod got"
             )
+        if self.dra.claim_templates and strategy is GidStrategy.NODE:
+            warnings.append(
+                "dra.claimTemplates with gid.strategy node: the NICs of the attached template "
+                "come from a DRA driver that puts them in the pod's own network namespace "
+                "(dranet, SR-IOV), where the node's GID index and HCA names do not apply; use "
+                "strategy pod, or auto with NCCL 2.21.5 or newer"
+            )
         if self.scheduling.require_gdr and self.scheduler_name is None:
             warnings.append(
                 "scheduling.requireGdr without schedulerName: only the kube-rdma scheduler "
@@ -156,12 +166,13 @@ class Profile(ProfileModel):
 
     @cached_property
     def digest(self) -> str:
-        """A short stable hash of the profile's full effective content. A `scheduling` section
-        at its defaults is left out, so the hash of a profile that does not use it is what it
-        was before the section existed."""
-        unused = {"scheduling"} if self.scheduling == Scheduling() else None
+        """A short stable hash of the profile's full effective content. A `scheduling` or `dra`
+        section at its defaults is left out, so the hash of a profile that does not use it is
+        what it was before the section existed."""
+        defaults = {"scheduling": Scheduling(), "dra": Dra()}
+        unused = {name for name, default in defaults.items() if getattr(self, name) == default}
         body = orjson.dumps(
-            self.model_dump(mode="json", by_alias=True, exclude=unused),
+            self.model_dump(mode="json", by_alias=True, exclude=unused or None),
             option=orjson.OPT_SORT_KEYS,
         )
         return hashlib.sha256(body).hexdigest()[:12]

@@ -62,6 +62,16 @@ CASES: list[tuple[str, Any, str | None]] = [
         "spec.securityContext.runAsUser is a JSON boolean, expected an integer",
     ),
     (
+        "resource-claim-number",
+        {"spec": {"resourceClaims": [{"name": "gpu"}, 7]}},
+        "spec.resourceClaims[1] is a JSON number, expected an object",
+    ),
+    (
+        "claim-request-object",
+        {"spec": {"containers": [{"resources": {"claims": [{"name": "a", "request": {}}]}}]}},
+        "spec.containers[0].resources.claims[0].request is a JSON object, expected a string",
+    ),
+    (
         "host-network-string",
         {"spec": {"hostNetwork": "true"}},
         "spec.hostNetwork is a JSON string, expected true or false",

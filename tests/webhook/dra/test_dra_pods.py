@@ -1,0 +1,380 @@
+"""DRA pods through the webhook over HTTPS: exact JSON patches, applied with `jsonpatch`, the
+result valid against the Kubernetes 1.34 schema (the first with resource.k8s.io/v1) and the
+newest, and a second pass over the stored result changing nothing.
+
+The claims, templates and classes are the published drivers' own (tests/fixtures/dra-webhook)
+and kube-rdma's example template (manifests/examples/dra), served from a file as
+`--dra-file` serves them; tests/webhook/dra/test_source.py reads the same from a fake apiserver.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jsonpatch
+import kubernetes_validate
+import orjson
+import pytest
+
+from kube_rdma.core.objects import Json
+from testbed.builders import pods
+from tests.conftest import Serve
+from tests.webhook.apiserver import stored
+from tests.webhook.dra.objects import device_classes, placed, template
+from webhook.app import Settings
+from webhook.profiles import parse_profiles
+
+K8S_VERSIONS = ("1.34.0", "1.37.0")
+PROFILES_YAML = """
+defaultProfile: default
+profiles:
+  default: {}
+  pairs:
+    gid: {strategy: pod}
+    dra:
+      claimTemplates: {8: rdma-gpu-nic-8}
+  gpus-only-template:
+    dra:
+      claimTemplates: {8: single-gpu}
+"""
+PROFILES = parse_profiles(PROFILES_YAML, "test")
+TEMPLATES = ("rdma-gpu-nic-8", "single-gpu", "single-vf", "2-gpu-nic-aligned")
+INJECT = {"kube-rdma.io/inject": "true"}
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    profiles = tmp_path / "profiles.yaml"
+    profiles.write_text(PROFILES_YAML)
+    namespaces = tmp_path / "namespaces.json"
+    items = [
+        {"kind": "Namespace", "metadata": {"name": "team-a"}},
+        {"kind": "Namespace", "metadata": {"name": "bare"}},
+        {
+            "kind": "Namespace",
+            "metadata": {"name": "ml-training", "labels": {"kube-rdma.io/injection": "enabled"}},
+        },
+    ]
+    namespaces.write_text(orjson.dumps({"kind": "List", "items": items}).decode())
+    objects = [
+        *device_classes(),
+        *(placed(template(t), ns) for t in TEMPLATES for ns in ("team-a", "ml-training")),
+        placed(template("h100-4gpu-4nic-numa-aligned"), "team-a"),
+    ]
+    dra = tmp_path / "dra.json"
+    dra.write_text(orjson.dumps({"kind": "List", "items": objects}).decode())
+    return Settings(
+        profiles_file=profiles, namespaces_file=namespaces, dra_file=dra, own_namespace="kube-rdma"
+    )
+
+
+def worker(namespace: str, annotations: Json, gpus: int = 8) -> Json:
+    pod = pods.pytorchjob("worker", 0, namespace, annotations)
+    if not gpus:
+        for kind in ("limits", "requests"):
+            del pod["spec"]["containers"][0]["resources"][kind]["nvidia.com/gpu"]
+    return pod
+
+
+def with_claim(pod: Json, name: str, template_name: str, request: str | None = None) -> Json:
+    pod["spec"]["resourceClaims"] = [{"name": name, "resourceClaimTemplateName": template_name}]
+    ref = {"name": name, **({"request": request} if request else {})}
+    pod["spec"]["containers"][0]["resources"]["claims"] = [ref]
+    return pod
+
+
+def patch_of(response: Json) -> list[Json]:
+    assert response["allowed"] is True, response
+    if "patch" not in response:
+        return []
+    assert response["patchType"] == "JSONPatch"
+    ops: list[Json] = orjson.loads(base64.b64decode(response["patch"]))
+    return ops
+
+
+def applied(profile: str = "default", digest: str = "ffbf4b31ccba") -> Json:
+    record = f'{{"profile":"{profile}","hash":"{digest}","network":"ib"}}'
+    return {"op": "add", "path": "/metadata/annotations/kube-rdma.io~1applied", "value": record}
+
+
+def env(name: str, value: str) -> Json:
+    return {
+        "op": "add",
+        "path": "/spec/containers/0/env/-",
+        "value": {"name": name, "value": value},
+    }
+
+
+def add(path: str, value: object) -> Json:
+    return {"op": "add", "path": path, "value": value}
+
+
+PAIRS_DIGEST = "89740ede35c6"
+AUTO_ENV = [
+    env("NCCL_IB_DISABLE", "0"),
+    env("NCCL_IB_ROCE_VERSION_NUM", "2"),
+    env("NCCL_IB_ADDR_FAMILY", "AF_INET"),
+]
+IPC_LOCK = add("/spec/containers/0/securityContext", {"capabilities": {"add": ["IPC_LOCK"]}})
+SHM_MOUNT = {"name": "kube-rdma-shm", "mountPath": "/dev/shm"}
+IB_MOUNT = {"name": "kube-rdma-infiniband", "mountPath": "/dev/infiniband"}
+SHM = {"name": "kube-rdma-shm", "emptyDir": {"medium": "Memory", "sizeLimit": "100Gi"}}
+IB = {"name": "kube-rdma-infiniband", "hostPath": {"path": "/dev/infiniband", "type": ""}}
+CONF_MOUNT = {
+    "name": "kube-rdma-nccl-conf",
+    "mountPath": "/etc/nccl.conf",
+    "subPath": "nccl.conf",
+    "readOnly": True,
+}
+CONF = {"name": "kube-rdma-nccl-conf", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}}
+RESOLVER = {
+    "name": "kube-rdma-nccl-conf",
+    "image": "ghcr.io/kube-rdma/kube-rdma:0.1.0",
+    "imagePullPolicy": "IfNotPresent",
+    "args": [
+        "nccl-conf",
+        "--out",
+        "/run/kube-rdma/nccl.conf",
+        "--roce-version",
+        "2",
+        "--family",
+        "ipv4",
+        "--on-missing",
+        "fail",
+        "--set=NCCL_IB_DISABLE=0",
+    ],
+    "resources": {
+        "limits": {"cpu": "250m", "memory": "128Mi"},
+        "requests": {"cpu": "250m", "memory": "128Mi"},
+    },
+    "securityContext": {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "readOnlyRootFilesystem": True,
+        "runAsNonRoot": True,
+        "runAsUser": 65532,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    },
+    "terminationMessagePath": "/dev/termination-log",
+    "terminationMessagePolicy": "FallbackToLogsOnError",
+    "volumeMounts": [{"name": "kube-rdma-nccl-conf", "mountPath": "/run/kube-rdma"}],
+}
+NICS_FROM_CLAIM = [
+    applied(),
+    *AUTO_ENV,
+    IPC_LOCK,
+    add("/spec/containers/0/volumeMounts", [SHM_MOUNT]),
+    add("/spec/volumes", [SHM]),
+]
+"""A container whose NICs come from its claim: no RDMA resource, no /dev/infiniband."""
+GPUS_FROM_CLAIM = [
+    applied(),
+    *AUTO_ENV,
+    add("/spec/containers/0/resources/limits/rdma~1hca", "1"),
+    add("/spec/containers/0/resources/requests/rdma~1hca", "1"),
+    add("/spec/containers/0/volumeMounts", [IB_MOUNT, SHM_MOUNT]),
+    IPC_LOCK,
+    add("/spec/volumes", [IB, SHM]),
+]
+"""A container with GPUs from its claim and no NIC from one: the device-plugin RDMA resource
+and /dev/infiniband, as for a container requesting nvidia.com/gpu."""
+PAIRS = {"kube-rdma.io/profile": "pairs"}
+ATTACHED = {"name": "kube-rdma-gpu-nic", "resourceClaimTemplateName": "rdma-gpu-nic-8"}
+PAIRS_COMMON = [
+    IPC_LOCK,
+    add("/spec/containers/0/volumeMounts", [SHM_MOUNT, CONF_MOUNT]),
+]
+
+
+def attached_pod() -> Json:
+    """A worker that has the template already, as the webhook's own patch leaves it."""
+    pod = worker("team-a", PAIRS, gpus=0)
+    pod["spec"]["resourceClaims"] = [dict(ATTACHED)]
+    pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": "kube-rdma-gpu-nic"}]
+    return pod
+
+
+def with_rdma(pod: Json) -> Json:
+    for kind in ("limits", "requests"):
+        pod["spec"]["containers"][0]["resources"][kind]["rdma/hca"] = "1"
+    return pod
+
+
+@dataclass
+class Case:
+    name: str
+    pod: Json
+    patch: list[Json]
+    warnings: list[str] = field(default_factory=list)
+
+
+CASES = [
+    Case(
+        "nics-from-an-sriov-claim",
+        with_claim(worker("team-a", INJECT), "vf", "single-vf"),
+        NICS_FROM_CLAIM,
+    ),
+    Case(
+        # class dranet.net is not listed by name: read, and known by its driver dra.net
+        "nics-from-one-request-of-a-dranet-claim",
+        with_claim(worker("team-a", INJECT), "gpu-nic", "h100-4gpu-4nic-numa-aligned", "nic"),
+        NICS_FROM_CLAIM,
+    ),
+    Case(
+        "gpus-from-a-claim",
+        with_claim(worker("team-a", INJECT, gpus=0), "gpu", "single-gpu"),
+        GPUS_FROM_CLAIM,
+    ),
+    Case(
+        "gpus-from-one-request-of-a-claim",
+        with_claim(
+            worker("team-a", INJECT, gpus=0), "gpu-nic", "h100-4gpu-4nic-numa-aligned", "gpu"
+        ),
+        GPUS_FROM_CLAIM,
+    ),
+    Case(
+        "gpus-from-a-claim-opted-in-by-namespace",
+        with_claim(worker("ml-training", {}, gpus=0), "gpu", "single-gpu"),
+        [
+            add("/metadata/annotations", {"kube-rdma.io/applied": applied()["value"]}),
+            *GPUS_FROM_CLAIM[1:],
+        ],
+    ),
+    Case(
+        "gpus-and-nics-from-one-claim",
+        with_claim(worker("team-a", INJECT, gpus=0), "gpu-nic", "2-gpu-nic-aligned"),
+        NICS_FROM_CLAIM,
+    ),
+    Case(
+        "template-attached-by-the-profile",
+        with_rdma(worker("team-a", PAIRS)),
+        [
+            applied("pairs", PAIRS_DIGEST),
+            env("NCCL_IB_DISABLE", "0"),
+            {"op": "remove", "path": "/spec/containers/0/resources/limits/nvidia.com~1gpu"},
+            {"op": "remove", "path": "/spec/containers/0/resources/limits/rdma~1hca"},
+            {"op": "remove", "path": "/spec/containers/0/resources/requests/nvidia.com~1gpu"},
+            {"op": "remove", "path": "/spec/containers/0/resources/requests/rdma~1hca"},
+            add("/spec/containers/0/resources/claims", [{"name": "kube-rdma-gpu-nic"}]),
+            *PAIRS_COMMON,
+            add("/spec/resourceClaims", [ATTACHED]),
+            add("/spec/volumes", [CONF, SHM]),
+            add("/spec/initContainers", [RESOLVER]),
+        ],
+        [
+            "kube-rdma: container pytorch gets its 8 GPUs and their RDMA NICs from "
+            "ResourceClaimTemplate rdma-gpu-nic-8 (claim kube-rdma-gpu-nic) instead of "
+            "nvidia.com/gpu, rdma/hca"
+        ],
+    ),
+    Case(
+        "template-already-attached",
+        attached_pod(),
+        [
+            applied("pairs", PAIRS_DIGEST),
+            env("NCCL_IB_DISABLE", "0"),
+            *PAIRS_COMMON,
+            add("/spec/volumes", [CONF, SHM]),
+            add("/spec/initContainers", [RESOLVER]),
+        ],
+    ),
+    Case(
+        "own-claim-kept-and-no-template-attached",
+        with_claim(worker("team-a", PAIRS, gpus=0), "gpu-nic", "2-gpu-nic-aligned"),
+        [
+            applied("pairs", PAIRS_DIGEST),
+            env("NCCL_IB_DISABLE", "0"),
+            *PAIRS_COMMON,
+            add("/spec/volumes", [CONF, SHM]),
+            add("/spec/initContainers", [RESOLVER]),
+        ],
+        [
+            "kube-rdma: container pytorch already gets devices from the pod's own claims, so "
+            "the profile's ResourceClaimTemplate was not attached"
+        ],
+    ),
+]
+
+
+async def admit(serve: Serve, settings: Settings, pod: Json) -> tuple[list[Json], list[str]]:
+    """The patch and warnings for `pod`; checks that the patched pod is valid and that a second
+    pass over it as stored changes nothing."""
+    async with serve(settings) as client:
+        response = await client.review(pods.request(pod))
+        ops = patch_of(response)
+        result: Json = jsonpatch.apply_patch(pod, ops)
+        for version in K8S_VERSIONS:
+            kubernetes_validate.validate(result, version, strict=True)
+        again = await client.review(pods.request(stored(result), uid="second-pass"))
+        assert "patch" not in again, "a second pass must not change anything"
+        return ops, response.get("warnings", [])
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+async def test_dra_pod_gets_the_exact_patch(case: Case, serve: Serve, settings: Settings) -> None:
+    ops, warnings = await admit(serve, settings, copy.deepcopy(case.pod))
+    assert ops == case.patch
+    assert warnings == case.warnings
+
+
+def test_the_attached_pod_is_what_the_webhook_leaves() -> None:
+    """The "already attached" case starts from the attach case's own output."""
+    first = next(c for c in CASES if c.name == "template-attached-by-the-profile")
+    result = jsonpatch.apply_patch(first.pod, first.patch)
+    spec = attached_pod()["spec"]
+    assert result["spec"]["resourceClaims"] == spec["resourceClaims"]
+    assert result["spec"]["containers"][0]["resources"] == spec["containers"][0]["resources"]
+
+
+def denied(message: str) -> Json:
+    return {
+        "uid": "0b5c3e2a-7f1d-4c88-9a51-3d2e1f0a9b77",
+        "allowed": False,
+        "status": {"code": 403, "reason": "Forbidden", "message": message},
+    }
+
+
+async def test_a_missing_template_denies_with_how_to_provide_it(
+    serve: Serve, settings: Settings
+) -> None:
+    async with serve(settings) as client:
+        response = await client.review(pods.request(worker("bare", PAIRS)))
+    assert response == denied(
+        'ResourceClaimTemplate "rdma-gpu-nic-8" does not exist in namespace "bare". RDMA profile '
+        '"pairs" gives pods with 8 GPUs their GPUs and RDMA NICs through it '
+        "(dra.claimTemplates), and a pod can only use a template of its own namespace: ask the "
+        "cluster admin to create it in bare (kube-rdma's manifests/examples/dra holds one), or "
+        'opt this pod out with kube-rdma.io/inject: "false"'
+    )
+
+
+async def test_a_template_without_nics_denies(serve: Serve, settings: Settings) -> None:
+    pod = worker("team-a", {"kube-rdma.io/profile": "gpus-only-template"})
+    async with serve(settings) as client:
+        response = await client.review(pods.request(pod))
+    assert response == denied(
+        'ResourceClaimTemplate team-a/single-gpu, which RDMA profile "gpus-only-template" '
+        "attaches to pods with 8 GPUs, requests no RDMA NIC device class the profile knows "
+        "(dra.gpuClasses, gpuDrivers, nicClasses, nicDrivers); fix the template or the profile"
+    )
+
+
+async def test_a_claim_of_the_wrong_shape_is_named(serve: Serve, settings: Settings) -> None:
+    """What the apiserver never sends, from a broken client: one clear answer, no crash."""
+    pod = with_claim(worker("team-a", INJECT), "vf", "single-vf")
+    pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": "vf", "request": ["nic"]}]
+    async with serve(settings) as client:
+        response = await client.review(pods.request(pod))
+    assert response == {
+        "uid": "0b5c3e2a-7f1d-4c88-9a51-3d2e1f0a9b77",
+        "allowed": False,
+        "status": {
+            "code": 400,
+            "reason": "BadRequest",
+            "message": "request.object is not a Pod: spec.containers[0].resources.claims[0]."
+            "request is a JSON list, expected a string",
+        },
+    }

@@ -1,0 +1,153 @@
+"""Which devices a pod's claims give its containers: GPUs, RDMA NICs, or neither.
+
+A container names claims in `resources.claims` (`{name, request?}`): the name is an entry of the
+pod's `spec.resourceClaims`, and `request`, when set, narrows it to one request of that claim
+(kubernetes pkg/apis/core/types.go, ResourceClaim). A request asks for devices of one
+DeviceClass, or under `firstAvailable` of one of several; resource.k8s.io v1 and v1beta2 put the
+class under `exactly`, v1beta1 on the request itself.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from kube_rdma.core.objects import Json
+from webhook.profiles import Dra
+
+
+class DeviceKind(StrEnum):
+    GPU = "GPU"
+    NIC = "RDMA NIC"
+
+
+# The driver test that every published class starts its selector with, in either quote style.
+_DRIVER = re.compile(r"""^\s*\(?\s*device\.driver\s*==\s*(["'])([^"']+)\1\s*(\)|&&|$)""")
+
+Kinds = frozenset[DeviceKind]
+
+
+def request_classes(request: Json) -> list[str]:
+    """The DeviceClasses one request of a claim may be satisfied from."""
+    chosen = request.get("exactly") or request
+    names = [chosen.get("deviceClassName")]
+    names += [sub.get("deviceClassName") for sub in request.get("firstAvailable") or []]
+    return [n for n in names if isinstance(n, str) and n]
+
+
+def device_requests(obj: Json) -> list[Json]:
+    """The device requests of a ResourceClaim or a ResourceClaimTemplate."""
+    spec = obj.get("spec") or {}
+    if obj.get("kind") == "ResourceClaimTemplate":
+        spec = spec.get("spec") or {}
+    requests = (spec.get("devices") or {}).get("requests") or []
+    return [r for r in requests if isinstance(r, dict)]
+
+
+def class_drivers(device_class: Json) -> list[str]:
+    """The drivers a DeviceClass's CEL selectors pin with a leading `device.driver == "..."`."""
+    drivers = []
+    for selector in (device_class.get("spec") or {}).get("selectors") or []:
+        expression = ((selector or {}).get("cel") or {}).get("expression")
+        found = _DRIVER.match(expression) if isinstance(expression, str) else None
+        if found:
+            drivers.append(found.group(2))
+    return drivers
+
+
+def known_kind(name: str, dra: Dra) -> DeviceKind | None:
+    """The kind of a class listed by name in the profile."""
+    if name in dra.gpu_classes:
+        return DeviceKind.GPU
+    if name in dra.nic_classes:
+        return DeviceKind.NIC
+    return None
+
+
+def class_kind(name: str, device_class: Json | None, dra: Dra) -> DeviceKind | None:
+    """The kind of devices class `name` gives: listed by name, else by its driver."""
+    kind = known_kind(name, dra)
+    if kind is not None or device_class is None:
+        return kind
+    drivers = class_drivers(device_class)
+    if any(d in dra.gpu_drivers for d in drivers):
+        return DeviceKind.GPU
+    if any(d in dra.nic_drivers for d in drivers):
+        return DeviceKind.NIC
+    return None
+
+
+def request_count(request: Json) -> int:
+    """How many devices a request asks for: its count (1 when unset), the first alternative's
+    under `firstAvailable`, and 0 for `allocationMode: All` (every matching device of the node,
+    unknown until allocation)."""
+    alternatives = request.get("firstAvailable") or []
+    chosen = alternatives[0] if alternatives else (request.get("exactly") or request)
+    if chosen.get("allocationMode") == "All":
+        return 0
+    count = chosen.get("count", 1)
+    return count if isinstance(count, int) and count >= 0 else 1
+
+
+@dataclass(frozen=True)
+class Devices:
+    """What one request of a claim gives."""
+
+    kinds: Kinds
+    count: int
+
+
+def request_devices(
+    requests: Iterable[Json], kinds: Mapping[str, DeviceKind | None]
+) -> dict[str, Devices]:
+    """Each request's devices, from the kind of each class (`kinds`, by class name)."""
+    return {
+        str(r.get("name")): Devices(
+            frozenset(k for k in (kinds.get(c) for c in request_classes(r)) if k is not None),
+            request_count(r),
+        )
+        for r in requests
+    }
+
+
+@dataclass(frozen=True)
+class PodClaims:
+    """What each entry of the pod's `spec.resourceClaims` gives, request by request."""
+
+    requests: Mapping[str, Mapping[str, Devices]] = field(default_factory=dict)
+
+    def _devices(self, container: Json) -> list[Devices]:
+        """The requests `container` gets devices from through its `resources.claims`."""
+        found: list[Devices] = []
+        for ref in (container.get("resources") or {}).get("claims") or []:
+            if not isinstance(ref, dict):
+                continue
+            entry = self.requests.get(str(ref.get("name")), {})
+            wanted = ref.get("request")
+            if wanted:
+                found += [entry[wanted]] if wanted in entry else []
+            else:
+                found += entry.values()
+        return found
+
+    def of(self, container: Json) -> Kinds:
+        """The kinds of devices `container` gets through its claims."""
+        return frozenset(k for d in self._devices(container) for k in d.kinds)
+
+    def gpu_count(self, container: Json) -> int:
+        """The GPUs `container` gets through its claims, as far as known before allocation."""
+        return sum(d.count for d in self._devices(container) if DeviceKind.GPU in d.kinds)
+
+    def with_entry(self, name: str, requests: Mapping[str, Devices]) -> PodClaims:
+        return PodClaims({**self.requests, name: requests})
+
+    def gpus(self, container: Json) -> bool:
+        return DeviceKind.GPU in self.of(container)
+
+    def nics(self, container: Json) -> bool:
+        return DeviceKind.NIC in self.of(container)
+
+
+NO_CLAIMS = PodClaims()
