@@ -5,7 +5,9 @@ Like kube-scheduler with `leaderElection.leaderElect: true`, it starts its infor
 standby's cache is warm), then waits for the Lease; once it holds it, it schedules until it
 stops renewing for the renew deadline, and then exits with status 1 (kube-scheduler exits on a
 lost lease, and the kubelet restarts it). It prints one line when its informers have synced
-and one when it leads, with the time, so that a harness can follow the takeovers.
+and one when it leads, with the time, so that a harness can follow the takeovers. SIGINT or
+SIGTERM stops it with status 0, the Lease handed back if it held it (kube-scheduler's
+ReleaseOnCancel), so that the standby need not wait it out.
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import signal
 import time
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
+from typing import Any
 
 from kube_rdma.kube.lease import LeaseElector, LeaseTiming
 from kubesim.scheduler.apiserver import Apiserver
@@ -49,9 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    with contextlib.suppress(KeyboardInterrupt):
-        return asyncio.run(run(args))
-    return 0
+    return asyncio.run(run(args))
 
 
 async def run(args: argparse.Namespace) -> int:
@@ -62,6 +64,7 @@ async def run(args: argparse.Namespace) -> int:
         backoff_max=args.backoff_max,
         preempt_via_extender=args.preempt_verb,
     )
+    stop = stop_on_signals()
     timing = LeaseTiming(args.lease_duration, args.renew_deadline, args.retry_period)
     namespace, _, name = args.lease.partition("/")
     async with EmulatedScheduler(args.apiserver, args.extender, config) as scheduler:
@@ -70,14 +73,47 @@ async def run(args: argparse.Namespace) -> int:
         assert isinstance(apiserver, Apiserver)  # an HTTP apiserver, given its URL above
         leases = apiserver.leases()
         elector = LeaseElector(leases, namespace, name, args.identity, timing)
-        await elector.acquire()
+        if not await until_stopped(elector.acquire(), stop):
+            return 0
         print(f"leading {time.time():.3f}", flush=True)
         holding = asyncio.create_task(elector.hold())
         while not holding.done():
+            if stop.is_set():
+                await _cancelled(holding)
+                await elector.release()
+                print(f"stopped {time.time():.3f}", flush=True)
+                return 0
             if await scheduler.step() is None:
                 await asyncio.sleep(IDLE_SECONDS)
     print(f"lost the lease {time.time():.3f}", flush=True)
     return 1
+
+
+def stop_on_signals() -> asyncio.Event:
+    """An event set by SIGINT or SIGTERM."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
+async def until_stopped(work: Coroutine[Any, Any, None], stop: asyncio.Event) -> bool:
+    """Run `work` to its end (True), unless `stop` is set first (False, `work` cancelled)."""
+    task, stopped = asyncio.create_task(work), asyncio.create_task(stop.wait())
+    await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    await _cancelled(stopped)
+    if task.done():
+        task.result()
+        return True
+    await _cancelled(task)
+    return False
+
+
+async def _cancelled(task: asyncio.Task[Any]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
 
 
 if __name__ == "__main__":

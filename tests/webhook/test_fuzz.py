@@ -93,9 +93,10 @@ def outcome(response: Json) -> str:
     return "patched" if "patch" in response else "unchanged"
 
 
-MIN_PATCHED_SHARE = 0.45
-"""Of the generated valid pods, at least this share must come out patched (about 58 % do): a
-generator that drifted away from opted-in pods would test the patch path by name only."""
+MIN_PATCHED_SHARE = 0.3
+"""Of the generated valid pods, at least this share must come out patched (46 % with a fixed
+seed; runs vary, 40 % was seen): a generator that drifted away from opted-in pods (11 % did,
+once) would test the patch path by name only."""
 
 
 @pytest.fixture

@@ -1,11 +1,13 @@
 """`python -m kubesim.scheduler` as the process the failover harness starts: it syncs, takes
 the Lease, schedules through its extender, and exits 1 once it can no longer renew the Lease
-(as kube-scheduler does), or 0 on Ctrl-C."""
+(as kube-scheduler does), or 0 on Ctrl-C or SIGTERM, handing the Lease back."""
 
 from __future__ import annotations
 
 import asyncio
+import signal
 import sys
+from datetime import UTC, datetime
 
 from testbed.builders import nodes
 from testbed.fakeapi import FakeApiServer, eventually
@@ -44,3 +46,35 @@ async def test_it_leads_schedules_and_exits_1_when_it_cannot_renew(
         fake_api.faults.unavailable = True  # no renewal reaches the apiserver any more
         await said(child, r"^lost the lease \d+\.\d{3}$")
         assert await asyncio.to_thread(child.wait) == 1
+
+
+async def test_ctrl_c_stops_it_with_0_and_hands_the_lease_back(
+    fake_api: FakeApiServer, stub: tuple[StubExtender, str]
+) -> None:
+    _, url = stub
+    with replica(fake_api, url) as child:
+        await said(child, r"^leading ")
+        child.process.send_signal(signal.SIGINT)
+        await said(child, r"^stopped \d+\.\d{3}$")
+        assert await asyncio.to_thread(child.wait) == 0, child.stderr.text
+    lease = fake_api.get("leases", "rdma-scheduler", "kube-rdma")
+    assert lease["spec"].get("holderIdentity") is None
+
+
+async def test_sigterm_while_waiting_for_the_lease_stops_it_with_0(
+    fake_api: FakeApiServer, stub: tuple[StubExtender, str]
+) -> None:
+    """The Lease held by another replica: it waits, and a stop ends the wait."""
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    held = {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": "rdma-scheduler", "namespace": "kube-rdma"},
+        "spec": {"holderIdentity": "b", "leaseDurationSeconds": 3600, "renewTime": now},
+    }
+    fake_api.create("leases", held, "kube-rdma")
+    _, url = stub
+    with replica(fake_api, url) as child:
+        await said(child, r"^synced ")
+        child.process.send_signal(signal.SIGTERM)
+        assert await asyncio.to_thread(child.wait) == 0, child.stderr.text
