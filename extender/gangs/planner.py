@@ -22,7 +22,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from extender.cluster.model import Cluster, PodKey, pod_key
 from extender.cluster.source import BindError
@@ -30,7 +30,8 @@ from extender.engine import Engine, FilterOutcome
 from extender.gangs.choose import (
     Fit,
     Fits,
-    choose_for_groups,
+    Search,
+    choose_in,
     members_fitting,
     narrowest_fit,
     no_fit_reason,
@@ -40,8 +41,11 @@ from extender.gangs.identity import Gang
 from extender.gangs.plan import Plan
 from extender.gangs.pools import MemberGroup, member_groups, open_groups
 from extender.gangs.records import MemoryRecords, PlanRecord, PlanRecords
+from extender.gangs.requirements import LevelSettings, Requirements
 from extender.gangs.reservations import GangKey, Reservations
 from extender.gangs.sampling import ruled_out_reason, sampled, sampled_reason
+from extender.levels.ranks import KUBEFLOW_TYPE, rank_of
+from extender.levels.vocabularies import CLIQUE, Levels
 from extender.podview import PodView
 from kube_rdma.core import keys
 from kube_rdma.core.nodeconstraints import NodeConstraints
@@ -58,6 +62,11 @@ class GangSettings:
         "topology.kubernetes.io/zone",
     )
     """Node labels of network domains, narrowest first."""
+    nvlink: tuple[str, ...] = (CLIQUE,)
+    """Node labels that name a node's NVLink domain, the first a node carries counting."""
+    topology: str = "kube-rdma"
+    """Where `domains` and `nvlink` came from (a `--topology` preset, `--domain-label`), or
+    `auto`: read from the labels the nodes carry, each time a gang is planned."""
     plan_timeout: float = 120.0
     """Seconds without progress (a member filtered or reaching bind) before a plan expires."""
     barrier_timeout: float = 4.0
@@ -99,6 +108,7 @@ class Planner:
         priority: Callable[[GangKey], int] = lambda gang: 0,
         ahead: Callable[[GangKey], list[tuple[Gang, PodView]]] = lambda gang: [],
         members: Callable[[Gang], Iterable[Json]] = lambda gang: (),
+        top_owner: Callable[[Json], Json | None] = lambda pod: None,
     ) -> None:
         """`holds` keeps the nodes held for waiting gangs from lower-priority gangs' plans;
         `priority` gives a gang's priority, and `ahead` the waiting gangs of a higher one,
@@ -115,6 +125,9 @@ class Planner:
         self._book = book
         self.settings = settings
         self._clock = clock
+        levels = LevelSettings(settings.domains, settings.nvlink, settings.topology)
+        self.requirements = Requirements(cluster, levels, top_owner)
+        """The levels in use and what each gang asks of them."""
         self.plans: dict[GangKey, Plan] = {}
         self.history: deque[Decision] = deque(maxlen=10_000)
         """The last plans made, for explain-style audits and the gang proof."""
@@ -133,6 +146,8 @@ class Planner:
         """The filter answer for a gang member; None when the pod is past the gang's size."""
         if self.complete(gang):
             return None
+        if (refused := self.refusal(pod, gang)) is not None:
+            return FilterOutcome([], {}, dict.fromkeys(names, refused))
         self._book.join(pod.key, gang.key)
         plan = self._current(gang, pod)
         if plan is None:
@@ -190,6 +205,8 @@ class Planner:
         has a plan, else why it does not fit."""
         if self.complete(gang):
             return None
+        if (refused := self.refusal(pod, gang)) is not None:
+            return refused
         if self._current(gang, pod) is not None:
             return None
         return self.no_fit_reason(pod, gang)
@@ -198,8 +215,9 @@ class Planner:
         """The member's slot; in a plan redone first when its constraints are none the plan was
         made for (it was not in the cache when the gang was planned)."""
         cached = self._cluster.pod(*pod.key)
+        rank = self._rank(plan, cached)
         if pod.key in plan.assigned or cached is None or not plan.constraints:
-            return plan, plan.slot_of(pod.key)
+            return plan, plan.slot_of(pod.key, rank=rank)
         group = NodeConstraints.of(cached).key
         if group not in plan.groups() and len(plan.assigned) < len(plan.slots):
             log.info(
@@ -212,7 +230,15 @@ class Planner:
             if replanned is None:
                 return None, None
             plan = replanned
-        return plan, plan.slot_of(pod.key, group if plan.mixed else None)
+        return plan, plan.slot_of(pod.key, group if plan.mixed else None, rank)
+
+    def _rank(self, plan: Plan, cached: Json | None) -> int | None:
+        """The member's rank, for a sliced plan (its slice's slots are its own)."""
+        if not plan.slice_size or cached is None:
+            return None
+        members = [cached, *self._members(plan.gang)]
+        master = any(_replica_type(p) == "master" for p in members)
+        return rank_of(cached, plan.gang.size, master)
 
     def _absent(self, plan: Plan, pod: PodView, node: str, names: list[str]) -> FilterOutcome:
         percentage = self.settings.percentage_of_nodes_to_score
@@ -275,14 +301,18 @@ class Planner:
         bound = self.bound_of(gang)
         needed = gang.size - len(bound)
         groups = self._groups(gang, pod, bound, needed)
+        levels = self.requirements.levels()
+        search = self._search(pod, levels, sliced=not bound)
         fits = self._fits(pod, gang, excluded, groups)
-        choice = choose_for_groups(fits, [g.count for g in groups], self.settings.domains)
+        choice = choose_in(fits, [g.count for g in groups], search)
         if choice is None:
             return None
-        narrowest = narrowest_fit(fits, self.settings.domains)
+        self.requirements.check_spans(choice.nodes, levels)
+        narrowest = narrowest_fit(fits, search.levels)
         self.history.append(Decision(gang, needed, choice.domain, narrowest))
         now = self._clock()
         plan = Plan(gang, pod, list(bound.values()) + choice.nodes, choice.domain, now, now)
+        plan.slice_size = search.slice_size if search.sliced and len(groups) == 1 else 0
         for i, key in enumerate(bound):
             plan.assigned[key] = i
         planned_for = choice.groups or [0] * len(choice.nodes)
@@ -321,7 +351,8 @@ class Planner:
             needed = other.size - len(bound)
             theirs = self._groups(other, member, bound, needed)
             fits = self._fits_with(member, other, excluded, theirs, aside)
-            choice = choose_for_groups(fits, [g.count for g in theirs], self.settings.domains)
+            search = self._search(member, self.requirements.levels(), sliced=not bound)
+            choice = choose_in(fits, [g.count for g in theirs], search)
             for name in choice.nodes if choice else ():
                 held = aside.setdefault(name, {})
                 for resource, amount in _need_of(member).items():
@@ -337,6 +368,7 @@ class Planner:
         aside: dict[str, dict[str, int]],
     ) -> Fits:
         skip = set(excluded) | self._held_off(gang)
+        levels = self.requirements.levels()
         open_to: dict[str, frozenset[int] | None] = {}
         for info in self._cluster.nodes():
             if info.name not in skip and ((which := open_groups(groups, info)) is None or which):
@@ -355,7 +387,8 @@ class Planner:
                 held[resource] = held.get(resource, 0) + amount
             count = members_fitting(pod, node, held)
             if count:
-                result[name] = Fit(count, scores[name], node.labels, open_to[name])
+                labels = self.requirements.labels(node, levels)
+                result[name] = Fit(count, scores[name], labels, open_to[name])
         return result
 
     def _held_off(self, gang: Gang) -> set[str]:
@@ -370,7 +403,20 @@ class Planner:
         bound = self.bound_of(gang)
         needed = gang.size - len(bound)
         fits = self._fits(pod, gang, (), self._groups(gang, pod, bound, needed))
-        return no_fit_reason(fits, needed, self.settings.domains, pod, str(gang))
+        search = self._search(pod, self.requirements.levels(), sliced=not bound)
+        return no_fit_reason(fits, needed, search, pod, str(gang))
+
+    def refusal(self, pod: PodView, gang: Gang) -> str | None:
+        """Why the gang can never be placed as it asks (the numbers); None when it can."""
+        bound = self.bound_of(gang)
+        needed = gang.size - len(bound)
+        groups = self._groups(gang, pod, bound, needed)
+        return self.requirements.refusal(pod, gang, needed, groups)
+
+    def _search(self, pod: PodView, levels: Levels, sliced: bool) -> Search:
+        """The gang's levels; unsliced once members are bound (their ranks' slots are taken)."""
+        search = self.requirements.search(pod, levels)
+        return search if sliced else replace(search, slice_level=None, slice_size=0)
 
     # Reservations
 
@@ -470,6 +516,10 @@ class Planner:
 
 def _need_of(member: PodView) -> dict[str, int]:
     return {member.gpu_resource: member.gpus, **member.rdma}
+
+
+def _replica_type(pod: Json) -> str:
+    return str(((pod.get("metadata") or {}).get("labels") or {}).get(KUBEFLOW_TYPE, "")).lower()
 
 
 def record_of(plan: Plan) -> PlanRecord:
