@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from extender.levels.vocabularies import PRESETS
 from kube_rdma.core.resources import DEFAULT_RDMA_PATTERNS
 
 log = logging.getLogger("kube_rdma.extender")
@@ -50,6 +51,14 @@ def _register_extender(subcommands: argparse._SubParsersAction[argparse.Argument
         help="node label of a network domain for gang placement, narrowest first (repeatable; "
         "default: kube-rdma.io/leaf, kube-rdma.io/spine, "
         "topology.kubernetes.io/zone)",
+    )
+    extender.add_argument(
+        "--topology",
+        choices=["auto", *sorted(PRESETS)],
+        help="the vocabulary of the cluster's network labels for gang placement: a preset "
+        "(topograph: fabric.topograph.run/tier-N; topograph-v0: network.topology.nvidia.com/...; "
+        "eks, gke, oci: the cloud's labels; kube-rdma: the default), or auto: read from the "
+        "labels the nodes carry; --domain-label replaces its switch levels",
     )
     extender.add_argument(
         "--plan-timeout",
@@ -214,7 +223,6 @@ def run_extender(args: argparse.Namespace) -> int:
 
 async def _extender_app(args: argparse.Namespace, tls: Any = None) -> Any:
     """The app around its cluster source; the live source's API client needs the running loop."""
-    from dataclasses import replace
 
     from kubernetes_asyncio import client
 
@@ -225,6 +233,7 @@ async def _extender_app(args: argparse.Namespace, tls: Any = None) -> Any:
     from extender.gangs.configmaps import ConfigMapRecords
     from extender.gangs.contention import ContentionSettings
     from extender.gangs.planner import GangSettings
+    from extender.gangs.settings import level_settings
     from kube_rdma.kube.kubeconfig import load_config
 
     gangs = GangSettings(
@@ -233,8 +242,7 @@ async def _extender_app(args: argparse.Namespace, tls: Any = None) -> Any:
         barrier_progress_timeout=args.barrier_progress_timeout,
         percentage_of_nodes_to_score=args.percentage_of_nodes_to_score,
     )
-    if args.domain_label:
-        gangs = replace(gangs, domains=tuple(args.domain_label))
+    gangs = level_settings(gangs, args.topology, args.domain_label)
     settings = Settings(
         weights_file=args.weights,
         gpu_resources=tuple(args.gpu_resource or ("nvidia.com/gpu",)),

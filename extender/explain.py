@@ -121,7 +121,19 @@ def _gang_line(gang: Json | None) -> list[str]:
         if plan
         else f"no plan now: {gang['capacity']}"
     )
-    return [f"gang {gang['name']} of {gang['size']} ({gang['source']}): {where}"]
+    return [f"gang {gang['name']} of {gang['size']} ({gang['source']}): {where}", *_levels(gang)]
+
+
+def _levels(gang: Json) -> list[str]:
+    """The levels in use, what the gang asks, and its plan's domain at every level."""
+    levels = gang.get("levels")
+    if not levels:
+        return []
+    used = ", ".join(levels["inUse"]) or "none"
+    lines = [f"levels ({levels['source']}): {used}; asks: {levels['asks']}"]
+    for level, values in (levels.get("domains") or {}).items():
+        lines.append(f"  {level}: {', '.join(values)}")
+    return lines
 
 
 def _contention_lines(gang: Json | None) -> list[str]:

@@ -39,6 +39,7 @@ from extender.gangs.priority import pod_priority
 from extender.gangs.records import MemoryRecords, PlanRecord, PlanRecords
 from extender.gangs.reservations import GangKey, Reservations
 from extender.gangs.resume import Members, resume
+from extender.gangs.top_owner import top_owner
 from extender.podview import PodView, pod_view
 from extender.preemption import preemption_candidates
 from extender.protocol import MetaVictims
@@ -107,6 +108,7 @@ class Scheduler:
             self.contention.priority,
             self.contention.ahead,
             self._waiting_members,
+            lambda pod: top_owner(pod, source.owners),
         )
         self._records = self.planner.records
         self._adopted = 0
@@ -156,6 +158,8 @@ class Scheduler:
                 [n for n in names if n == node], {}, {n: reason for n in names if n != node}
             )
         if isinstance(gang, Gang) and view.relevant:
+            if (refused := self.planner.refusal(view, gang)) is not None:
+                return FilterOutcome([], {}, dict.fromkeys(names, refused))
             waiting = self.contention.note(gang, view, pod)
             outcome = self.planner.filter(view, gang, names)
             if outcome is not None:
@@ -349,6 +353,7 @@ class Scheduler:
             summary["capacity"] = self.planner.no_fit_reason(view, gang)
         else:
             summary["plan"] = {"domain": plan.domain, "nodes": sorted(set(plan.slots))}
+        summary["levels"] = self.planner.requirements.explain(view, plan.slots if plan else ())
         waiting = self.contention.waiting.get(gang.key)
         if waiting is not None and plan is None:
             summary["waiting"] = {
@@ -390,7 +395,7 @@ class Scheduler:
         gang, view = self.gang(pod), self.view(pod)
         if not isinstance(gang, Gang) or not view.relevant or gang.key in self.planner.plans:
             return None
-        return gang, view
+        return None if self.planner.refusal(view, gang) else (gang, view)
 
     def _decide(self, waiting: Waiting) -> None:
         no_fit = self.planner.attempt(waiting.gang, waiting.member)

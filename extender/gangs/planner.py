@@ -22,77 +22,37 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
+from functools import partial
 
 from extender.cluster.model import Cluster, PodKey, pod_key
 from extender.cluster.source import BindError
 from extender.engine import Engine, FilterOutcome
 from extender.gangs.choose import (
-    Fit,
     Fits,
     Search,
     choose_in,
-    members_fitting,
     narrowest_fit,
     no_fit_reason,
 )
+from extender.gangs.fitting import FitMeasure
 from extender.gangs.holds import HoldBook
 from extender.gangs.identity import Gang
 from extender.gangs.plan import Plan
-from extender.gangs.pools import MemberGroup, member_groups, open_groups
+from extender.gangs.pools import MemberGroup, member_groups
 from extender.gangs.records import MemoryRecords, PlanRecord, PlanRecords
 from extender.gangs.requirements import LevelSettings, Requirements
 from extender.gangs.reservations import GangKey, Reservations
 from extender.gangs.sampling import ruled_out_reason, sampled, sampled_reason
+from extender.gangs.settings import Decision as Decision
+from extender.gangs.settings import GangSettings as GangSettings
 from extender.levels.ranks import KUBEFLOW_TYPE, rank_of
-from extender.levels.vocabularies import CLIQUE, Levels
+from extender.levels.vocabularies import Levels
 from extender.podview import PodView
-from kube_rdma.core import keys
 from kube_rdma.core.nodeconstraints import NodeConstraints
 from kube_rdma.core.objects import Json
 
 log = logging.getLogger("kube_rdma.extender")
-
-
-@dataclass(frozen=True)
-class GangSettings:
-    domains: tuple[str, ...] = (
-        keys.LEAF,
-        keys.SPINE,
-        "topology.kubernetes.io/zone",
-    )
-    """Node labels of network domains, narrowest first."""
-    nvlink: tuple[str, ...] = (CLIQUE,)
-    """Node labels that name a node's NVLink domain, the first a node carries counting."""
-    topology: str = "kube-rdma"
-    """Where `domains` and `nvlink` came from (a `--topology` preset, `--domain-label`), or
-    `auto`: read from the labels the nodes carry, each time a gang is planned."""
-    plan_timeout: float = 120.0
-    """Seconds without progress (a member filtered or reaching bind) before a plan expires."""
-    barrier_timeout: float = 4.0
-    """Seconds a member's bind request waits for the others; below kube-scheduler's
-    httpTimeout. The member stays arrived after its request fails."""
-    barrier_progress_timeout: float = 30.0
-    """Seconds a gang waits at the barrier for its next member to arrive before it is given up
-    (nothing bound, the plan dropped): the barrier's window grows with the gang as long as
-    members keep coming."""
-    absent_limit: int = 3
-    """Calls in a row without a planned node among sampled candidates before the plan is
-    redone."""
-    percentage_of_nodes_to_score: int = 100
-    """kube-scheduler's percentageOfNodesToScore (0: its adaptive default), which tells a
-    candidate list cut short by sampling from one that holds every feasible node."""
-
-
-@dataclass(frozen=True)
-class Decision:
-    """One plan made: for whom, in which domain, and the most members any single domain of
-    the narrowest level could have taken at that moment."""
-
-    gang: Gang
-    needed: int
-    domain: str
-    narrowest_fit: int
 
 
 class Planner:
@@ -128,6 +88,7 @@ class Planner:
         levels = LevelSettings(settings.domains, settings.nvlink, settings.topology)
         self.requirements = Requirements(cluster, levels, top_owner)
         """The levels in use and what each gang asks of them."""
+        self._measure = FitMeasure(cluster, engine, book, self._holds, priority, self.requirements)
         self.plans: dict[GangKey, Plan] = {}
         self.history: deque[Decision] = deque(maxlen=10_000)
         """The last plans made, for explain-style audits and the gang proof."""
@@ -350,53 +311,14 @@ class Planner:
             bound = self.bound_of(other)
             needed = other.size - len(bound)
             theirs = self._groups(other, member, bound, needed)
-            fits = self._fits_with(member, other, excluded, theirs, aside)
+            fits = self._measure.fits(member, other, excluded, theirs, aside)
             search = self._search(member, self.requirements.levels(), sliced=not bound)
             choice = choose_in(fits, [g.count for g in theirs], search)
             for name in choice.nodes if choice else ():
                 held = aside.setdefault(name, {})
                 for resource, amount in _need_of(member).items():
                     held[resource] = held.get(resource, 0) + amount
-        return self._fits_with(pod, gang, excluded, groups, aside)
-
-    def _fits_with(
-        self,
-        pod: PodView,
-        gang: Gang,
-        excluded: Iterable[str],
-        groups: list[MemberGroup],
-        aside: dict[str, dict[str, int]],
-    ) -> Fits:
-        skip = set(excluded) | self._held_off(gang)
-        levels = self.requirements.levels()
-        open_to: dict[str, frozenset[int] | None] = {}
-        for info in self._cluster.nodes():
-            if info.name not in skip and ((which := open_groups(groups, info)) is None or which):
-                open_to[info.name] = which
-        passed = self._engine.filter(pod, list(open_to), gang.key).passed
-        nominated = self._cluster.nominated_use(self._priority(gang.key))
-        scores = self._engine.prioritize(pod, passed, gang.key)
-        result = {}
-        for name in passed:
-            node = self._cluster.node(name)
-            assert node is not None
-            held = self._book.held(name, gang.key)
-            for resource, amount in (aside.get(name) or {}).items():
-                held[resource] = held.get(resource, 0) + amount
-            for resource, amount in nominated.get(name, {}).items():
-                held[resource] = held.get(resource, 0) + amount
-            count = members_fitting(pod, node, held)
-            if count:
-                labels = self.requirements.labels(node, levels)
-                result[name] = Fit(count, scores[name], labels, open_to[name])
-        return result
-
-    def _held_off(self, gang: Gang) -> set[str]:
-        """Nodes held for another gang of the same or a higher priority."""
-        if not self._holds:
-            return set()
-        priority = self._priority(gang.key)
-        return {n for n in self._holds.nodes() if self._holds.blocking(n, priority, gang.key)}
+        return self._measure.fits(pod, gang, excluded, groups, aside)
 
     def no_fit_reason(self, pod: PodView, gang: Gang) -> str:
         """Why the gang does not fit now, with the numbers (the filter's answer)."""
@@ -407,10 +329,13 @@ class Planner:
         return no_fit_reason(fits, needed, search, pod, str(gang))
 
     def refusal(self, pod: PodView, gang: Gang) -> str | None:
-        """Why the gang can never be placed as it asks (the numbers); None when it can."""
+        """Why the gang can never be placed as it asks (the numbers); None when it can, or
+        when it has a plan."""
+        if gang.key in self.plans:
+            return None
         bound = self.bound_of(gang)
         needed = gang.size - len(bound)
-        groups = self._groups(gang, pod, bound, needed)
+        groups = partial(self._groups, gang, pod, bound, needed)
         return self.requirements.refusal(pod, gang, needed, groups)
 
     def _search(self, pod: PodView, levels: Levels, sliced: bool) -> Search:

@@ -72,7 +72,7 @@ class Requirements:
         return node.labels if domain is None else {**node.labels, NVLINK: domain}
 
     def refusal(
-        self, pod: PodView, gang: Gang, needed: int, groups: list[MemberGroup]
+        self, pod: PodView, gang: Gang, needed: int, groups: Callable[[], list[MemberGroup]]
     ) -> str | None:
         """Why the gang can never be placed as it asks; None when it can, or asks nothing."""
         placement = self.placement(pod)
@@ -85,7 +85,7 @@ class Requirements:
             checks.append((search.slice_level, min(search.slice_size, needed), "a slice"))
         if not checks:
             return None
-        totals = self._allocatable(pod, groups, levels)
+        totals = self._allocatable(pod, groups(), levels)
         for level, want, what in checks:
             if (reason := _too_big(totals, level, want, what, pod, str(gang))) is not None:
                 return reason
@@ -123,6 +123,18 @@ class Requirements:
                     levels.fabric[0],
                     ", ".join(sorted(v or "(none)" for v in values)),
                 )
+
+    def explain(self, pod: PodView, nodes: Iterable[str]) -> Json:
+        """The levels in use, what the gang asks, and where its planned `nodes` lie."""
+        levels = self.levels()
+        body: Json = {
+            "source": levels.source,
+            "inUse": levels.in_use(node.labels for node in self._cluster.nodes()),
+            "asks": self.placement(pod).describe(),
+        }
+        if nodes:
+            body["domains"] = self.domains_of(nodes, levels)
+        return body
 
     def domains_of(self, nodes: Iterable[str], levels: Levels) -> dict[str, list[str]]:
         """Level -> the values the nodes carry there, for the levels in use (explain)."""
