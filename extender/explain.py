@@ -72,6 +72,7 @@ def table(body: Json) -> str:
         + (", GPUDirect RDMA" if asks.get("requireGdr") else ""),
         *_gang_line(body.get("gang")),
         *_contention_lines(body.get("gang")),
+        *_levels(body.get("gang") or {}),
         *(["nodes must have passed fabric acceptance"] if body.get("requireAcceptance") else []),
         "nodes: " + ", ".join(f"{v} {SHOWN[k]}" for k, v in body["summary"].items()),
         "",
@@ -121,7 +122,7 @@ def _gang_line(gang: Json | None) -> list[str]:
         if plan
         else f"no plan now: {gang['capacity']}"
     )
-    return [f"gang {gang['name']} of {gang['size']} ({gang['source']}): {where}", *_levels(gang)]
+    return [f"gang {gang['name']} of {gang['size']} ({gang['source']}): {where}"]
 
 
 def _levels(gang: Json) -> list[str]:

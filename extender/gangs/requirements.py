@@ -50,7 +50,7 @@ class Requirements:
         self._top_owner = top_owner
         self.watched: Levels | None = None
         """The levels of the Topology object watched, once read; they win over the settings."""
-        self._spans_logged: set[str] = set()
+        self._spans_checked: set[str] = set()
 
     def levels(self) -> Levels:
         if self.watched is not None:
@@ -80,9 +80,9 @@ class Requirements:
             return f"gang {gang}: {placement.problem}"
         levels = self.levels()
         search = placement.search(levels)
-        checks = [] if search.cluster else [(search.levels[-1], needed, "members")]
+        checks = [] if search.cluster else [(search.levels[-1], needed, "")]
         if search.sliced and search.slice_level is not None:
-            checks.append((search.slice_level, min(search.slice_size, needed), "a slice"))
+            checks.append((search.slice_level, min(search.slice_size, needed), "each slice of "))
         if not checks:
             return None
         totals = self._allocatable(pod, groups(), levels)
@@ -104,24 +104,31 @@ class Requirements:
         return totals
 
     def check_spans(self, nodes: Iterable[str], levels: Levels) -> None:
-        """Log an NVLink domain among `nodes` whose nodes carry two tier-0 values."""
+        """Log each NVLink domain of `nodes`, checked once, whose nodes carry two tier-0 values."""
         if not levels.fabric:
             return
-        tiers: dict[str, set[str]] = {}
+        fresh = set()
         for name in nodes:
             info = self._cluster.node(name)
             domain = levels.nvlink_domain(info.labels) if info else None
-            if info is not None and domain is not None and domain not in self._spans_logged:
+            if domain is not None and domain not in self._spans_checked:
+                fresh.add(domain)
+        if not fresh:
+            return
+        self._spans_checked |= fresh
+        tiers: dict[str, set[str]] = {}
+        for info in self._cluster.nodes():
+            if (domain := levels.nvlink_domain(info.labels)) in fresh:
                 tiers.setdefault(domain, set()).add(info.labels.get(levels.fabric[0], ""))
-        for domain, values in tiers.items():
+        for domain, values in sorted(tiers.items()):
             if len(values) > 1:
-                self._spans_logged.add(domain)
+                shown = ", ".join(sorted(v or "(none)" for v in values))
                 log.warning(
                     "NVLink domain %s spans %d values of %s: %s",
                     domain,
                     len(values),
                     levels.fabric[0],
-                    ", ".join(sorted(v or "(none)" for v in values)),
+                    shown,
                 )
 
     def explain(self, pod: PodView, nodes: Iterable[str]) -> Json:
@@ -169,7 +176,7 @@ def _too_big(
         if (value := labels.get(level)) is not None:
             per[value] = per.get(value, 0) + count
     ask = f"{want} x ({pod.gpus} GPU, {pod.rails} rails)"
-    subject = f"gang {gang} requires {what} of {ask} inside one {level} domain"
+    subject = f"gang {gang} requires {what}{ask} inside one {level} domain"
     if not per:
         return f"{subject}: no node it may use carries {level}; it can never be placed"
     value, most = max(per.items(), key=lambda item: (item[1], item[0]))

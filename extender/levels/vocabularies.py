@@ -88,11 +88,12 @@ AUTO_ORDER = ("topograph", "topograph-v0", "eks", "gke", "oci", "kube-rdma")
 
 def auto_levels(label_sets: Iterable[Mapping[str, str]]) -> Levels:
     """The preset whose fabric labels the most nodes carry (the first in AUTO_ORDER on a tie;
-    kube-rdma when no node carries any)."""
+    kube-rdma when no node carries any). The zone label is not counted: clouds set it on every
+    node whatever else describes their fabric."""
     counts = dict.fromkeys(AUTO_ORDER, 0)
     for labels in label_sets:
         for name in AUTO_ORDER:
-            if any(k in labels for k in PRESETS[name].fabric):
+            if any(k in labels for k in PRESETS[name].fabric if k != ZONE):
                 counts[name] += 1
     best = max(AUTO_ORDER, key=lambda name: (counts[name], -AUTO_ORDER.index(name)))
     chosen = PRESETS[best] if counts[best] else PRESETS["kube-rdma"]
