@@ -171,16 +171,17 @@ def narrowest_fit(fits: Fits, domains: Sequence[str]) -> int:
 def no_fit_reason(
     fits: Fits, needed: int, domains: Sequence[str] | Search, pod: PodView, gang: str
 ) -> str:
-    """Why no plan could be made, with the best the narrowest level and the cluster offer (a
-    gang that requires a level: the best of that level)."""
+    """Why no plan could be made, with the best the narrowest level some node carries and the
+    cluster offer (a gang that requires a level: the best of that level)."""
     search = domains if isinstance(domains, Search) else Search(tuple(domains))
-    levels = search.levels[:1] if search.cluster else search.levels[-1:]
+    levels = search.levels if search.cluster else search.levels[-1:]
     best = ""
     for label in levels:
         counts = per_domain(fits, label)
         if counts:
             value, count = max(counts.items(), key=lambda item: (item[1], item[0]))
             best = f"best domain {value} fits {count}"
+            break
     ask = f"{pod.gpus} GPU, {pod.rails} rails"
     if not search.cluster:
         within = f" inside one {search.levels[-1]} domain" if search.levels else ""
