@@ -30,9 +30,23 @@ class Fabric:
         engine = Engine(self.cluster, lambda: DEFAULT, self.book)
         owners = owners or {}
         self.planner = Planner(
-            self.cluster, engine, self.book, settings, top_owner=lambda pod: owners.get(_name(pod))
+            self.cluster,
+            engine,
+            self.book,
+            settings,
+            members=self._waiting,
+            top_owner=lambda pod: owners.get(_name(pod)),
         )
         self.names = sorted(n.name for n in self.cluster.nodes())
+
+    def _waiting(self, gang: Gang) -> list[Json]:
+        """The gang's members not bound yet, as the extender's pod cache gives them."""
+        return [
+            p
+            for p in self.cluster.pods()
+            if p["metadata"].get("annotations", {}).get(keys.GANG) == gang.name
+            and not p["spec"].get("nodeName")
+        ]
 
     def submit(self, members: list[Json]) -> None:
         self.pods += members
