@@ -61,6 +61,14 @@ def _register_extender(subcommands: argparse._SubParsersAction[argparse.Argument
         "labels the nodes carry; --domain-label replaces its switch levels",
     )
     extender.add_argument(
+        "--topology-object",
+        type=_topology_object,
+        metavar="KIND:NAME",
+        help="take the levels from a Kueue Topology (kueue:NAME) or a KAI Topology (kai:NAME), "
+        "watched so that a change applies to the next gang planned; the --topology preset "
+        "applies until it is read (needs --kubeconfig or --in-cluster)",
+    )
+    extender.add_argument(
         "--plan-timeout",
         type=float,
         default=120.0,
@@ -150,6 +158,15 @@ def _register_explain(subcommands: argparse._SubParsersAction[argparse.ArgumentP
     explain.set_defaults(run=run_explain)
 
 
+def _topology_object(value: str) -> Any:
+    from extender.levels.watched import parse_ref
+
+    try:
+        return parse_ref(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def _percentage(value: str) -> int:
     if not value.isdigit() or int(value) > 100:
         raise argparse.ArgumentTypeError(
@@ -177,6 +194,9 @@ def run_extender(args: argparse.Namespace) -> int:
 
     if bool(args.tls_cert_file) != bool(args.tls_key_file):
         log.error("--tls-cert-file and --tls-key-file go together")
+        return 2
+    if args.topology_object and args.cluster_snapshot:
+        log.error("--topology-object is watched: it needs --kubeconfig or --in-cluster")
         return 2
     if (args.broken_gang_grace or 0) < 0:
         log.error("--broken-gang-grace is a number of seconds, 0 or more")
@@ -265,6 +285,15 @@ async def _extender_app(args: argparse.Namespace, tls: Any = None) -> Any:
     source = LiveSource(client.CoreV1Api(api), custom_api=client.CustomObjectsApi(api))
     records = ConfigMapRecords(client.CoreV1Api(api), args.plan_namespace, _identity())
     app = create_app(settings, source, tls, records, LiveDisruptions(client.CoreV1Api(api)))
+    if args.topology_object:
+        from extender.app import EXTENDER
+        from extender.levels.watched import TopologyWatch
+
+        requirements = app[EXTENDER].scheduler.planner.requirements
+        watch = TopologyWatch(
+            client.CustomObjectsApi(api), args.topology_object, requirements.use, gangs.nvlink
+        )
+        app.cleanup_ctx.append(watch.context)
 
     async def close(_: Any) -> None:
         await api.close()

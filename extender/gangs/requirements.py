@@ -52,6 +52,10 @@ class Requirements:
         """The levels of the Topology object watched, once read; they win over the settings."""
         self._spans_checked: set[str] = set()
 
+    def use(self, levels: Levels | None) -> None:
+        """The levels of the Topology object watched (None: it is gone; the settings apply)."""
+        self.watched = levels
+
     def levels(self) -> Levels:
         if self.watched is not None:
             return self.watched
