@@ -321,7 +321,10 @@ class Planner:
         return self._measure.fits(pod, gang, excluded, groups, aside)
 
     def no_fit_reason(self, pod: PodView, gang: Gang) -> str:
-        """Why the gang does not fit now, with the numbers (the filter's answer)."""
+        """Why the gang does not fit now, or can never fit as it asks, with the numbers (the
+        filter's answer)."""
+        if (refused := self.refusal(pod, gang)) is not None:
+            return refused
         bound = self.bound_of(gang)
         needed = gang.size - len(bound)
         fits = self._fits(pod, gang, (), self._groups(gang, pod, bound, needed))
