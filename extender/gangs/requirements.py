@@ -51,6 +51,7 @@ class Requirements:
         self.watched: Levels | None = None
         """The levels of the Topology object watched, once read; they win over the settings."""
         self._spans_checked: set[str] = set()
+        self._auto_levels: tuple[int, Levels] | None = None
 
     def use(self, levels: Levels | None) -> None:
         """The levels of the Topology object watched (None: it is gone; the settings apply)."""
@@ -60,8 +61,16 @@ class Requirements:
         if self.watched is not None:
             return self.watched
         if self._settings.source == "auto":
-            return auto_levels(node.labels for node in self._cluster.nodes())
+            return self._auto()
         return Levels(self._settings.fabric, self._settings.nvlink, self._settings.source)
+
+    def _auto(self) -> Levels:
+        """The levels the nodes' labels say, read once per change of the cluster model."""
+        generation = self._cluster.generation
+        if self._auto_levels is None or self._auto_levels[0] != generation:
+            levels = auto_levels(node.labels for node in self._cluster.nodes())
+            self._auto_levels = (generation, levels)
+        return self._auto_levels[1]
 
     def placement(self, pod: PodView) -> Placement:
         raw = self._cluster.pod(*pod.key) or {}
@@ -82,6 +91,8 @@ class Requirements:
         placement = self.placement(pod)
         if placement.problem is not None:
             return f"gang {gang}: {placement.problem}"
+        if placement.required is None and placement.slice_level is None:
+            return None
         levels = self.levels()
         search = placement.search(levels)
         checks = [] if search.cluster else [(search.levels[-1], needed, "")]

@@ -84,6 +84,10 @@ PRESETS: dict[str, Levels] = {
 """The presets of `--topology`; `auto` picks among them."""
 
 AUTO_ORDER = ("topograph", "topograph-v0", "eks", "gke", "oci", "kube-rdma")
+_PRESET_OF = {
+    label: name for name in AUTO_ORDER for label in PRESETS[name].fabric if label != ZONE
+}
+"""Each preset's own switch labels (the zone, which clouds set on every node, left out)."""
 
 
 def auto_levels(label_sets: Iterable[Mapping[str, str]]) -> Levels:
@@ -92,9 +96,8 @@ def auto_levels(label_sets: Iterable[Mapping[str, str]]) -> Levels:
     node whatever else describes their fabric."""
     counts = dict.fromkeys(AUTO_ORDER, 0)
     for labels in label_sets:
-        for name in AUTO_ORDER:
-            if any(k in labels for k in PRESETS[name].fabric if k != ZONE):
-                counts[name] += 1
+        for name in {_PRESET_OF[k] for k in labels if k in _PRESET_OF}:
+            counts[name] += 1
     best = max(AUTO_ORDER, key=lambda name: (counts[name], -AUTO_ORDER.index(name)))
     chosen = PRESETS[best] if counts[best] else PRESETS["kube-rdma"]
     return Levels(chosen.fabric, chosen.nvlink, f"auto ({chosen.source})")
