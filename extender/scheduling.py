@@ -353,7 +353,8 @@ class Scheduler:
             summary["capacity"] = self.planner.no_fit_reason(view, gang)
         else:
             summary["plan"] = {"domain": plan.domain, "nodes": sorted(set(plan.slots))}
-        summary["levels"] = self.planner.requirements.explain(view, plan.slots if plan else ())
+        nodes = plan.slots if plan else ()
+        summary["levels"] = self.planner.requirements.explain(view, gang, nodes)
         waiting = self.contention.waiting.get(gang.key)
         if waiting is not None and plan is None:
             summary["waiting"] = {

@@ -86,7 +86,7 @@ class Planner:
         self.settings = settings
         self._clock = clock
         levels = LevelSettings(settings.domains, settings.nvlink, settings.topology)
-        self.requirements = Requirements(cluster, levels, top_owner)
+        self.requirements = Requirements(cluster, levels, top_owner, members)
         """The levels in use and what each gang asks of them."""
         self._measure = FitMeasure(cluster, engine, book, self._holds, priority, self.requirements)
         self.plans: dict[GangKey, Plan] = {}
@@ -263,7 +263,7 @@ class Planner:
         needed = gang.size - len(bound)
         groups = self._groups(gang, pod, bound, needed)
         levels = self.requirements.levels()
-        search = self._search(pod, levels, sliced=not bound)
+        search = self._search(pod, gang, levels, sliced=not bound)
         fits = self._fits(pod, gang, excluded, groups)
         choice = choose_in(fits, [g.count for g in groups], search)
         if choice is None:
@@ -312,7 +312,7 @@ class Planner:
             needed = other.size - len(bound)
             theirs = self._groups(other, member, bound, needed)
             fits = self._measure.fits(member, other, excluded, theirs, aside)
-            search = self._search(member, self.requirements.levels(), sliced=not bound)
+            search = self._search(member, other, self.requirements.levels(), sliced=not bound)
             choice = choose_in(fits, [g.count for g in theirs], search)
             for name in choice.nodes if choice else ():
                 held = aside.setdefault(name, {})
@@ -328,7 +328,7 @@ class Planner:
         bound = self.bound_of(gang)
         needed = gang.size - len(bound)
         fits = self._fits(pod, gang, (), self._groups(gang, pod, bound, needed))
-        search = self._search(pod, self.requirements.levels(), sliced=not bound)
+        search = self._search(pod, gang, self.requirements.levels(), sliced=not bound)
         return no_fit_reason(fits, needed, search, pod, str(gang))
 
     def refusal(self, pod: PodView, gang: Gang) -> str | None:
@@ -341,9 +341,9 @@ class Planner:
         groups = partial(self._groups, gang, pod, bound, needed)
         return self.requirements.refusal(pod, gang, needed, groups)
 
-    def _search(self, pod: PodView, levels: Levels, sliced: bool) -> Search:
+    def _search(self, pod: PodView, gang: Gang, levels: Levels, sliced: bool) -> Search:
         """The gang's levels; unsliced once members are bound (their ranks' slots are taken)."""
-        search = self.requirements.search(pod, levels)
+        search = self.requirements.search(pod, gang, levels)
         return search if sliced else replace(search, slice_level=None, slice_size=0)
 
     # Reservations

@@ -44,8 +44,11 @@ class Requirements:
         cluster: Cluster,
         settings: LevelSettings,
         top_owner: Callable[[Json], Json | None] = lambda pod: None,
+        members: Callable[[Gang], Iterable[Json]] = lambda gang: (),
     ) -> None:
+        """`members`: the gang's members not bound yet, from the pod cache."""
         self._cluster = cluster
+        self._members = members
         self._settings = settings
         self._top_owner = top_owner
         self.watched: Levels | None = None
@@ -72,12 +75,14 @@ class Requirements:
             self._auto_levels = (generation, levels)
         return self._auto_levels[1]
 
-    def placement(self, pod: PodView) -> Placement:
-        raw = self._cluster.pod(*pod.key) or {}
+    def placement(self, pod: PodView, gang: Gang) -> Placement:
+        """What the gang asks, read off the member (another member of the gang while the
+        cache lacks it: a filter call may come before the watch delivers the pod)."""
+        raw = self._cluster.pod(*pod.key) or next(iter(self._members(gang)), None) or {}
         return placement_of(raw, self._top_owner(raw) if raw else None)
 
-    def search(self, pod: PodView, levels: Levels | None = None) -> Search:
-        return self.placement(pod).search(levels or self.levels())
+    def search(self, pod: PodView, gang: Gang, levels: Levels | None = None) -> Search:
+        return self.placement(pod, gang).search(levels or self.levels())
 
     def labels(self, node: NodeInfo, levels: Levels) -> Mapping[str, str]:
         """The node's labels, with its NVLink domain under the `nvlink` level."""
@@ -88,7 +93,7 @@ class Requirements:
         self, pod: PodView, gang: Gang, needed: int, groups: Callable[[], list[MemberGroup]]
     ) -> str | None:
         """Why the gang can never be placed as it asks; None when it can, or asks nothing."""
-        placement = self.placement(pod)
+        placement = self.placement(pod, gang)
         if placement.problem is not None:
             return f"gang {gang}: {placement.problem}"
         if placement.required is None and placement.slice_level is None:
@@ -146,13 +151,13 @@ class Requirements:
                     shown,
                 )
 
-    def explain(self, pod: PodView, nodes: Iterable[str]) -> Json:
+    def explain(self, pod: PodView, gang: Gang, nodes: Iterable[str]) -> Json:
         """The levels in use, what the gang asks, and where its planned `nodes` lie."""
         levels = self.levels()
         body: Json = {
             "source": levels.source,
             "inUse": levels.in_use(node.labels for node in self._cluster.nodes()),
-            "asks": self.placement(pod).describe(),
+            "asks": self.placement(pod, gang).describe(),
         }
         if nodes:
             body["domains"] = self.domains_of(nodes, levels)

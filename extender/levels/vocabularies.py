@@ -84,9 +84,7 @@ PRESETS: dict[str, Levels] = {
 """The presets of `--topology`; `auto` picks among them."""
 
 AUTO_ORDER = ("topograph", "topograph-v0", "eks", "gke", "oci", "kube-rdma")
-_PRESET_OF = {
-    label: name for name in AUTO_ORDER for label in PRESETS[name].fabric if label != ZONE
-}
+_PRESET_OF = {label: name for name in AUTO_ORDER for label in PRESETS[name].fabric if label != ZONE}
 """Each preset's own switch labels (the zone, which clouds set on every node, left out)."""
 
 

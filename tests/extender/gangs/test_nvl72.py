@@ -134,3 +134,18 @@ def test_a_clique_spanning_two_leaves_is_logged_once(caplog: pytest.LogCaptureFi
     assert spans == [
         f"NVLink domain {CLUSTER_UUID}.0 spans 2 values of {keys.LEAF}: leaf-000, leaf-001"
     ]
+
+
+def test_a_member_the_cache_lacks_yet_is_planned_as_its_gang_asks() -> None:
+    """kube-scheduler may filter a pod before the extender's watch delivers it: the gang's
+    requirement is read off the members the cache holds."""
+    f = fabric()
+    first, members = gang_members("first", 16, gpus=4)
+    assert isinstance(f.place(first, members), list)  # leaf-000: clique 0's nodes 0-15
+    gang, members = gang_members("early", 16, gpus=4, annotations=NVLINK)
+    f.submit(members[1:])
+    outcome = f.filter(gang, members[0])
+    assert outcome is not None
+    assert len(outcome.passed) == 1
+    plan = f.planner.plans[gang.key]
+    assert len({clique_of(node) for node in plan.slots}) == 1
