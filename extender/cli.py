@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from extender.levels.vocabularies import PRESETS
 from kube_rdma.core.resources import DEFAULT_RDMA_PATTERNS
 
 log = logging.getLogger("kube_rdma.extender")
@@ -50,6 +51,22 @@ def _register_extender(subcommands: argparse._SubParsersAction[argparse.Argument
         help="node label of a network domain for gang placement, narrowest first (repeatable; "
         "default: kube-rdma.io/leaf, kube-rdma.io/spine, "
         "topology.kubernetes.io/zone)",
+    )
+    extender.add_argument(
+        "--topology",
+        choices=["auto", *sorted(PRESETS)],
+        help="the vocabulary of the cluster's network labels for gang placement: a preset "
+        "(topograph: fabric.topograph.run/tier-N; topograph-v0: network.topology.nvidia.com/...; "
+        "eks, gke, oci: the cloud's labels; kube-rdma: the default), or auto: read from the "
+        "labels the nodes carry; --domain-label replaces its switch levels",
+    )
+    extender.add_argument(
+        "--topology-object",
+        type=_topology_object,
+        metavar="KIND:NAME",
+        help="take the levels from a Kueue Topology (kueue:NAME) or a KAI Topology (kai:NAME), "
+        "watched so that a change applies to the next gang planned; the --topology preset "
+        "applies until it is read (needs --kubeconfig or --in-cluster)",
     )
     extender.add_argument(
         "--plan-timeout",
@@ -141,6 +158,15 @@ def _register_explain(subcommands: argparse._SubParsersAction[argparse.ArgumentP
     explain.set_defaults(run=run_explain)
 
 
+def _topology_object(value: str) -> Any:
+    from extender.levels.watched import parse_ref
+
+    try:
+        return parse_ref(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def _percentage(value: str) -> int:
     if not value.isdigit() or int(value) > 100:
         raise argparse.ArgumentTypeError(
@@ -168,6 +194,9 @@ def run_extender(args: argparse.Namespace) -> int:
 
     if bool(args.tls_cert_file) != bool(args.tls_key_file):
         log.error("--tls-cert-file and --tls-key-file go together")
+        return 2
+    if args.topology_object and args.cluster_snapshot:
+        log.error("--topology-object is watched: it needs --kubeconfig or --in-cluster")
         return 2
     if (args.broken_gang_grace or 0) < 0:
         log.error("--broken-gang-grace is a number of seconds, 0 or more")
@@ -214,7 +243,6 @@ def run_extender(args: argparse.Namespace) -> int:
 
 async def _extender_app(args: argparse.Namespace, tls: Any = None) -> Any:
     """The app around its cluster source; the live source's API client needs the running loop."""
-    from dataclasses import replace
 
     from kubernetes_asyncio import client
 
@@ -225,6 +253,7 @@ async def _extender_app(args: argparse.Namespace, tls: Any = None) -> Any:
     from extender.gangs.configmaps import ConfigMapRecords
     from extender.gangs.contention import ContentionSettings
     from extender.gangs.planner import GangSettings
+    from extender.gangs.settings import level_settings
     from kube_rdma.kube.kubeconfig import load_config
 
     gangs = GangSettings(
@@ -233,8 +262,7 @@ async def _extender_app(args: argparse.Namespace, tls: Any = None) -> Any:
         barrier_progress_timeout=args.barrier_progress_timeout,
         percentage_of_nodes_to_score=args.percentage_of_nodes_to_score,
     )
-    if args.domain_label:
-        gangs = replace(gangs, domains=tuple(args.domain_label))
+    gangs = level_settings(gangs, args.topology, args.domain_label)
     settings = Settings(
         weights_file=args.weights,
         gpu_resources=tuple(args.gpu_resource or ("nvidia.com/gpu",)),
@@ -257,6 +285,15 @@ async def _extender_app(args: argparse.Namespace, tls: Any = None) -> Any:
     source = LiveSource(client.CoreV1Api(api), custom_api=client.CustomObjectsApi(api))
     records = ConfigMapRecords(client.CoreV1Api(api), args.plan_namespace, _identity())
     app = create_app(settings, source, tls, records, LiveDisruptions(client.CoreV1Api(api)))
+    if args.topology_object:
+        from extender.app import EXTENDER
+        from extender.levels.watched import TopologyWatch
+
+        requirements = app[EXTENDER].scheduler.planner.requirements
+        watch = TopologyWatch(
+            client.CustomObjectsApi(api), args.topology_object, requirements.use, gangs.nvlink
+        )
+        app.cleanup_ctx.append(watch.context)
 
     async def close(_: Any) -> None:
         await api.close()

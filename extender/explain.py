@@ -72,6 +72,7 @@ def table(body: Json) -> str:
         + (", GPUDirect RDMA" if asks.get("requireGdr") else ""),
         *_gang_line(body.get("gang")),
         *_contention_lines(body.get("gang")),
+        *_levels(body.get("gang") or {}),
         *(["nodes must have passed fabric acceptance"] if body.get("requireAcceptance") else []),
         "nodes: " + ", ".join(f"{v} {SHOWN[k]}" for k, v in body["summary"].items()),
         "",
@@ -122,6 +123,18 @@ def _gang_line(gang: Json | None) -> list[str]:
         else f"no plan now: {gang['capacity']}"
     )
     return [f"gang {gang['name']} of {gang['size']} ({gang['source']}): {where}"]
+
+
+def _levels(gang: Json) -> list[str]:
+    """The levels in use, what the gang asks, and its plan's domain at every level."""
+    levels = gang.get("levels")
+    if not levels:
+        return []
+    used = ", ".join(levels["inUse"]) or "none"
+    lines = [f"levels ({levels['source']}): {used}; asks: {levels['asks']}"]
+    for level, values in (levels.get("domains") or {}).items():
+        lines.append(f"  {level}: {', '.join(values)}")
+    return lines
 
 
 def _contention_lines(gang: Json | None) -> list[str]:

@@ -39,6 +39,7 @@ from extender.gangs.planner import GangSettings, Planner
 from extender.gangs.priority import pod_priority
 from extender.gangs.records import MemoryRecords, PlanRecords
 from extender.gangs.reservations import GangKey, Reservations
+from extender.gangs.top_owner import top_owner
 from extender.gangs.upkeep import Upkeep, gang_key
 from extender.podview import PodView, pod_view
 from extender.preemption import preemption_candidates
@@ -108,6 +109,7 @@ class Scheduler:
             self.contention.priority,
             self.contention.ahead,
             self._waiting_members,
+            lambda pod: top_owner(pod, source.owners),
         )
         self._records = self.planner.records
         self.upkeep = Upkeep(
@@ -165,6 +167,8 @@ class Scheduler:
                 [n for n in names if n == node], {}, {n: reason for n in names if n != node}
             )
         if isinstance(gang, Gang) and view.relevant:
+            if (refused := self.planner.refusal(view, gang)) is not None:
+                return FilterOutcome([], {}, dict.fromkeys(names, refused))
             waiting = self.contention.note(gang, view, pod)
             outcome = self.planner.filter(view, gang, names)
             if outcome is not None:

@@ -7,6 +7,10 @@ that level, the tightest (fewest member slots in all, so bigger domains stay who
 gangs), then the best mean score; within it the best-scoring nodes, each filled with as many
 members as fit before the next one is used.
 
+A gang may require a level (extender/levels/placement.py): then only the levels up to it are
+tried, never the whole cluster; and it may ask for slices, consecutive ranks each inside one
+domain of a level (extender/gangs/slices.py), planned with the same tightest-fit rule.
+
 Members of one gang may be allowed different nodes (a master pinned to one pool, workers
 tolerating a taint the master does not): each group of members with the same constraints is
 then placed within the nodes it may use, the node capacity shared between the groups, the
@@ -19,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from extender.cluster.model import NodeInfo
+from extender.gangs.slices import mean_score, slice_fill
 from extender.podview import PodView
 
 CLUSTER = "cluster"
@@ -51,6 +56,22 @@ class Choice:
     """The member group each of `nodes` is for; empty when the gang is one group."""
 
 
+@dataclass(frozen=True)
+class Search:
+    """Where a gang may go: the levels tried, narrowest first, and whether the whole cluster
+    may take it when no domain of them does."""
+
+    levels: tuple[str, ...]
+    cluster: bool = True
+    slice_level: str | None = None
+    slice_size: int = 0
+    """Members per slice; 0: the gang is not sliced."""
+
+    @property
+    def sliced(self) -> bool:
+        return self.slice_level is not None and self.slice_size > 0
+
+
 def members_fitting(pod: PodView, node: NodeInfo, held: Mapping[str, int]) -> int:
     """How many pods like `pod` the node's free GPUs and RDMA units take, after what other
     gangs' plans hold there; a pod asking for neither fits any number of times (counted 1)."""
@@ -71,26 +92,56 @@ def choose(fits: Fits, needed: int, domains: Sequence[str]) -> Choice | None:
 def choose_for_groups(fits: Fits, demands: Sequence[int], domains: Sequence[str]) -> Choice | None:
     """The domain and nodes for `demands[g]` members of each group g; None when no domain holds
     every group within the nodes it may use."""
+    return choose_in(fits, demands, Search(tuple(domains)))
+
+
+def choose_in(fits: Fits, demands: Sequence[int], search: Search) -> Choice | None:
+    """As choose_for_groups, over the search's levels (and the cluster when it allows), each
+    slice inside one domain of its level when the gang is sliced (a gang of one group)."""
     needed = sum(demands)
-    for label in [*domains, CLUSTER]:
-        groups: dict[str, list[str]] = {}
-        for name, fit in fits.items():
-            value = CLUSTER if label == CLUSTER else fit.labels.get(label)
-            if value is not None:
-                groups.setdefault(value, []).append(name)
-        viable = [
-            (_capacity(fits, members), -_mean_score(fits, members), value, members)
-            for value, members in groups.items()
-            if _capacity(fits, members) >= needed and _holds(fits, members, demands)
-        ]
+    sliced = search.sliced and len(demands) == 1
+    for label in [*search.levels, *([CLUSTER] if search.cluster else [])]:
+        viable = []
+        for value, members in _domains(fits, label).items():
+            if _capacity(fits, members) < needed:
+                continue
+            if not _viable(fits, members, demands, search if sliced else None):
+                continue
+            viable.append((_capacity(fits, members), -mean_score(fits, members), value, members))
         if viable:
             _, _, value, members = min(viable)
+            if sliced:
+                return Choice(value, [n for n, _ in _slots(fits, members, demands, search) or []])
             slots = _fill(members, fits, demands)
             assert slots is not None
             return Choice(
                 value, [n for n, _ in slots], [g for _, g in slots] if len(demands) > 1 else []
             )
     return None
+
+
+def _viable(fits: Fits, members: list[str], demands: Sequence[int], search: Search | None) -> bool:
+    if search is None:
+        return _holds(fits, members, demands)
+    return _slots(fits, members, demands, search) is not None
+
+
+def _domains(fits: Fits, label: str) -> dict[str, list[str]]:
+    groups: dict[str, list[str]] = {}
+    for name, fit in fits.items():
+        value = CLUSTER if label == CLUSTER else fit.labels.get(label)
+        if value is not None:
+            groups.setdefault(value, []).append(name)
+    return groups
+
+
+def _slots(
+    fits: Fits, members: list[str], demands: Sequence[int], search: Search
+) -> list[tuple[str, int]] | None:
+    assert search.slice_level is not None
+    usable = [n for n in members if _admits(fits[n], 0)]
+    nodes = slice_fill(usable, fits, search.slice_level, search.slice_size, demands[0])
+    return None if nodes is None else [(n, 0) for n in nodes]
 
 
 def _holds(fits: Fits, members: list[str], demands: Sequence[int]) -> bool:
@@ -117,24 +168,30 @@ def narrowest_fit(fits: Fits, domains: Sequence[str]) -> int:
     return max(per_domain(fits, domains[0]).values(), default=0)
 
 
-def no_fit_reason(fits: Fits, needed: int, domains: Sequence[str], pod: PodView, gang: str) -> str:
-    """Why no plan could be made, with the best the narrowest level and the cluster offer."""
+def no_fit_reason(
+    fits: Fits, needed: int, domains: Sequence[str] | Search, pod: PodView, gang: str
+) -> str:
+    """Why no plan could be made, with the best the narrowest level some node carries and the
+    cluster offer (a gang that requires a level: the best of that level)."""
+    search = domains if isinstance(domains, Search) else Search(tuple(domains))
+    levels = search.levels if search.cluster else search.levels[-1:]
     best = ""
-    for label in domains[:1]:
+    for label in levels:
         counts = per_domain(fits, label)
         if counts:
             value, count = max(counts.items(), key=lambda item: (item[1], item[0]))
-            best = f"best domain {value} fits {count}, "
+            best = f"best domain {value} fits {count}"
+            break
     ask = f"{pod.gpus} GPU, {pod.rails} rails"
+    if not search.cluster:
+        within = f" inside one {search.levels[-1]} domain" if search.levels else ""
+        return f"gang {gang} needs {needed} x ({ask}){within}: {best or 'no domain fits any'}"
+    best = f"{best}, " if best else ""
     return f"gang {gang} needs {needed} x ({ask}): {best}cluster fits {_capacity(fits, fits)}"
 
 
 def _capacity(fits: Fits, names: Sequence[str] | Fits) -> int:
     return sum(fits[n].count for n in names)
-
-
-def _mean_score(fits: Fits, names: Sequence[str]) -> float:
-    return sum(fits[n].score for n in names) / len(names) if names else 0.0
 
 
 def _fill(members: list[str], fits: Fits, demands: Sequence[int]) -> list[tuple[str, int]] | None:

@@ -30,6 +30,7 @@ def gang_summary(
         summary["capacity"] = planner.no_fit_reason(view, gang)
     else:
         summary["plan"] = {"domain": plan.domain, "nodes": sorted(set(plan.slots))}
+    summary["levels"] = planner.requirements.explain(view, gang, plan.slots if plan else ())
     waiting = contention.waiting.get(gang.key)
     if waiting is not None and plan is None:
         summary["waiting"] = {

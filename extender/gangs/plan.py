@@ -52,6 +52,8 @@ class Plan:
     for a slot any member may take."""
     ruled_out: frozenset[str] = frozenset()
     """Nodes kube-scheduler ruled out for this gang: plans redone for it avoid them too."""
+    slice_size: int = 0
+    """Slots per slice (slice k: slots k x size to (k+1) x size - 1); 0: not sliced."""
 
     @property
     def mixed(self) -> bool:
@@ -63,13 +65,19 @@ class Plan:
         distinct = {id(c): c for c in self.constraints if c is not None}
         return {c.key for c in distinct.values()}
 
-    def slot_of(self, pod: PodKey, group: Hashable | None = None) -> int | None:
+    def slot_of(
+        self, pod: PodKey, group: Hashable | None = None, rank: int | None = None
+    ) -> int | None:
         """The pod's slot, assigning it the first free one planned for its `group` (any free
-        one when None)."""
+        one when None); in a sliced plan, one of its rank's slice first."""
         index = self.assigned.get(pod)
         if index is None:
             taken = set(self.assigned.values())
-            free = (i for i in range(len(self.slots)) if i not in taken and self._for(i, group))
+            order = list(range(len(self.slots)))
+            if self.slice_size and rank is not None:
+                first = rank // self.slice_size * self.slice_size
+                order = order[first : first + self.slice_size] + order
+            free = (i for i in order if i not in taken and self._for(i, group))
             index = next(free, None)
             if index is not None:
                 self.assigned[pod] = index

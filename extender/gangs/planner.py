@@ -22,68 +22,37 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import replace
+from functools import partial
 
 from extender.cluster.model import Cluster, PodKey, pod_key
 from extender.cluster.source import BindError
 from extender.engine import Engine, FilterOutcome
 from extender.gangs.choose import (
-    Fit,
     Fits,
-    choose_for_groups,
-    members_fitting,
+    Search,
+    choose_in,
     narrowest_fit,
     no_fit_reason,
 )
+from extender.gangs.fitting import FitMeasure
 from extender.gangs.holds import HoldBook
 from extender.gangs.identity import Gang
 from extender.gangs.plan import Plan
-from extender.gangs.pools import MemberGroup, member_groups, open_groups
+from extender.gangs.pools import MemberGroup, member_groups
 from extender.gangs.records import MemoryRecords, PlanRecord, PlanRecords
+from extender.gangs.requirements import LevelSettings, Requirements
 from extender.gangs.reservations import GangKey, Reservations
 from extender.gangs.sampling import ruled_out_reason, sampled, sampled_reason
+from extender.gangs.settings import Decision as Decision
+from extender.gangs.settings import GangSettings as GangSettings
+from extender.levels.ranks import KUBEFLOW_TYPE, rank_of
+from extender.levels.vocabularies import Levels
 from extender.podview import PodView
-from kube_rdma.core import keys
 from kube_rdma.core.nodeconstraints import NodeConstraints
 from kube_rdma.core.objects import Json
 
 log = logging.getLogger("kube_rdma.extender")
-
-
-@dataclass(frozen=True)
-class GangSettings:
-    domains: tuple[str, ...] = (
-        keys.LEAF,
-        keys.SPINE,
-        "topology.kubernetes.io/zone",
-    )
-    """Node labels of network domains, narrowest first."""
-    plan_timeout: float = 120.0
-    """Seconds without progress (a member filtered or reaching bind) before a plan expires."""
-    barrier_timeout: float = 4.0
-    """Seconds a member's bind request waits for the others; below kube-scheduler's
-    httpTimeout. The member stays arrived after its request fails."""
-    barrier_progress_timeout: float = 30.0
-    """Seconds a gang waits at the barrier for its next member to arrive before it is given up
-    (nothing bound, the plan dropped): the barrier's window grows with the gang as long as
-    members keep coming."""
-    absent_limit: int = 3
-    """Calls in a row without a planned node among sampled candidates before the plan is
-    redone."""
-    percentage_of_nodes_to_score: int = 100
-    """kube-scheduler's percentageOfNodesToScore (0: its adaptive default), which tells a
-    candidate list cut short by sampling from one that holds every feasible node."""
-
-
-@dataclass(frozen=True)
-class Decision:
-    """One plan made: for whom, in which domain, and the most members any single domain of
-    the narrowest level could have taken at that moment."""
-
-    gang: Gang
-    needed: int
-    domain: str
-    narrowest_fit: int
 
 
 class Planner:
@@ -99,6 +68,7 @@ class Planner:
         priority: Callable[[GangKey], int] = lambda gang: 0,
         ahead: Callable[[GangKey], list[tuple[Gang, PodView]]] = lambda gang: [],
         members: Callable[[Gang], Iterable[Json]] = lambda gang: (),
+        top_owner: Callable[[Json], Json | None] = lambda pod: None,
     ) -> None:
         """`holds` keeps the nodes held for waiting gangs from lower-priority gangs' plans;
         `priority` gives a gang's priority, and `ahead` the waiting gangs of a higher one,
@@ -115,6 +85,10 @@ class Planner:
         self._book = book
         self.settings = settings
         self._clock = clock
+        levels = LevelSettings(settings.domains, settings.nvlink, settings.topology)
+        self.requirements = Requirements(cluster, levels, top_owner, members)
+        """The levels in use and what each gang asks of them."""
+        self._measure = FitMeasure(cluster, engine, book, self._holds, priority, self.requirements)
         self.plans: dict[GangKey, Plan] = {}
         self.history: deque[Decision] = deque(maxlen=10_000)
         """The last plans made, for explain-style audits and the gang proof."""
@@ -133,6 +107,8 @@ class Planner:
         """The filter answer for a gang member; None when the pod is past the gang's size."""
         if self.complete(gang):
             return None
+        if (refused := self.refusal(pod, gang)) is not None:
+            return FilterOutcome([], {}, dict.fromkeys(names, refused))
         self._book.join(pod.key, gang.key)
         plan = self._current(gang, pod)
         if plan is None:
@@ -190,6 +166,8 @@ class Planner:
         has a plan, else why it does not fit."""
         if self.complete(gang):
             return None
+        if (refused := self.refusal(pod, gang)) is not None:
+            return refused
         if self._current(gang, pod) is not None:
             return None
         return self.no_fit_reason(pod, gang)
@@ -198,8 +176,9 @@ class Planner:
         """The member's slot; in a plan redone first when its constraints are none the plan was
         made for (it was not in the cache when the gang was planned)."""
         cached = self._cluster.pod(*pod.key)
+        rank = self._rank(plan, cached)
         if pod.key in plan.assigned or cached is None or not plan.constraints:
-            return plan, plan.slot_of(pod.key)
+            return plan, plan.slot_of(pod.key, rank=rank)
         group = NodeConstraints.of(cached).key
         if group not in plan.groups() and len(plan.assigned) < len(plan.slots):
             log.info(
@@ -212,7 +191,15 @@ class Planner:
             if replanned is None:
                 return None, None
             plan = replanned
-        return plan, plan.slot_of(pod.key, group if plan.mixed else None)
+        return plan, plan.slot_of(pod.key, group if plan.mixed else None, rank)
+
+    def _rank(self, plan: Plan, cached: Json | None) -> int | None:
+        """The member's rank, for a sliced plan (its slice's slots are its own)."""
+        if not plan.slice_size or cached is None:
+            return None
+        members = [cached, *self._members(plan.gang)]
+        master = any(_replica_type(p) == "master" for p in members)
+        return rank_of(cached, plan.gang.size, master)
 
     def _absent(self, plan: Plan, pod: PodView, node: str, names: list[str]) -> FilterOutcome:
         percentage = self.settings.percentage_of_nodes_to_score
@@ -275,14 +262,18 @@ class Planner:
         bound = self.bound_of(gang)
         needed = gang.size - len(bound)
         groups = self._groups(gang, pod, bound, needed)
+        levels = self.requirements.levels()
+        search = self._search(pod, gang, levels, sliced=not bound)
         fits = self._fits(pod, gang, excluded, groups)
-        choice = choose_for_groups(fits, [g.count for g in groups], self.settings.domains)
+        choice = choose_in(fits, [g.count for g in groups], search)
         if choice is None:
             return None
-        narrowest = narrowest_fit(fits, self.settings.domains)
+        self.requirements.check_spans(choice.nodes, levels)
+        narrowest = narrowest_fit(fits, search.levels)
         self.history.append(Decision(gang, needed, choice.domain, narrowest))
         now = self._clock()
         plan = Plan(gang, pod, list(bound.values()) + choice.nodes, choice.domain, now, now)
+        plan.slice_size = search.slice_size if search.sliced and len(groups) == 1 else 0
         for i, key in enumerate(bound):
             plan.assigned[key] = i
         planned_for = choice.groups or [0] * len(choice.nodes)
@@ -320,57 +311,40 @@ class Planner:
             bound = self.bound_of(other)
             needed = other.size - len(bound)
             theirs = self._groups(other, member, bound, needed)
-            fits = self._fits_with(member, other, excluded, theirs, aside)
-            choice = choose_for_groups(fits, [g.count for g in theirs], self.settings.domains)
+            fits = self._measure.fits(member, other, excluded, theirs, aside)
+            search = self._search(member, other, self.requirements.levels(), sliced=not bound)
+            choice = choose_in(fits, [g.count for g in theirs], search)
             for name in choice.nodes if choice else ():
                 held = aside.setdefault(name, {})
                 for resource, amount in _need_of(member).items():
                     held[resource] = held.get(resource, 0) + amount
-        return self._fits_with(pod, gang, excluded, groups, aside)
-
-    def _fits_with(
-        self,
-        pod: PodView,
-        gang: Gang,
-        excluded: Iterable[str],
-        groups: list[MemberGroup],
-        aside: dict[str, dict[str, int]],
-    ) -> Fits:
-        skip = set(excluded) | self._held_off(gang)
-        open_to: dict[str, frozenset[int] | None] = {}
-        for info in self._cluster.nodes():
-            if info.name not in skip and ((which := open_groups(groups, info)) is None or which):
-                open_to[info.name] = which
-        passed = self._engine.filter(pod, list(open_to), gang.key).passed
-        nominated = self._cluster.nominated_use(self._priority(gang.key))
-        scores = self._engine.prioritize(pod, passed, gang.key)
-        result = {}
-        for name in passed:
-            node = self._cluster.node(name)
-            assert node is not None
-            held = self._book.held(name, gang.key)
-            for resource, amount in (aside.get(name) or {}).items():
-                held[resource] = held.get(resource, 0) + amount
-            for resource, amount in nominated.get(name, {}).items():
-                held[resource] = held.get(resource, 0) + amount
-            count = members_fitting(pod, node, held)
-            if count:
-                result[name] = Fit(count, scores[name], node.labels, open_to[name])
-        return result
-
-    def _held_off(self, gang: Gang) -> set[str]:
-        """Nodes held for another gang of the same or a higher priority."""
-        if not self._holds:
-            return set()
-        priority = self._priority(gang.key)
-        return {n for n in self._holds.nodes() if self._holds.blocking(n, priority, gang.key)}
+        return self._measure.fits(pod, gang, excluded, groups, aside)
 
     def no_fit_reason(self, pod: PodView, gang: Gang) -> str:
-        """Why the gang does not fit now, with the numbers (the filter's answer)."""
+        """Why the gang does not fit now, or can never fit as it asks, with the numbers (the
+        filter's answer)."""
+        if (refused := self.refusal(pod, gang)) is not None:
+            return refused
         bound = self.bound_of(gang)
         needed = gang.size - len(bound)
         fits = self._fits(pod, gang, (), self._groups(gang, pod, bound, needed))
-        return no_fit_reason(fits, needed, self.settings.domains, pod, str(gang))
+        search = self._search(pod, gang, self.requirements.levels(), sliced=not bound)
+        return no_fit_reason(fits, needed, search, pod, str(gang))
+
+    def refusal(self, pod: PodView, gang: Gang) -> str | None:
+        """Why the gang can never be placed as it asks (the numbers); None when it can, or
+        when it has a plan."""
+        if gang.key in self.plans:
+            return None
+        bound = self.bound_of(gang)
+        needed = gang.size - len(bound)
+        groups = partial(self._groups, gang, pod, bound, needed)
+        return self.requirements.refusal(pod, gang, needed, groups)
+
+    def _search(self, pod: PodView, gang: Gang, levels: Levels, sliced: bool) -> Search:
+        """The gang's levels; unsliced once members are bound (their ranks' slots are taken)."""
+        search = self.requirements.search(pod, gang, levels)
+        return search if sliced else replace(search, slice_level=None, slice_size=0)
 
     # Reservations
 
@@ -470,6 +444,10 @@ class Planner:
 
 def _need_of(member: PodView) -> dict[str, int]:
     return {member.gpu_resource: member.gpus, **member.rdma}
+
+
+def _replica_type(pod: Json) -> str:
+    return str(((pod.get("metadata") or {}).get("labels") or {}).get(KUBEFLOW_TYPE, "")).lower()
 
 
 def record_of(plan: Plan) -> PlanRecord:

@@ -94,7 +94,8 @@ class Upkeep:
         gang, view = self._gang(pod), self._view(pod)
         if not isinstance(gang, Gang) or not view.relevant or gang.key in self._planner.plans:
             return None
-        return gang, view
+        # A gang that can never be placed neither holds nor preempts.
+        return None if self._planner.refusal(view, gang) else (gang, view)
 
     def _still_waiting(self, gang: GangKey) -> bool:
         waiting = self._contention.waiting[gang]

@@ -50,6 +50,14 @@ GANG_SIZE = PREFIX + "gang-size"
 LEAF = PREFIX + "leaf"
 SPINE = PREFIX + "spine"
 
+# Pod (or pod template) annotations: the network level a gang must be placed inside, or should
+# be (the value: a level's node label, or `nvlink` for the NVLink domain whatever labels it);
+# and the level and size of its slices, consecutive ranks placed inside one domain each.
+TOPOLOGY_REQUIRED = PREFIX + "topology-required"
+TOPOLOGY_PREFERRED = PREFIX + "topology-preferred"
+TOPOLOGY_SLICE_REQUIRED = PREFIX + "topology-slice-required"
+TOPOLOGY_SLICE_SIZE = PREFIX + "topology-slice-size"
+
 # ConfigMap label of the extender's gang plan records, in its own namespace.
 GANG_PLAN = PREFIX + "gang-plan"
 # ConfigMap label, beside GANG_PLAN, of a record that holds nodes for a waiting or preempting gang
@@ -95,6 +103,10 @@ ALL = (
     GANG_SIZE,
     LEAF,
     SPINE,
+    TOPOLOGY_REQUIRED,
+    TOPOLOGY_PREFERRED,
+    TOPOLOGY_SLICE_REQUIRED,
+    TOPOLOGY_SLICE_SIZE,
     GANG_PLAN,
     GANG_HOLD,
     DEBUG,

@@ -11,7 +11,9 @@
   evicted by the extender), those kube-scheduler's preemption deleted, the GPU-hours of runs
   cut short, gangs kube-scheduler's preemption left partly running, and the hours gangs were
   held by the extender (from its hold records);
-- gangs in one network domain: gangs placed whose nodes share one leaf label;
+- gangs in one network domain: gangs placed whose nodes share one leaf label; and by level,
+  for every level the cluster's labels carry, in their own vocabulary, and the NVLink domain
+  (kubesim/simulate/domains.py);
 - GPU-NIC levels: for every GPU of every pod placed, the PCIe level of its NIC in the best
   pairing on its node (extender/pairing.py), or "none" when it gets no usable NIC;
 - utilisation: the share of the cluster's GPUs bound to pods, sampled over simulated time;
@@ -29,6 +31,7 @@ from kube_rdma.core.topology import Level
 from kubesim.scheduler import Job, bound_node, pod_key
 from kubesim.simulate.classes import classes, summary
 from kubesim.simulate.cluster import SimCluster
+from kubesim.simulate.domains import gangs_in_one_domain
 from kubesim.simulate.run import Run
 
 TRANSIENT = 1.0
@@ -73,6 +76,9 @@ def measure(run: Run, jobs: list[Job], cluster: SimCluster) -> dict[str, Any]:
         },
         "classes": classes(states, run.start, run.end, held),
         "gangs_in_one_domain": sum(len(g.leaves) == 1 for g in placed_gangs),
+        "gangs_in_one_domain_by_level": gangs_in_one_domain(
+            (g.nodes for g in placed_gangs), cluster.nodes
+        ),
         "gpu_nic_levels": levels(run, jobs, cluster),
         "utilisation": {
             "mean": round(_mean_in_use(run.samples) / total_gpus, 4),

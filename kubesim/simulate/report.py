@@ -51,6 +51,23 @@ ROWS: tuple[Row, ...] = (
 )
 
 
+def _level_rows(variants: list[dict[str, Any]]) -> list[list[str]]:
+    """Gangs inside one domain of each level the cluster's labels carry."""
+    levels = dict.fromkeys(
+        level for v in variants for level in v.get("gangs_in_one_domain_by_level", {})
+    )
+    return [
+        [
+            f"gangs in one {level}",
+            *(
+                f"{v['gangs_in_one_domain_by_level'].get(level, 0)} of {v['gangs_placed']}"
+                for v in variants
+            ),
+        ]
+        for level in levels
+    ]
+
+
 def _class_rows(variants: list[dict[str, Any]]) -> list[list[str]]:
     """Per priority and gang size: `p50 / p95 / max` of the waits, `(n unplaced)` after."""
     keys = sorted(
@@ -81,6 +98,7 @@ def table(document: dict[str, Any]) -> str:
     variants = document["variants"]
     header = ["", *(v["name"] for v in variants)]
     rows = [header, *([name, *(show(v) for v in variants)] for name, show in ROWS)]
+    rows += _level_rows(variants)
     rows += _class_rows(variants)
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = [_summary(document)]

@@ -33,18 +33,26 @@ import pytest
 import yaml
 from aiohttp import web
 
+from extender import app as extender_app
 from extender.app import Settings, create_app
 from extender.cluster.disruptions import LiveDisruptions
 from extender.cluster.live import BIND_TIMEOUT_SECONDS, LiveSource
 from extender.cluster.snapshot import SnapshotSource
 from extender.gangs.configmaps import ConfigMapRecords
 from extender.gangs.records import PlanRecord
+from extender.levels.watched import TopologyRef, TopologyWatch
 from extender.weights import DEFAULT, parse_weights
 from kube_rdma.cli import build_parser
 from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
 from testbed.builders import nodes
-from testbed.fakeapi import WORKLOAD_RESOURCES, FakeApiServer, RecordedRequest, eventually
+from testbed.fakeapi import (
+    WORKLOAD_RESOURCES,
+    FakeApiServer,
+    RecordedRequest,
+    Resource,
+    eventually,
+)
 from tests.manifests.test_manifests import (
     DOCUMENTS,
     IMAGE,
@@ -552,6 +560,14 @@ def discovery(request: RecordedRequest) -> bool:
     return len(request.path.strip("/").split("/")) == (2 if request.path.startswith("/api/") else 3)
 
 
+TOPOLOGIES = {
+    "topologies.kueue.x-k8s.io": Resource(
+        "Topology", False, "kueue.x-k8s.io/v1beta1", "topologies"
+    ),
+    "topologies.kai.scheduler": Resource("Topology", False, "kai.scheduler/v1", "topologies"),
+}
+
+
 @asynccontextmanager
 async def serving(
     source: LiveSource, records: ConfigMapRecords
@@ -559,6 +575,13 @@ async def serving(
     """The real extender app around `source`, on a loopback port."""
     disruptions = LiveDisruptions(source.core_api)  # the one the source reads with
     app = create_app(Settings(), source, None, records, disruptions)
+    from kubernetes_asyncio import client
+
+    # As --topology-object adds it, for each of the two groups it may name.
+    custom = client.CustomObjectsApi(source.core_api.api_client)
+    requirements = app[extender_app.EXTENDER].scheduler.planner.requirements
+    for ref in (TopologyRef("kueue", "default"), TopologyRef("kai", "default")):
+        app.cleanup_ctx.append(TopologyWatch(custom, ref, requirements.use).context)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -577,7 +600,7 @@ async def test_extender_rbac_is_exactly_what_the_extender_calls(
     fake_api.create("nodes", nodes.node("gpu-2", nodes.hgx(down=(3,))))
     fake_api.create("pods", nodes.pod("busy", gpus=2, node_name="gpu-2", phase="Running"))
     pod = fake_api.create("pods", nodes.pod("worker-0", node_settings=True))
-    for key, resource in WORKLOAD_RESOURCES.items():  # every optional CRD installed
+    for key, resource in {**WORKLOAD_RESOURCES, **TOPOLOGIES}.items():  # every optional CRD
         fake_api.install(key, resource)
     from kubernetes_asyncio import client
 
@@ -591,7 +614,7 @@ async def test_extender_rbac_is_exactly_what_the_extender_calls(
 
         await eventually(ready)
         # nodes, pods, gang plan records and every workload resource
-        await eventually(lambda: fake_api.watching == 3 + len(WORKLOAD_RESOURCES))
+        await eventually(lambda: fake_api.watching == 3 + len(WORKLOAD_RESOURCES) + 2)
         # One scheduling cycle, as rdma-scheduler drives it, and an admin's explain.
         args = {"Pod": pod, "NodeNames": ["gpu-1", "gpu-2"], "Nodes": None}
         async with session.post(f"{base}/filter", data=orjson.dumps(args)) as response:
@@ -636,8 +659,10 @@ async def test_extender_rbac_is_exactly_what_the_extender_calls(
         ("batch", "jobs"),
         ("batch.volcano.sh", "jobs"),
         ("jobset.x-k8s.io", "jobsets"),
+        ("kai.scheduler", "topologies"),
         ("kubeflow.org", "mpijobs"),
         ("kubeflow.org", "pytorchjobs"),
+        ("kueue.x-k8s.io", "topologies"),
         ("scheduling.volcano.sh", "podgroups"),
         ("scheduling.x-k8s.io", "podgroups"),
     ]

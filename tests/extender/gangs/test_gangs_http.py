@@ -229,11 +229,21 @@ async def test_explain_shows_the_gang_and_its_plan(serve: Any) -> None:
         "size": 2,
         "source": "kube-rdma.io/gang",
         "plan": {"domain": "leaf-b", "nodes": ["b0", "b1"]},
+        "levels": {
+            "source": "kube-rdma",
+            "inUse": [keys.LEAF],
+            "asks": "no level asked (none)",
+            "domains": {keys.LEAF: ["leaf-b"]},
+        },
     }
     url = f"{client.base}/explain?namespace=team-a&name=pair-0&format=table"
     async with client.session.get(url) as r:
         lines = (await r.text()).splitlines()
-    assert lines[1] == "gang team-a/pair of 2 (kube-rdma.io/gang): planned in leaf-b on 2 nodes"
+    assert lines[1:4] == [
+        "gang team-a/pair of 2 (kube-rdma.io/gang): planned in leaf-b on 2 nodes",
+        f"levels (kube-rdma): {keys.LEAF}; asks: no level asked (none)",
+        f"  {keys.LEAF}: leaf-b",
+    ]
 
 
 async def test_explain_gives_the_numbers_of_a_gang_that_does_not_fit(serve: Any) -> None:
@@ -254,6 +264,7 @@ async def test_explain_gives_the_numbers_of_a_gang_that_does_not_fit(serve: Any)
         "source": "kube-rdma.io/gang",
         "plan": None,
         "capacity": reason,
+        "levels": {"source": "kube-rdma", "inUse": [keys.LEAF], "asks": "no level asked (none)"},
     }
     url = f"{client.base}/explain?namespace=team-a&name=seven-0&format=table"
     async with client.session.get(url) as r:

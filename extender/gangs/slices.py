@@ -1,0 +1,66 @@
+"""A sliced gang's nodes: consecutive ranks in slices of a given size, each slice inside one
+domain of its level, so that ranks that talk most share the narrowest network (Kueue's
+`podset-slice-required-topology` with `podset-slice-size`, kube-rdma's own equivalent).
+
+Each slice goes, in rank order, to the tightest domain that still holds it (fewest member
+slots left, then the best mean score), on its best-scoring nodes, each filled before the next:
+the rule the whole gang's domain is chosen by, so no domain is fragmented for the next gang.
+Pure: extender/gangs/choose.py calls it for each candidate domain of the whole gang.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Protocol
+
+
+class Candidate(Protocol):
+    @property
+    def count(self) -> int: ...
+    @property
+    def score(self) -> float: ...
+    @property
+    def labels(self) -> Mapping[str, str]: ...
+
+
+def slice_fill(
+    names: Sequence[str], fits: Mapping[str, Candidate], level: str, size: int, needed: int
+) -> list[str] | None:
+    """One node per member, slice 0's members first; None when some slice fits in no domain.
+    A last slice may be short when `needed` is not a multiple of `size`."""
+    left = {n: fits[n].count for n in names}
+    by_domain: dict[str, list[str]] = {}
+    for name in names:
+        value = fits[name].labels.get(level)
+        if value is not None:
+            by_domain.setdefault(value, []).append(name)
+    nodes: list[str] = []
+    while len(nodes) < needed:
+        want = min(size, needed - len(nodes))
+        viable = [
+            (room, -mean_score(fits, members), value)
+            for value, members in by_domain.items()
+            if (room := sum(left[n] for n in members)) >= want
+        ]
+        if not viable:
+            return None
+        _, _, value = min(viable)
+        nodes += _take(by_domain[value], fits, left, want)
+    return nodes
+
+
+def _take(
+    members: list[str], fits: Mapping[str, Candidate], left: dict[str, int], want: int
+) -> list[str]:
+    taken: list[str] = []
+    for name in sorted(members, key=lambda n: (-fits[n].score, -fits[n].count, n)):
+        take = min(left[name], want - len(taken))
+        left[name] -= take
+        taken += [name] * take
+        if len(taken) == want:
+            break
+    return taken
+
+
+def mean_score(fits: Mapping[str, Candidate], names: Sequence[str]) -> float:
+    return sum(fits[n].score for n in names) / len(names) if names else 0.0

@@ -1,0 +1,134 @@
+"""What a job asks of the network levels: a level it must be placed inside (required), one it
+should be (preferred), and slices of consecutive ranks each inside one domain of a level.
+
+Read, first match wins:
+1. kube-rdma's own annotations on the pod (a controller copies them from its template):
+   `kube-rdma.io/topology-required`, `-preferred`, `-slice-required`, `-slice-size`.
+2. KAI scheduler's annotations on the workload's top owner (NVIDIA/KAI-Scheduler
+   docs/topology/README.md): `kai.scheduler/topology-required-placement` and
+   `-preferred-placement`, beside `kai.scheduler/topology` (the Topology's name).
+3. Kueue's pod template annotations (kubernetes-sigs/kueue apis/kueue/v1alpha1/topology_types.go:
+   `kueue.x-k8s.io/podset-required-topology`, `-preferred-topology`,
+   `-slice-required-topology` with `-slice-size`), only when Kueue did not place the pods
+   itself: pods Kueue's TAS admitted carry the `kueue.x-k8s.io/tas` label and the node
+   selectors of Kueue's assignment, which the planner honours as any node selector; planning
+   them against Kueue's annotations again could only contradict that assignment.
+
+A level's value is a node label, or `nvlink` for the NVLink domain; a label that names NVLink
+domains in the cluster's vocabulary (`nvidia.com/gpu.clique`) means the NVLink level too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from extender.gangs.choose import Search
+from extender.levels.vocabularies import NVLINK, Levels
+from kube_rdma.core import keys
+from kube_rdma.core.objects import Json
+
+KAI_TOPOLOGY = "kai.scheduler/topology"
+KAI_REQUIRED = "kai.scheduler/topology-required-placement"
+KAI_PREFERRED = "kai.scheduler/topology-preferred-placement"
+KUEUE_REQUIRED = "kueue.x-k8s.io/podset-required-topology"
+KUEUE_PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
+KUEUE_SLICE_REQUIRED = "kueue.x-k8s.io/podset-slice-required-topology"
+KUEUE_SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
+KUEUE_TAS = "kueue.x-k8s.io/tas"
+KUEUE_GATE = "kueue.x-k8s.io/topology"
+
+_OURS = (
+    keys.TOPOLOGY_REQUIRED,
+    keys.TOPOLOGY_PREFERRED,
+    keys.TOPOLOGY_SLICE_REQUIRED,
+    keys.TOPOLOGY_SLICE_SIZE,
+)
+_KUEUE = (KUEUE_REQUIRED, KUEUE_PREFERRED, KUEUE_SLICE_REQUIRED, KUEUE_SLICE_SIZE)
+
+
+@dataclass(frozen=True)
+class Placement:
+    required: str | None = None
+    preferred: str | None = None
+    slice_level: str | None = None
+    slice_size: int = 0
+    source: str = "none"
+    """Whose annotations asked: `kube-rdma.io`, `kai.scheduler`, `kueue`, `kueue-placed`."""
+    problem: str | None = None
+    """An annotation value that cannot be read: the gang is not planned, and this says why."""
+
+    def search(self, levels: Levels) -> Search:
+        """The levels the gang is planned over, narrowest first."""
+        required = _level(self.required, levels)
+        preferred = _level(self.preferred, levels)
+        chain = _chain(required, levels) if required else _preferred_chain(preferred, levels)
+        if required and preferred and preferred not in chain:
+            chain = (preferred, *chain)
+        return Search(chain, required is None, _level(self.slice_level, levels), self.slice_size)
+
+    def describe(self) -> str:
+        parts = [f"required {self.required}" if self.required else ""]
+        parts.append(f"preferred {self.preferred}" if self.preferred else "")
+        if self.slice_level:
+            parts.append(f"slices of {self.slice_size} in one {self.slice_level}")
+        said = ", ".join(p for p in parts if p) or "no level asked"
+        return f"{said} ({self.source})"
+
+
+def placement_of(pod: Json, top_owner: Json | None = None) -> Placement:
+    annotations = _annotations(pod)
+    if any(k in annotations for k in _OURS):
+        return _read(annotations, _OURS, "kube-rdma.io")
+    owner = _annotations(top_owner or {})
+    if KAI_REQUIRED in owner or KAI_PREFERRED in owner:
+        return Placement(owner.get(KAI_REQUIRED), owner.get(KAI_PREFERRED), source="kai.scheduler")
+    if kueue_placed(pod):
+        return Placement(source="kueue-placed")
+    if any(k in annotations for k in _KUEUE):
+        return _read(annotations, _KUEUE, "kueue")
+    return Placement()
+
+
+def kueue_placed(pod: Json) -> bool:
+    """Kueue's TAS admitted the pod and gave it its domain (the label its webhook adds)."""
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    return KUEUE_TAS in labels
+
+
+def _read(annotations: Mapping[str, str], names: tuple[str, ...], source: str) -> Placement:
+    required, preferred, slice_level, size_text = (annotations.get(k) for k in names)
+    size = 0
+    if slice_level is not None or size_text is not None:
+        if slice_level is None or size_text is None:
+            missing = names[2] if slice_level is None else names[3]
+            return Placement(source=source, problem=f"{missing} is missing: set both or neither")
+        if not size_text.isdigit() or int(size_text) < 1:
+            problem = f"{names[3]} must be a whole number of pods, not {size_text!r}"
+            return Placement(source=source, problem=problem)
+        size = int(size_text)
+    return Placement(required, preferred, slice_level, size, source)
+
+
+def _annotations(obj: Json) -> Mapping[str, str]:
+    return (obj.get("metadata") or {}).get("annotations") or {}
+
+
+def _level(value: str | None, levels: Levels) -> str | None:
+    if value is None:
+        return None
+    return NVLINK if value == NVLINK or value in levels.nvlink else value
+
+
+def _chain(required: str, levels: Levels) -> tuple[str, ...]:
+    """Every level up to the required one, narrowest first; a label the vocabulary does not
+    know is a level of its own."""
+    if required in levels.fabric:
+        return levels.fabric[: levels.fabric.index(required) + 1]
+    return (required,)
+
+
+def _preferred_chain(preferred: str | None, levels: Levels) -> tuple[str, ...]:
+    if preferred is None or preferred in levels.fabric:
+        return levels.fabric
+    return (preferred, *levels.fabric)
