@@ -115,7 +115,8 @@ class Scheduler:
         self._filtered = FilteredPods(clock=clock)
 
     def view(self, pod: Json) -> PodView:
-        return pod_view(pod, *self._resources)
+        cluster = self._source.cluster
+        return pod_view(pod, *self._resources, cluster.claim_demand(pod), cluster.selectors)
 
     def gang(self, pod: Json) -> Gang | Singleton:
         return gang_of(pod, self._source.cluster.podgroup_size, self._owner_gang)
