@@ -1,7 +1,8 @@
 """The live cluster source: Nodes and Pods listed and watched into the cluster model, and binds
 that create a real `v1.Binding`. PodGroups and the workloads that own training pods (batch Jobs,
 PyTorchJobs, MPIJobs, JobSets, Volcano Jobs) are listed and watched too, where API discovery finds
-them served (their CRDs installed; looked for again every few minutes where they are not).
+them served (their CRDs installed; looked for again every few minutes where they are not), and
+so are the DRA objects (cluster/dra_live.py).
 The reflectors (kube_rdma/kube/reflector.py) keep the model equal to the apiserver's truth
 through cut watches, 410 Gone, duplicated or reordered events and outages; the source is ready
 while Nodes and Pods are in sync, and not while a re-list is pending or the apiserver has been
@@ -30,6 +31,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from extender.cluster.dra_live import dra_reflectors
 from extender.cluster.model import Cluster, PodKey, as_bound, pod_key
 from extender.cluster.owners import WORKLOADS, Owners, WorkloadResource
 from extender.cluster.source import BindError, LookupFailed
@@ -100,9 +102,13 @@ class LiveSource:
         )
         self.podgroup_reflectors: list[Reflector] = []
         self.owner_reflectors: list[Reflector] = []
+        self.dra_reflectors: list[Reflector] = []
         if custom_api is not None:
             discovery = Discovery(custom_api.get_api_resources, recheck=recheck_absent, sleep=sleep)
             self._follow_optional(custom_api, discovery)
+            self.dra_reflectors = dra_reflectors(
+                self.cluster, custom_api, discovery, self._reflector, recheck_absent, sleep
+            )
 
     def _follow_optional(self, custom_api: Any, discovery: Discovery) -> None:
         """PodGroups hold the size of coscheduling and Volcano gangs, and the workloads that
@@ -147,7 +153,8 @@ class LiveSource:
         async with asyncio.TaskGroup() as tasks:
             tasks.create_task(self.node_reflector.run())
             tasks.create_task(self.pod_reflector.run())
-            for reflector in [*self.podgroup_reflectors, *self.owner_reflectors]:
+            optional = [*self.podgroup_reflectors, *self.owner_reflectors, *self.dra_reflectors]
+            for reflector in optional:
                 tasks.create_task(reflector.run())
 
     def _replace_podgroups(self, group: str) -> Callable[[list[Json]], None]:

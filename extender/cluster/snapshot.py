@@ -1,5 +1,7 @@
 """The static cluster source: Nodes and Pods read once from a snapshot file, with the PodGroups
-and workload objects (batch Jobs, PyTorchJobs, MPIJobs, JobSets, Volcano Jobs) that size gangs.
+and workload objects (batch Jobs, PyTorchJobs, MPIJobs, JobSets, Volcano Jobs) that size gangs,
+and the DRA objects (ResourceSlices, ResourceClaims, DeviceClasses, ResourceClaimTemplates) of
+clusters whose devices are published that way.
 
 It lets the extender run without a cluster, for the demo, the simulator and tests: the same
 filters and scores see a model built from a file, and `/bind` changes that model in memory as
@@ -16,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from extender.cluster import dra_objects
 from extender.cluster.model import Cluster, as_bound, pod_key
 from extender.cluster.owners import WORKLOADS, Owners, WorkloadResource, resource_of
 from extender.cluster.source import BindError
@@ -23,7 +26,7 @@ from extender.cluster.trim import trim_node, trim_pod, trim_workload
 from kube_rdma.core.documents import DocumentError, read_documents
 from kube_rdma.core.objects import Json
 
-KINDS = frozenset({"Node", "Pod", "PodGroup", *(r.kind for r in WORKLOADS)})
+KINDS = frozenset({"Node", "Pod", "PodGroup", *(r.kind for r in WORKLOADS), *dra_objects.KINDS})
 # Parts of an object the model reads as maps; anything else there is a broken snapshot.
 MAPS = ("metadata", "spec", "status", "metadata.labels", "metadata.annotations")
 
@@ -41,6 +44,8 @@ class SnapshotSource:
         objects = objects or []
         self.cluster.replace_nodes(trim_node(o) for o in objects if o.get("kind") == "Node")
         self.cluster.replace_pods(trim_pod(o) for o in objects if o.get("kind") == "Pod")
+        for kind in sorted(dra_objects.KINDS):
+            dra_objects.replace(self.cluster, kind, [o for o in objects if o.get("kind") == kind])
         for podgroup in (o for o in objects if o.get("kind") == "PodGroup"):
             self.cluster.upsert_podgroup(podgroup)
         # A snapshot holds every workload there is: an owner it lacks does not exist.
@@ -50,7 +55,8 @@ class SnapshotSource:
 
     @classmethod
     def from_file(cls, path: Path) -> SnapshotSource:
-        """Read Nodes, Pods, PodGroups and workloads from `path`; other kinds are skipped."""
+        """Read Nodes, Pods, PodGroups, workloads and DRA objects from `path`; other kinds are
+        skipped."""
         try:
             return cls(_objects(read_documents(path)))
         except (SnapshotError, DocumentError) as e:
@@ -96,7 +102,8 @@ def _objects(documents: list[Any]) -> list[Json]:
         if kind not in KINDS:
             continue
         _check(obj, kind, number)
-        namespace, name = pod_key(obj) if kind != "Node" else ("", obj["metadata"]["name"])
+        scoped = kind not in ("Node", "ResourceSlice", "DeviceClass")
+        namespace, name = pod_key(obj) if scoped else ("", obj["metadata"]["name"])
         # batch and Volcano both have a kind Job: the API group tells them apart.
         identity = (str(obj.get("apiVersion") or "").rpartition("/")[0], kind, namespace, name)
         if identity in seen:

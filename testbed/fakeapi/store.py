@@ -59,6 +59,7 @@ class Resource:
         return self.api_version.rpartition("/")[0]
 
 
+DRA_V1: Final = "resource.k8s.io/v1"
 RESOURCES: Final[Mapping[str, Resource]] = {
     "namespaces": Resource("Namespace", namespaced=False),
     "nodes": Resource("Node", namespaced=False),
@@ -71,6 +72,15 @@ RESOURCES: Final[Mapping[str, Resource]] = {
         "PodDisruptionBudget", namespaced=True, api_version="policy/v1"
     ),
     "events": Resource("Event", namespaced=True),
+    # Dynamic Resource Allocation (resource.k8s.io/v1, Kubernetes 1.34): the devices nodes
+    # publish, the claims that hold them (their `status` subresource carries the allocation
+    # and `reservedFor`), and what claims are made from.
+    "resourceslices": Resource("ResourceSlice", namespaced=False, api_version=DRA_V1),
+    "resourceclaims": Resource("ResourceClaim", namespaced=True, api_version=DRA_V1),
+    "resourceclaimtemplates": Resource(
+        "ResourceClaimTemplate", namespaced=True, api_version=DRA_V1
+    ),
+    "deviceclasses": Resource("DeviceClass", namespaced=False, api_version=DRA_V1),
 }
 
 
