@@ -8,6 +8,7 @@ score and every gang member's planned node must be the same, body for body.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
@@ -81,3 +82,51 @@ async def test_filters_scores_and_gang_plans_are_the_same_in_both_forms() -> Non
     member = expected["filter gang-0"]
     assert isinstance(member, dict)
     assert len(member["NodeNames"]) == 1
+
+
+async def test_a_gang_spans_dra_and_device_plugin_nodes() -> None:
+    """Four empty nodes, two publishing their devices through DRA: a gang of four 8-GPU pods
+    asking for `nvidia.com/gpu` (which the DRA nodes serve through the GPU DeviceClass's
+    extendedResourceName) takes all four, one member each."""
+    spec = ClusterSpec(
+        nodes=4,
+        seed=3,
+        busy_fraction=0.0,
+        rail_down_fraction=0.0,
+        flaky_fraction=0.0,
+        no_agent_fraction=0.0,
+    )
+    cluster = [o for o in generate(spec) if o.get("kind") == "Node"]
+    names = sorted(str(o["metadata"]["name"]) for o in cluster)
+    gang = [
+        nodes.pod(f"m-{i}", annotations={keys.GANG: "m", keys.GANG_SIZE: "4"}) for i in range(4)
+    ]
+    mixed = dra_form([*cluster, *gang], nodes=names[:2])
+    kinds = {o["spec"]["nodeName"] for o in mixed if o.get("kind") == "ResourceSlice"}
+    assert kinds == set(names[:2])
+    source = SnapshotSource(mixed)
+    async with net.serving(create_app(Settings(), source)) as base, aiohttp.ClientSession() as s:
+        planned = []
+        for member in gang:
+            body = orjson.dumps({"Pod": member, "NodeNames": names, "Nodes": None})
+            async with s.post(f"{base}/filter", data=body) as response:
+                planned += (await response.json())["NodeNames"]
+        assert sorted(planned) == names
+
+        async def bind(member: Json, node: str) -> object:
+            meta = member["metadata"]
+            args = {
+                "PodName": meta["name"],
+                "PodNamespace": meta["namespace"],
+                "PodUID": "",
+                "Node": node,
+            }
+            async with s.post(f"{base}/bind", data=orjson.dumps(args)) as response:
+                return await response.json()
+
+        results = await asyncio.gather(*(bind(m, n) for m, n in zip(gang, planned, strict=True)))
+    assert results == [{"Error": ""}] * 4
+    for name in names:
+        node = source.cluster.node(name)
+        assert node is not None
+        assert (node.allocatable["nvidia.com/gpu"], node.free("nvidia.com/gpu")) == (8, 0)
