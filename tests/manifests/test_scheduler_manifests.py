@@ -590,8 +590,8 @@ async def test_extender_rbac_is_exactly_what_the_extender_calls(
                 return response.status == 200
 
         await eventually(ready)
-        # nodes, pods, gang plan records and every workload resource
-        await eventually(lambda: fake_api.watching == 3 + len(WORKLOAD_RESOURCES))
+        # nodes, pods, gang plan records, every workload resource and the four DRA resources
+        await eventually(lambda: fake_api.watching == 3 + len(WORKLOAD_RESOURCES) + 4)
         # One scheduling cycle, as rdma-scheduler drives it, and an admin's explain.
         args = {"Pod": pod, "NodeNames": ["gpu-1", "gpu-2"], "Nodes": None}
         async with session.post(f"{base}/filter", data=orjson.dumps(args)) as response:
@@ -638,6 +638,10 @@ async def test_extender_rbac_is_exactly_what_the_extender_calls(
         ("jobset.x-k8s.io", "jobsets"),
         ("kubeflow.org", "mpijobs"),
         ("kubeflow.org", "pytorchjobs"),
+        ("resource.k8s.io", "deviceclasses"),
+        ("resource.k8s.io", "resourceclaims"),
+        ("resource.k8s.io", "resourceclaimtemplates"),
+        ("resource.k8s.io", "resourceslices"),
         ("scheduling.volcano.sh", "podgroups"),
         ("scheduling.x-k8s.io", "podgroups"),
     ]
