@@ -88,6 +88,11 @@ def populate(api: FakeApiServer) -> None:
     api.create("resourceclaims", claim("held", [], "team-a", allocated=HELD), "team-a")
 
 
+def full_gpus_free(source: LiveSource) -> int | None:
+    node = source.cluster.node("full")
+    return None if node is None else node.free("nvidia.com/gpu")
+
+
 @pytest.mark.parametrize(
     ("managed", "via"), [((), "extender"), (("nvidia.com/gpu", "rdma/hca"), "apiserver")]
 )
@@ -102,12 +107,7 @@ async def test_only_an_empty_managed_resources_brings_a_claim_pod_to_the_extende
         managed_resources=managed,
     )
     async with serving(create_app(Settings(), source)) as url:
-        await eventually(
-            lambda: (
-                source.cluster.node("full") is not None
-                and source.cluster.node("full").free("nvidia.com/gpu") == 0
-            )
-        )
+        await eventually(lambda: full_gpus_free(source) == 0)
         async with EmulatedScheduler(fake_api.host, url, config) as scheduler:
             fake_api.create("pods", claim_pod())
             await eventually(lambda: len(scheduler.queue) == 1)
