@@ -70,7 +70,9 @@ class PodView:
     @property
     def relevant(self) -> bool:
         """The extender has an opinion about this pod."""
-        return self.gpus > 0 or self.needs_rdma or self.require_gdr
+        demand = self.demand
+        asks = bool(demand.requests or demand.pinned or demand.problems)
+        return self.gpus > 0 or self.needs_rdma or self.require_gdr or asks
 
     @cached_property
     def shape(self) -> tuple[Any, ...]:

@@ -110,3 +110,16 @@ async def test_a_cluster_serving_only_v1beta1_is_read_at_v1beta1() -> None:
     lists = {r.path for r in api.requests if "resource.k8s.io" in r.path and not r.watch}
     assert "/apis/resource.k8s.io/v1beta1/resourceslices" in lists
     assert not any(p.startswith("/apis/resource.k8s.io/v1/") for p in lists)
+
+
+async def test_a_claim_pod_whose_template_is_missing_fails_every_node() -> None:
+    async with FakeApiServer() as api:
+        populate(api)
+        async with following(api) as source:
+            await eventually(lambda: free_gpus(source) == 8)
+            cluster = source.cluster
+            lost = pod("p", [{"name": "g", "resourceClaimTemplateName": "gone"}])
+            view = pod_view(lost, demand=cluster.claim_demand(lost), selectors=cluster.selectors)
+            assert Engine(cluster, lambda: DEFAULT).verdict(view, "n1") == Verdict(
+                False, "ResourceClaimTemplate default/gone does not exist", resolvable=False
+            )
