@@ -258,8 +258,11 @@ class Scheduler:
             )
 
     async def _bind_member(self, pod: PodKey, uid: str, node: str) -> None:
-        """A gang member whose bind request returned before its gang arrived whole."""
-        await self._bind(await self._pod(*pod, uid), uid, node)
+        """A gang member whose bind request returned before its gang arrived whole: its resource
+        claims, which kube-scheduler unreserved when the request failed, are reserved again."""
+        member = await self._pod(*pod, uid)
+        await self._source.reserve_claims(member, node)
+        await self._bind(member, uid, node)
 
     async def _bind(self, pod: Json, uid: str, node: str) -> dict[str, str]:
         view, gang = self.view(pod), self.gang(pod)

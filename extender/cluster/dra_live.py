@@ -13,9 +13,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from extender.cluster import dra_objects
+from extender.cluster.claims import claim_names, reserved
 from extender.cluster.model import Cluster
+from extender.cluster.source import BindError
+from kube_rdma.core.objects import Json
+from kube_rdma.kube.client import call
 from kube_rdma.kube.discovery import ApiResource, Discovery
-from kube_rdma.kube.errors import ApiError
+from kube_rdma.kube.errors import ApiError, Conflict
 from kube_rdma.kube.reflector import Reflector
 
 log = logging.getLogger(__name__)
@@ -77,10 +81,12 @@ def dra_reflectors(
     reflector: Callable[..., Reflector],
     recheck: float,
     sleep: Callable[[float], Awaitable[None]],
-) -> list[Reflector]:
+) -> tuple[list[Reflector], dict[str, ServedVersion]]:
+    """The reflectors, and each resource's served version (by plural)."""
     found = []
+    versions = {}
     for kind, plural in dra_objects.PLURALS.items():
-        served = ServedVersion(custom_api, discovery, plural, recheck, sleep)
+        served = versions[plural] = ServedVersion(custom_api, discovery, plural, recheck, sleep)
         found.append(
             reflector(
                 served.list,
@@ -90,4 +96,56 @@ def dra_reflectors(
                 served=served.wait,
             )
         )
-    return found
+    return found, versions
+
+
+class ClaimReservations:
+    """Puts a pod back in its claims' `reservedFor` (extender/cluster/claims.py says why)."""
+
+    def __init__(self, custom_api: Any, served: ServedVersion, timeout: float) -> None:
+        self._api, self._served, self._timeout = custom_api, served, timeout
+
+    async def reserve(self, pod: Json, node: str) -> None:
+        """Raises BindError when a claim cannot be reserved for the pod on `node`."""
+        names, unknown = claim_names(pod)
+        meta = pod.get("metadata") or {}
+        shown = f"pod {meta.get('namespace')}/{meta.get('name')}"
+        if unknown:
+            raise BindError(f"{shown}: its claims {', '.join(unknown)} are not created yet")
+        if names and self._served.version is None:
+            raise BindError(f"{shown} has resource claims, and the cluster serves no DRA API")
+        for name in names:
+            await self._reserve_one(pod, str(meta.get("namespace") or "default"), name, node)
+
+    async def _reserve_one(self, pod: Json, namespace: str, name: str, node: str) -> None:
+        what = f"ResourceClaim {namespace}/{name}"
+        for _ in range(3):  # a conflict is another writer's update: read it again
+            try:
+                claim = await call(
+                    f"get {what}",
+                    self._api.get_namespaced_custom_object,
+                    *self._path(namespace, name),
+                    request_timeout=self._timeout,
+                )
+                updated = reserved(claim, pod, node)
+                if isinstance(updated, str):
+                    raise BindError(updated)
+                if updated is claim:
+                    return
+                await call(
+                    f"update {what} status",
+                    self._api.replace_namespaced_custom_object_status,
+                    *self._path(namespace, name),
+                    updated,
+                    request_timeout=self._timeout,
+                )
+                log.info("reserved %s again for its pod", what, extra={"node": node})
+                return
+            except Conflict:
+                continue
+            except ApiError as e:
+                raise BindError(f"cannot reserve {what}: {e}") from e
+        raise BindError(f"cannot reserve {what}: it kept changing under the update")
+
+    def _path(self, namespace: str, name: str) -> tuple[str, str, str, str, str]:
+        return dra_objects.GROUP, str(self._served.version), namespace, "resourceclaims", name

@@ -31,7 +31,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from extender.cluster.dra_live import dra_reflectors
+from extender.cluster.dra_live import ClaimReservations, dra_reflectors
 from extender.cluster.model import Cluster, PodKey, as_bound, pod_key
 from extender.cluster.owners import WORKLOADS, Owners, WorkloadResource
 from extender.cluster.source import BindError, LookupFailed
@@ -103,11 +103,15 @@ class LiveSource:
         self.podgroup_reflectors: list[Reflector] = []
         self.owner_reflectors: list[Reflector] = []
         self.dra_reflectors: list[Reflector] = []
+        self._claims: ClaimReservations | None = None
         if custom_api is not None:
             discovery = Discovery(custom_api.get_api_resources, recheck=recheck_absent, sleep=sleep)
             self._follow_optional(custom_api, discovery)
-            self.dra_reflectors = dra_reflectors(
+            self.dra_reflectors, versions = dra_reflectors(
                 self.cluster, custom_api, discovery, self._reflector, recheck_absent, sleep
+            )
+            self._claims = ClaimReservations(
+                custom_api, versions["resourceclaims"], READ_TIMEOUT_SECONDS
             )
 
     def _follow_optional(self, custom_api: Any, discovery: Discovery) -> None:
@@ -226,6 +230,12 @@ class LiveSource:
         except ApiError as e:
             raise LookupFailed(str(e)) from e
         return trim_pod(pod)
+
+    async def reserve_claims(self, pod: Json, node: str) -> None:
+        """Put `pod` back in its resource claims' `reservedFor` before the extender binds it
+        outside a kube-scheduler bind call (extender/cluster/claims.py); raises BindError."""
+        if self._claims is not None and (pod.get("spec") or {}).get("resourceClaims"):
+            await self._claims.reserve(pod, node)
 
     # Binding
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from extender.cluster import dra_objects
+from extender.cluster.claims import claim_names, reserved
 from extender.cluster.model import Cluster, as_bound, pod_key
 from extender.cluster.owners import WORKLOADS, Owners, WorkloadResource, resource_of
 from extender.cluster.source import BindError
@@ -71,6 +72,21 @@ class SnapshotSource:
     async def read_pod(self, namespace: str, name: str) -> Json | None:
         """The model's pod: a snapshot holds every pod there is."""
         return self.cluster.pod(namespace, name)
+
+    async def reserve_claims(self, pod: Json, node: str) -> None:
+        """As the live source, on the model's claims."""
+        namespace = str((pod.get("metadata") or {}).get("namespace") or "default")
+        names, unknown = claim_names(pod)
+        if unknown:
+            raise BindError(f"pod {namespace}: claims {', '.join(unknown)} are not created yet")
+        for name in names:
+            claim = self.cluster.dra.claims.get((namespace, name))
+            if claim is None:
+                raise BindError(f"ResourceClaim {namespace}/{name} does not exist")
+            updated = reserved(claim, pod, node)
+            if isinstance(updated, str):
+                raise BindError(updated)
+            self.cluster.dra_changed(self.cluster.dra.upsert_claim(updated))
 
     async def bind(
         self, namespace: str, name: str, uid: str, node: str, annotations: dict[str, str]
