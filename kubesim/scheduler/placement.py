@@ -116,15 +116,27 @@ class Placement:
         self._verdicts: dict[Hashable, dict[str, tuple[NodeFacts, int, str | None]]] = {}
         """Per pod shape: node -> (its facts, its usage's changes, the verdict then)."""
 
-    async def find_node(self, pod: Json, extender: ExtenderClient | None) -> tuple[str, int]:
+    async def find_node(
+        self,
+        pod: Json,
+        extender: ExtenderClient | None,
+        claims: Callable[[str], str | None] | None = None,
+    ) -> tuple[str, int]:
         """The node for the pod, and how many feasible nodes the in-tree pass sampled; `extender`
-        None when the pod is not for the extender. Raises Unschedulable, or ExtenderError when
-        /filter failed."""
+        None when the pod is not for the extender; `claims` the DynamicResources filter for a
+        pod with resource claims. Raises Unschedulable, or ExtenderError when /filter
+        failed."""
         started = self._clock.now()
         names = self._tree.list()
         if not names:
             raise Unschedulable("no nodes available to schedule pods")
         check = self.checker(pod)
+        if claims is not None:
+            fit, dra = check, claims
+
+            def check(name: str) -> str | None:
+                return fit(name) or dra(name)
+
         failed: dict[str, str] = {}
         in_tree: dict[str, str] = {}
         unresolvable: set[str] = set()

@@ -1,0 +1,186 @@
+"""kube-scheduler's DynamicResources plugin, as far as the emulator needs it for pods whose GPUs
+and NICs come from resource claims (kubernetes pkg/scheduler/framework/plugins/
+dynamicresources):
+
+- Filter: a node passes when the pod's pending claims can be allocated from its free devices
+  (kube_rdma/core/dra: pools, CEL selectors, first fit), and a claim already allocated ties the
+  pod to that claim's node;
+- Reserve: the allocation chosen is kept in flight, so the next pods see those devices taken;
+- PreBind: each claim's `status.allocation` is written (for a claim not allocated yet) and the
+  pod added to its `status.reservedFor`, before the bind call;
+- Unreserve, when the bind fails: the pod is removed from `reservedFor` (a strategic-merge
+  patch upstream; an update of the status here), the allocation left written.
+
+Simplifications: the DRA objects are listed again before each cycle of a pod with claims (the
+emulator's clusters are small) rather than watched; claims must exist when the pod is
+scheduled (a `resourceClaimTemplateName` is not turned into a claim: no ResourceClaim
+controller runs here); and `matchAttribute` constraints are not checked.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any, Protocol
+
+from kube_rdma.core.dra.allocate import Allocation, Refusal, allocate
+from kube_rdma.core.dra.demand import pod_demand
+from kube_rdma.core.dra.index import DraIndex
+from kube_rdma.core.dra.selectors import Selectors
+from kube_rdma.core.dra.shapes import DeviceId
+from kube_rdma.core.objects import Json
+from kubesim.scheduler.pods import PodKey, pod_key
+
+PLURALS = ("resourceslices", "deviceclasses", "resourceclaims", "resourceclaimtemplates")
+
+
+class DraCalls(Protocol):
+    """resource.k8s.io as the emulator reads and writes it."""
+
+    async def list(self, plural: str) -> list[Json]: ...
+
+    async def get_claim(self, namespace: str, name: str) -> Json: ...
+
+    async def update_claim_status(self, namespace: str, name: str, claim: Json) -> Json: ...
+
+
+class DynamicResources:
+    def __init__(self, calls: DraCalls) -> None:
+        self._calls = calls
+        self._index = DraIndex()
+        self._selectors = Selectors()
+        self._in_flight: dict[PodKey, tuple[str, Allocation]] = {}
+
+    @staticmethod
+    def wants(pod: Json) -> bool:
+        return bool((pod.get("spec") or {}).get("resourceClaims"))
+
+    async def refresh(self) -> None:
+        index = DraIndex()
+        index.replace_slices(await self._calls.list("resourceslices"))
+        for obj in await self._calls.list("deviceclasses"):
+            index.upsert_class(obj)
+        for obj in await self._calls.list("resourceclaimtemplates"):
+            index.upsert_template(obj)
+        index.replace_claims(await self._calls.list("resourceclaims"))
+        self._index = index
+
+    def checker(self, pod: Json) -> Callable[[str], str | None]:
+        """Filter: why a node cannot take the pod's claims (None: it can)."""
+        demand = pod_demand(pod, self._index, self._selectors)
+        taken = self._taken()
+
+        def check(name: str) -> str | None:
+            if demand.problems:
+                return "; ".join(demand.problems)
+            node = self._index.node(name)
+            if node is not None and taken:
+                node = replace(node, held=node.held | taken)
+            found = allocate(demand, name, node, self._selectors)
+            return found.reason if isinstance(found, Refusal) else None
+
+        return check
+
+    def reserve(self, pod: Json, node: str) -> None:
+        demand = pod_demand(pod, self._index, self._selectors)
+        devices = self._index.node(node)
+        if devices is not None:
+            devices = replace(devices, held=devices.held | self._taken())
+        found = allocate(demand, node, devices, self._selectors)
+        if isinstance(found, Allocation):
+            self._in_flight[pod_key(pod)] = (node, found)
+
+    async def prebind(self, pod: Json, node: str) -> None:
+        """Allocate and reserve each claim for the pod, as PreBind does."""
+        _, allocation = self._in_flight.get(pod_key(pod), (node, Allocation({})))
+        namespace, _ = pod_key(pod)
+        for name, label in _claims(pod):
+            claim = await self._calls.get_claim(namespace, name)
+            updated = copy.deepcopy(claim)
+            status = updated.setdefault("status", {})
+            if not status.get("allocation"):
+                picks = [
+                    (request, device)
+                    for (claim_label, request), ids in allocation.devices.items()
+                    if claim_label == f"{namespace}/{label}"
+                    for device in ids
+                ]
+                status["allocation"] = _allocation(picks, node)
+            entries = status.get("reservedFor") or []
+            uid = (pod.get("metadata") or {}).get("uid")
+            if not any(e.get("uid") == uid for e in entries):
+                status["reservedFor"] = [*entries, _consumer(pod)]
+            await self._calls.update_claim_status(namespace, name, updated)
+
+    async def unreserve(self, pod: Json) -> None:
+        """Take the pod out of its claims' `reservedFor`, as Unreserve does."""
+        self._in_flight.pop(pod_key(pod), None)
+        namespace, _ = pod_key(pod)
+        uid = (pod.get("metadata") or {}).get("uid")
+        for name, _label in _claims(pod):
+            claim = await self._calls.get_claim(namespace, name)
+            entries = (claim.get("status") or {}).get("reservedFor") or []
+            if any(e.get("uid") == uid for e in entries):
+                claim["status"]["reservedFor"] = [e for e in entries if e.get("uid") != uid]
+                await self._calls.update_claim_status(namespace, name, claim)
+
+    def done(self, pod: Json) -> None:
+        self._in_flight.pop(pod_key(pod), None)
+
+    def _taken(self) -> frozenset[DeviceId]:
+        return frozenset(
+            d for _, a in self._in_flight.values() for ids in a.devices.values() for d in ids
+        )
+
+
+def _claims(pod: Json) -> list[tuple[str, str]]:
+    """(claim name, the label pod_demand gives its requests) for each claim of the pod."""
+    generated = {
+        s.get("name"): s.get("resourceClaimName")
+        for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []
+    }
+    found = []
+    for entry in (pod.get("spec") or {}).get("resourceClaims") or []:
+        name = entry.get("resourceClaimName") or generated.get(entry.get("name"))
+        if name:
+            found.append((str(name), str(name)))
+    return found
+
+
+def _allocation(picks: list[tuple[str, DeviceId]], node: str) -> Json:
+    results = [
+        {"request": request, "driver": d[0], "pool": d[1], "device": d[2]} for request, d in picks
+    ]
+    selector = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+    return {"devices": {"results": results}, "nodeSelector": {"nodeSelectorTerms": [selector]}}
+
+
+def _consumer(pod: Json) -> Json:
+    meta = pod.get("metadata") or {}
+    return {"resource": "pods", "name": meta.get("name"), "uid": meta.get("uid")}
+
+
+class HttpDraCalls:
+    """DraCalls over kubernetes-asyncio's CustomObjectsApi (resource.k8s.io/v1)."""
+
+    GROUP, VERSION = "resource.k8s.io", "v1"
+
+    def __init__(self, custom: Any) -> None:
+        self._custom = custom
+
+    async def list(self, plural: str) -> list[Json]:
+        body = await self._custom.list_cluster_custom_object(self.GROUP, self.VERSION, plural)
+        return list(body.get("items") or [])
+
+    async def get_claim(self, namespace: str, name: str) -> Json:
+        found: Json = await self._custom.get_namespaced_custom_object(
+            self.GROUP, self.VERSION, namespace, "resourceclaims", name
+        )
+        return found
+
+    async def update_claim_status(self, namespace: str, name: str, claim: Json) -> Json:
+        found: Json = await self._custom.replace_namespaced_custom_object_status(
+            self.GROUP, self.VERSION, namespace, "resourceclaims", name, claim
+        )
+        return found
