@@ -82,14 +82,20 @@ def _device(driver: str, pool: str, raw: Json) -> Device:
     return Device(driver, pool, str(raw.get("name") or ""), attributes, capacity)
 
 
+_SCALARS = (str, int, bool)
+
+
 def _attribute(wrapped: Any) -> AttributeValue | None:
-    if not isinstance(wrapped, dict):
+    """The value of a DeviceAttribute: exactly one of string, int, bool and version is set."""
+    if not isinstance(wrapped, dict) or len(wrapped) != 1:
         return None
-    for key in ("string", "int", "bool", "version"):
-        value = wrapped.get(key)
-        if isinstance(value, str | int | bool):
-            return value
+    [(key, value)] = wrapped.items()
+    if key in _KINDS and isinstance(value, _SCALARS):
+        return value
     return None
+
+
+_KINDS = frozenset({"string", "int", "bool", "version"})
 
 
 def _capacity(wrapped: Any) -> int | None:
