@@ -123,3 +123,33 @@ async def test_a_claim_pod_whose_template_is_missing_fails_every_node() -> None:
             assert Engine(cluster, lambda: DEFAULT).verdict(view, "n1") == Verdict(
                 False, "ResourceClaimTemplate default/gone does not exist", resolvable=False
             )
+
+
+async def test_explain_lists_the_nodes_dra_would_refuse() -> None:
+    async with FakeApiServer() as api:
+        populate(api)
+        api.create("nodes", {**NODE, "metadata": {"name": "n2"}})
+        api.create("resourceslices", gpu_slice("n2", gpus=2))
+        rule = 'device.attributes["gpu.nvidia.com"].index <= 1'
+        api.create("resourceclaims", claim("low", [exactly("g", "gpu.nvidia.com", 2, rule)]))
+        api.create("resourceclaims", claim("busy", [], allocated=HELD[:1]), "default")
+        async with following(api) as source:
+            await eventually(lambda: free_gpus(source) == 7)
+            cluster = source.cluster
+            wants = pod("p", [{"name": "g", "resourceClaimName": "low"}])
+            view = pod_view(wants, demand=cluster.claim_demand(wants), selectors=cluster.selectors)
+            found = Engine(cluster, lambda: DEFAULT).explain(view)
+    verdicts = {a.node: a.verdict for a in found}
+    assert verdicts == {
+        "n1": Verdict(
+            False,
+            "DRA would refuse: claim default/low request g: 1 of 2 matching GPU(s) free, needs 2",
+            resolvable=True,
+        ),
+        "n2": Verdict(
+            False,
+            "no RDMA topology: no kube-rdma.io/topology annotation (is the kube-rdma "
+            "agent running there?)",
+            resolvable=False,
+        ),
+    }
