@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from kube_rdma.core.objects import Json
+from testbed.fakeapi.claims import claim_problem
 from testbed.fakeapi.errors import (
     MODIFIED,
     NAMESPACE_MISMATCH,
@@ -336,6 +337,10 @@ class Store:
     def _commit(self, plural: str, kind: str, obj: Json, old: Json | None = None) -> Json:
         """Store a write under a new resourceVersion and tell the watches that see it."""
         resource = self.resource(plural)
+        if plural == "resourceclaims" and kind != "DELETED":
+            problem = claim_problem(obj)
+            if problem is not None:
+                raise ApiError(422, problem)
         self.version += 1
         obj["apiVersion"], obj["kind"] = resource.api_version, resource.kind
         obj["metadata"]["resourceVersion"] = str(self.version)
