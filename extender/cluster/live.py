@@ -76,9 +76,11 @@ class LiveSource:
         stale_after: float = STALE_AFTER_SECONDS,
         recheck_absent: float = RECHECK_SECONDS,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        cluster: Cluster | None = None,
     ) -> None:
+        """`cluster`: an empty model to fill (one with the admin's DRA settings)."""
         self._api = self.core_api = core_api
-        self.cluster = Cluster()
+        self.cluster = cluster or Cluster()
         self.owners = Owners()
         self._assumed: dict[PodKey, _Assumed] = {}
         self._reflector = functools.partial(

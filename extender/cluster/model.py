@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +23,7 @@ from extender.cluster.devices import DEFAULT_DRA_NAMES, DraNames, add_devices, s
 from kube_rdma.core import keys
 from kube_rdma.core.dra.demand import PodDemand, pod_demand
 from kube_rdma.core.dra.index import DraIndex, NodeDevices
+from kube_rdma.core.dra.kinds import DEFAULT_KIND_RULES, KindRule
 from kube_rdma.core.dra.selectors import Selectors
 from kube_rdma.core.nodeconstraints import NodeFacts, Taint, node_facts
 from kube_rdma.core.objects import Json
@@ -134,8 +135,12 @@ class _NodeEntry:
 class Cluster:
     """Nodes and pods, with per-node accounting. Not thread-safe; one event loop owns it."""
 
-    def __init__(self, dra_names: DraNames = DEFAULT_DRA_NAMES) -> None:
-        self.dra = DraIndex()
+    def __init__(
+        self,
+        dra_names: DraNames = DEFAULT_DRA_NAMES,
+        dra_kinds: Sequence[KindRule] = DEFAULT_KIND_RULES,
+    ) -> None:
+        self.dra = DraIndex(dra_kinds)
         """ResourceSlices, ResourceClaims, DeviceClasses and claim templates."""
         self.selectors = Selectors()
         self._dra_names = dra_names

@@ -39,8 +39,9 @@ class SnapshotError(Exception):
 class SnapshotSource:
     """A cluster model that only `bind` changes."""
 
-    def __init__(self, objects: list[Json] | None = None) -> None:
-        self.cluster = Cluster()
+    def __init__(self, objects: list[Json] | None = None, cluster: Cluster | None = None) -> None:
+        """`cluster`: an empty model to fill (one with the admin's DRA settings)."""
+        self.cluster = cluster or Cluster()
         self.owners = Owners()
         objects = objects or []
         self.cluster.replace_nodes(trim_node(o) for o in objects if o.get("kind") == "Node")
@@ -55,11 +56,11 @@ class SnapshotSource:
             self.owners.replace(resource, owned)
 
     @classmethod
-    def from_file(cls, path: Path) -> SnapshotSource:
+    def from_file(cls, path: Path, cluster: Cluster | None = None) -> SnapshotSource:
         """Read Nodes, Pods, PodGroups, workloads and DRA objects from `path`; other kinds are
         skipped."""
         try:
-            return cls(_objects(read_documents(path)))
+            return cls(_objects(read_documents(path)), cluster)
         except (SnapshotError, DocumentError) as e:
             raise SnapshotError(f"{path}: {e}") from None
 

@@ -45,6 +45,27 @@ DEFAULT_KIND_RULES: tuple[KindRule, ...] = (
 )
 
 
+def parse_rule(text: str) -> KindRule:
+    """`KIND=DRIVER:ATTRIBUTE=VALUE` (`nic=dra.net:rdma=true`) as a KindRule; ValueError saying
+    what is wrong. An unqualified attribute is the driver's; `true`/`false` are booleans and a
+    number an integer, as the slices publish them."""
+    kind, _, rest = text.partition("=")
+    driver, _, condition = rest.partition(":")
+    attribute, _, value = condition.partition("=")
+    if kind not in ("gpu", "nic") or not driver or not attribute or not value:
+        raise ValueError(
+            f"{text!r} is not KIND=DRIVER:ATTRIBUTE=VALUE with KIND gpu or nic "
+            "(e.g. nic=dra.net:rdma=true)"
+        )
+    parsed: AttributeValue = value
+    if value in ("true", "false"):
+        parsed = value == "true"
+    elif value.lstrip("-").isdigit():
+        parsed = int(value)
+    qualified = attribute if "/" in attribute else f"{driver}/{attribute}"
+    return KindRule(driver, "gpu" if kind == "gpu" else "nic", qualified, parsed)
+
+
 def kind_of(device: Device, rules: Sequence[KindRule] = DEFAULT_KIND_RULES) -> Kind | None:
     for rule in rules:
         if device.driver == rule.driver and device.attributes.get(rule.attribute) == rule.equals:

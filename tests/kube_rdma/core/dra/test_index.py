@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from kube_rdma.core.dra.index import DraIndex
+from kube_rdma.core.dra.kinds import KindRule, parse_rule
 from tests.kube_rdma.core.dra.fixtures import claim, gpu, gpu_slice, nic_slice, slice_
 
 GPU = "gpu.nvidia.com"
@@ -76,3 +79,29 @@ def test_pools_published_for_many_nodes_are_not_read() -> None:
     shared["spec"]["allNodes"] = True
     index = DraIndex()
     assert index.upsert_slice(shared) == set()
+
+
+@pytest.mark.parametrize(
+    ("text", "rule"),
+    [
+        ("nic=dra.net:rdma=true", KindRule("dra.net", "nic", "dra.net/rdma", True)),
+        ("gpu=gpu.nvidia.com:type=gpu", KindRule(GPU, "gpu", "gpu.nvidia.com/type", "gpu")),
+        ("gpu=x.io:x.io/index=3", KindRule("x.io", "gpu", "x.io/index", 3)),
+    ],
+)
+def test_kind_rules_from_the_command_line(text: str, rule: KindRule) -> None:
+    assert parse_rule(text) == rule
+
+
+@pytest.mark.parametrize("text", ["cpu=dra.cpu:x=1", "nic=dra.net", "nic=dra.net:rdma", "nic="])
+def test_bad_kind_rules_say_what_is_wanted(text: str) -> None:
+    with pytest.raises(ValueError, match="is not KIND=DRIVER:ATTRIBUTE=VALUE with KIND gpu or nic"):
+        parse_rule(text)
+
+
+def test_configured_rules_replace_the_defaults() -> None:
+    index = DraIndex([KindRule(GPU, "gpu", "gpu.nvidia.com/index", 0)])
+    index.replace_slices([gpu_slice("n1"), nic_slice("n1")])
+    node = index.node("n1")
+    assert node is not None
+    assert (node.count("gpu"), node.count("nic")) == (1, 0)
