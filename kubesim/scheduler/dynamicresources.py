@@ -11,16 +11,20 @@ dynamicresources):
 - Unreserve, when the bind fails: the pod is removed from `reservedFor` (a strategic-merge
   patch upstream; an update of the status here), the allocation left written.
 
+The ResourceClaim controller's part is played too: before a pod's first cycle, a claim is made
+from each of its `resourceClaimTemplateName` entries (named `<pod>-<entry>-<5 letters>`, owned
+by the pod) and named in the pod's `status.resourceClaimStatuses`
+(kubernetes pkg/controller/resourceclaim, controller.go handleClaim).
+
 Simplifications: the DRA objects are listed again before each cycle of a pod with claims (the
-emulator's clusters are small) rather than watched; claims must exist when the pod is
-scheduled (a `resourceClaimTemplateName` is not turned into a claim: no ResourceClaim
-controller runs here); and `matchAttribute` constraints are not checked.
+emulator's clusters are small) rather than watched, and `matchAttribute` constraints are not
+checked.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -32,6 +36,8 @@ from kube_rdma.core.dra.shapes import DeviceId
 from kube_rdma.core.objects import Json
 from kubesim.scheduler.pods import PodKey, pod_key
 
+SetStatus = Callable[[str, str, Json], Awaitable[Json]]
+"""Merges a status into a pod's (ApiCalls.patch_pod_status)."""
 PLURALS = ("resourceslices", "deviceclasses", "resourceclaims", "resourceclaimtemplates")
 
 
@@ -44,6 +50,8 @@ class DraCalls(Protocol):
 
     async def update_claim_status(self, namespace: str, name: str, claim: Json) -> Json: ...
 
+    async def create_claim(self, namespace: str, claim: Json) -> Json: ...
+
 
 class DynamicResources:
     def __init__(self, calls: DraCalls) -> None:
@@ -51,6 +59,8 @@ class DynamicResources:
         self._index = DraIndex()
         self._selectors = Selectors()
         self._in_flight: dict[PodKey, tuple[str, Allocation]] = {}
+        self._made: dict[PodKey, list[Json]] = {}
+        """The claims made for a pod from its templates, before the informer shows them."""
 
     @staticmethod
     def wants(pod: Json) -> bool:
@@ -65,6 +75,31 @@ class DynamicResources:
             index.upsert_template(obj)
         index.replace_claims(await self._calls.list("resourceclaims"))
         self._index = index
+
+    async def claims_made(self, pod: Json, set_status: SetStatus) -> Json:
+        """The pod with a claim made from each of its templates that has none yet (the
+        ResourceClaim controller's work), its status naming them."""
+        generated = {
+            s.get("name") for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []
+        }
+        made = []
+        namespace, name = pod_key(pod)
+        for entry in (pod.get("spec") or {}).get("resourceClaims") or []:
+            template = entry.get("resourceClaimTemplateName")
+            if not template or entry.get("name") in generated:
+                continue
+            source = self._index.templates.get((namespace, str(template)))
+            if source is None:
+                continue  # kube-scheduler waits for it; the DRA filter says it is missing
+            claim = await self._calls.create_claim(namespace, _from_template(pod, entry, source))
+            made.append({"name": entry["name"], "resourceClaimName": claim["metadata"]["name"]})
+        if not made:
+            return pod
+        statuses = [*((pod.get("status") or {}).get("resourceClaimStatuses") or []), *made]
+        updated = await set_status(namespace, name, {"resourceClaimStatuses": statuses})
+        self._made[namespace, name] = statuses
+        await self.refresh()
+        return updated
 
     def checker(self, pod: Json) -> Callable[[str], str | None]:
         """Filter: why a node cannot take the pod's claims (None: it can)."""
@@ -83,7 +118,7 @@ class DynamicResources:
         return check
 
     def reserve(self, pod: Json, node: str) -> None:
-        demand = pod_demand(pod, self._index, self._selectors)
+        demand = pod_demand(self._with_made(pod), self._index, self._selectors)
         devices = self._index.node(node)
         if devices is not None:
             devices = replace(devices, held=devices.held | self._taken())
@@ -95,7 +130,7 @@ class DynamicResources:
         """Allocate and reserve each claim for the pod, as PreBind does."""
         _, allocation = self._in_flight.get(pod_key(pod), (node, Allocation({})))
         namespace, _ = pod_key(pod)
-        for name, label in _claims(pod):
+        for name, label in _claims(self._with_made(pod)):
             claim = await self._calls.get_claim(namespace, name)
             updated = copy.deepcopy(claim)
             status = updated.setdefault("status", {})
@@ -118,7 +153,7 @@ class DynamicResources:
         self._in_flight.pop(pod_key(pod), None)
         namespace, _ = pod_key(pod)
         uid = (pod.get("metadata") or {}).get("uid")
-        for name, _label in _claims(pod):
+        for name, _label in _claims(self._with_made(pod)):
             claim = await self._calls.get_claim(namespace, name)
             entries = (claim.get("status") or {}).get("reservedFor") or []
             if any(e.get("uid") == uid for e in entries):
@@ -127,11 +162,40 @@ class DynamicResources:
 
     def done(self, pod: Json) -> None:
         self._in_flight.pop(pod_key(pod), None)
+        self._made.pop(pod_key(pod), None)
+
+    def _with_made(self, pod: Json) -> Json:
+        made = self._made.get(pod_key(pod))
+        if made is None or (pod.get("status") or {}).get("resourceClaimStatuses"):
+            return pod
+        return {**pod, "status": {**(pod.get("status") or {}), "resourceClaimStatuses": made}}
 
     def _taken(self) -> frozenset[DeviceId]:
         return frozenset(
             d for _, a in self._in_flight.values() for ids in a.devices.values() for d in ids
         )
+
+
+def _from_template(pod: Json, entry: Json, template: Json) -> Json:
+    meta = pod.get("metadata") or {}
+    owner = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "name": meta.get("name"),
+        "uid": meta.get("uid"),
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {
+            "generateName": f"{meta.get('name')}-{entry.get('name')}-",
+            "annotations": {"resource.kubernetes.io/pod-claim-name": entry.get("name")},
+            "ownerReferences": [owner],
+        },
+        "spec": copy.deepcopy((template.get("spec") or {}).get("spec") or {}),
+    }
 
 
 def _claims(pod: Json) -> list[tuple[str, str]]:
@@ -182,5 +246,11 @@ class HttpDraCalls:
     async def update_claim_status(self, namespace: str, name: str, claim: Json) -> Json:
         found: Json = await self._custom.replace_namespaced_custom_object_status(
             self.GROUP, self.VERSION, namespace, "resourceclaims", name, claim
+        )
+        return found
+
+    async def create_claim(self, namespace: str, claim: Json) -> Json:
+        found: Json = await self._custom.create_namespaced_custom_object(
+            self.GROUP, self.VERSION, namespace, "resourceclaims", claim
         )
         return found

@@ -300,6 +300,7 @@ class EmulatedScheduler:
             claims = None
             if dra is not None:
                 await dra.refresh()
+                pod = await dra.claims_made(pod, self.connections.apiserver.patch_pod_status)
                 claims = dra.checker(pod)
             node, sampled = await self._placement.find_node(pod, self._extender_for(pod), claims)
         except ExtenderError as e:

@@ -115,6 +115,15 @@ async def test_only_an_empty_managed_resources_brings_a_claim_pod_to_the_extende
             await eventually(lambda: len(scheduler.binds) == 1)
     [bind] = scheduler.binds
     assert (bind.via, bind.ok) == (via, True)
-    if via == "extender":
-        # The extender saw the claim's 8 GPUs: only the node with all 8 free passes.
-        assert fake_api.get("pods", "dra", "team-a")["spec"]["nodeName"] == "free"
+    # The extender, or the emulated DynamicResources filter alone, saw the claim's 8 GPUs:
+    # only the node with all 8 free passes. The claim made from the template is allocated
+    # there and reserved for the pod.
+    placed = fake_api.get("pods", "dra", "team-a")
+    assert placed["spec"]["nodeName"] == "free"
+    [generated] = placed["status"]["resourceClaimStatuses"]
+    claim = fake_api.get("resourceclaims", generated["resourceClaimName"], "team-a")
+    assert claim["metadata"]["ownerReferences"][0]["name"] == "dra"
+    results = claim["status"]["allocation"]["devices"]["results"]
+    assert [(r["pool"], r["device"]) for r in results] == [("free", f"gpu-{i}") for i in range(8)]
+    reserved = [(r["name"], r["uid"]) for r in claim["status"]["reservedFor"]]
+    assert reserved == [("dra", placed["metadata"]["uid"])]
