@@ -61,8 +61,11 @@ def populate(api: FakeApiServer) -> None:
 
 
 def free_gpus(source: LiveSource) -> int | None:
-    node = source.cluster.node("n1")
-    return None if node is None else node.free(GPU)
+    """n1's free GPUs, once the classes and the claim the tests ask with are followed too."""
+    node, dra = source.cluster.node("n1"), source.cluster.dra
+    if node is None or len(dra.classes) < 2 or ("default", "four") not in dra.claims:
+        return None
+    return node.free(GPU)
 
 
 def verdict(source: LiveSource) -> Verdict:

@@ -80,7 +80,15 @@ async def test_a_dra_gang_is_placed_whole_with_every_claim_reserved(
     source = LiveSource(core_v1, custom_api=custom)
     app = create_app(Settings(gangs=BARRIER, sweep_interval=0.05), source)
     async with serving(app) as url:
-        await eventually(lambda: len(source.cluster.dra.claims) == GANG.members, within=30.0)
+        dra = source.cluster.dra
+        await eventually(
+            lambda: (
+                len(dra.claims) == GANG.members
+                and len(dra.classes) == 2
+                and len(list(dra.nodes())) == CLUSTER.nodes
+            ),
+            within=30.0,
+        )
         async with EmulatedScheduler(fake_api.host, url, CONFIG) as scheduler:
             for pod, _ in members:
                 await scheduler.connections.apiserver.create_pod(pod)

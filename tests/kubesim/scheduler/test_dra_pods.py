@@ -89,8 +89,11 @@ def populate(api: FakeApiServer) -> None:
 
 
 def full_gpus_free(source: LiveSource) -> int | None:
-    node = source.cluster.node("full")
-    return None if node is None else node.free("nvidia.com/gpu")
+    """The full node's free GPUs, once the classes and the template are followed too."""
+    node, dra = source.cluster.node("full"), source.cluster.dra
+    if node is None or len(dra.classes) < 2 or not dra.templates:
+        return None
+    return node.free("nvidia.com/gpu")
 
 
 @pytest.mark.parametrize(
