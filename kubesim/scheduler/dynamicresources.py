@@ -34,6 +34,8 @@ from kube_rdma.core.dra.index import DraIndex
 from kube_rdma.core.dra.selectors import Selectors
 from kube_rdma.core.dra.shapes import DeviceId
 from kube_rdma.core.objects import Json
+from kube_rdma.kube.client import call
+from kube_rdma.kube.errors import NotFound
 from kubesim.scheduler.pods import PodKey, pod_key
 
 SetStatus = Callable[[str, str, Json], Awaitable[Json]]
@@ -234,7 +236,17 @@ class HttpDraCalls:
         self._custom = custom
 
     async def list(self, plural: str) -> list[Json]:
-        body = await self._custom.list_cluster_custom_object(self.GROUP, self.VERSION, plural)
+        """Every object of `plural`; none where the apiserver does not serve DRA."""
+        try:
+            body = await call(
+                f"list {plural}",
+                self._custom.list_cluster_custom_object,
+                self.GROUP,
+                self.VERSION,
+                plural,
+            )
+        except NotFound:
+            return []
         return list(body.get("items") or [])
 
     async def get_claim(self, namespace: str, name: str) -> Json:

@@ -17,9 +17,9 @@ from extender.cluster.live import LiveSource
 from kube_rdma.core.objects import Json
 from kubesim.scheduler import EmulatedScheduler, SchedulerConfig
 from kubesim.scheduler.extender_client import ExtenderClient
-from testbed.fakeapi import FakeApiServer, eventually
+from testbed.fakeapi import RESOURCES, FakeApiServer, eventually
 from tests.kube_rdma.core.dra.fixtures import GPU_CLASS, NIC_CLASS, claim, gpu_slice, nic_slice
-from tests.kubesim.scheduler.cluster import FAST
+from tests.kubesim.scheduler.cluster import FAST, node
 from tests.kubesim.scheduler.stub_extender import serving
 
 HELD = [("gpu.nvidia.com", "full", f"gpu-{i}") for i in range(8)]
@@ -130,3 +130,20 @@ async def test_only_an_empty_managed_resources_brings_a_claim_pod_to_the_extende
     assert [(r["pool"], r["device"]) for r in results] == [("free", f"gpu-{i}") for i in range(8)]
     reserved = [(r["name"], r["uid"]) for r in claim["status"]["reservedFor"]]
     assert reserved == [("dra", placed["metadata"]["uid"])]
+
+
+async def test_a_claim_pod_where_dra_is_not_served_is_unschedulable() -> None:
+    no_dra = {k: r for k, r in RESOURCES.items() if r.group != "resource.k8s.io"}
+    config = SchedulerConfig(backoff_initial=FAST.backoff_initial, use_extender=False)
+    async with FakeApiServer(no_dra) as api:
+        api.create("nodes", node("n1"))
+        async with EmulatedScheduler(api.host, None, config) as scheduler:
+            api.create("pods", claim_pod())
+            await eventually(lambda: len(scheduler.queue) == 1)
+            attempt = await scheduler.step()
+    assert attempt is not None
+    assert (attempt.outcome, attempt.message) == (
+        "unschedulable",
+        "0/1 nodes are available: 1 ResourceClaimTemplate team-a/eight does not exist. "
+        "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.",
+    )
