@@ -56,6 +56,7 @@ bench: $(STAMP)
 	$(PY) -m bench.webhook
 	$(PY) -m bench.agent
 	$(PY) -m bench.extender
+	$(PY) -m bench.dra
 	$(PY) -m bench.gang
 	$(PY) -m bench.nccl_conf
 

@@ -46,6 +46,15 @@ def _register_extender(subcommands: argparse._SubParsersAction[argparse.Argument
         + ")",
     )
     extender.add_argument(
+        "--dra-device",
+        action="append",
+        type=_dra_rule,
+        metavar="KIND=DRIVER:ATTRIBUTE=VALUE",
+        help="which DRA devices are GPUs (gpu) and RDMA NICs (nic): the driver and one attribute "
+        "value (repeatable; replaces the defaults: gpu=gpu.nvidia.com:type=gpu, "
+        "nic=dra.net:rdma=true, nic=sriovnetwork.k8snetworkplumbingwg.io:rdmaCapable=true)",
+    )
+    extender.add_argument(
         "--domain-label",
         action="append",
         help="node label of a network domain for gang placement, narrowest first (repeatable; "
@@ -167,6 +176,15 @@ def _topology_object(value: str) -> Any:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+def _dra_rule(value: str) -> Any:
+    from kube_rdma.core.dra.kinds import parse_rule
+
+    try:
+        return parse_rule(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def _percentage(value: str) -> int:
     if not value.isdigit() or int(value) > 100:
         raise argparse.ArgumentTypeError(
@@ -247,13 +265,16 @@ async def _extender_app(args: argparse.Namespace, tls: Any = None) -> Any:
     from kubernetes_asyncio import client
 
     from extender.app import Settings, create_app
+    from extender.cluster.devices import DraNames
     from extender.cluster.disruptions import LiveDisruptions, ModelDisruptions
     from extender.cluster.live import LiveSource
+    from extender.cluster.model import Cluster
     from extender.cluster.snapshot import SnapshotSource
     from extender.gangs.configmaps import ConfigMapRecords
     from extender.gangs.contention import ContentionSettings
     from extender.gangs.planner import GangSettings
     from extender.gangs.settings import level_settings
+    from kube_rdma.core.dra.kinds import DEFAULT_KIND_RULES
     from kube_rdma.kube.kubeconfig import load_config
 
     gangs = GangSettings(
@@ -277,12 +298,16 @@ async def _extender_app(args: argparse.Namespace, tls: Any = None) -> Any:
             scheduler_name=args.scheduler_name,
         ),
     )
+    cluster = Cluster(
+        DraNames(gpu=settings.gpu_resources[0]), tuple(args.dra_device or DEFAULT_KIND_RULES)
+    )
     if args.cluster_snapshot:
-        snapshot = SnapshotSource.from_file(args.cluster_snapshot)
+        snapshot = SnapshotSource.from_file(args.cluster_snapshot, cluster)
         return create_app(settings, snapshot, tls, None, ModelDisruptions(snapshot.cluster))
     await load_config(args.kubeconfig)
     api = client.ApiClient()
-    source = LiveSource(client.CoreV1Api(api), custom_api=client.CustomObjectsApi(api))
+    custom = client.CustomObjectsApi(api)
+    source = LiveSource(client.CoreV1Api(api), custom_api=custom, cluster=cluster)
     records = ConfigMapRecords(client.CoreV1Api(api), args.plan_namespace, _identity())
     app = create_app(settings, source, tls, records, LiveDisruptions(client.CoreV1Api(api)))
     if args.topology_object:

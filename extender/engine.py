@@ -293,7 +293,7 @@ class Engine:
             verdict = self.verdict(pod, node.name, gang)
             scores = self.scores(pod, node.name, gang) if verdict.ok else {}
             total = self.total(scores, weights) if verdict.ok else None
-            notes = node_notes(node.topology)
+            notes = node_notes(node.topology, node.devices)
             result.append(Assessment(node.name, verdict, scores, total, notes))
         result.sort(key=lambda a: (not a.verdict.ok, -(a.total or 0.0), a.node))
         return result

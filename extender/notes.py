@@ -5,19 +5,40 @@ RDMA over Converged Ethernet takes its path MTU from the netdev's MTU (the large
 below it: 4096 under a 9000-byte netdev, 1024 under 1500). Rails of one node with different MTUs
 move different amounts per packet, and NCCL spreads a collective over all of them, so the job runs
 at the pace of the smallest; it is nearly always a configuration slip on one interface.
+
+A device a node publishes through DRA whose PCI address the agent's topology does not list
+(kube_rdma/core/dra/alignment.py) is one whose GPU-NIC level the scores cannot know.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 
+from kube_rdma.core.dra.alignment import align
+from kube_rdma.core.dra.index import NodeDevices
 from kube_rdma.core.topology import Topology
 
+SHOWN = 4
 
-def node_notes(topology: Topology | None) -> tuple[str, ...]:
+
+def node_notes(topology: Topology | None, devices: NodeDevices | None = None) -> tuple[str, ...]:
     if topology is None:
         return ()
-    return tuple(note for note in (mtu_mismatch(topology),) if note)
+    notes = (mtu_mismatch(topology), dra_unmatched(topology, devices))
+    return tuple(note for note in notes if note)
+
+
+def dra_unmatched(topology: Topology, devices: NodeDevices | None) -> str | None:
+    """The devices the node publishes through DRA at PCI addresses the agent's topology does
+    not list: the GPU-NIC levels the scores read say nothing about them."""
+    if devices is None:
+        return None
+    unmatched = align(devices, topology).unmatched
+    if not unmatched:
+        return None
+    more = f" and {len(unmatched) - SHOWN} more" if len(unmatched) > SHOWN else ""
+    shown = ", ".join(unmatched[:SHOWN])
+    return f"published through DRA, not in the agent's topology: {shown}{more}"
 
 
 def mtu_mismatch(topology: Topology) -> str | None:

@@ -14,8 +14,11 @@ from typing import Any
 
 import orjson
 
+from extender.cluster.devices import DRA_NIC_RESOURCE
 from extender.cluster.model import pod_requests
 from kube_rdma.core import keys
+from kube_rdma.core.dra.demand import NO_DEMAND, PodDemand
+from kube_rdma.core.dra.selectors import Selectors
 from kube_rdma.core.objects import Json
 from kube_rdma.core.resources import DEFAULT_RDMA_PATTERNS, is_rdma
 from kube_rdma.core.topology import Level, LinkLayer
@@ -50,6 +53,11 @@ class PodView:
     node_settings: bool = False
     """The pod reads NCCL_IB_GID_INDEX / NCCL_IB_HCA from annotations the bind must write."""
     problems: tuple[str, ...] = field(default=())
+    demand: PodDemand = NO_DEMAND
+    """What the pod's resource claims still ask of a node (its GPUs and NICs already counted
+    in `gpus` and `rdma`)."""
+    selectors: Selectors | None = field(default=None, compare=False, repr=False)
+    """The CEL evaluator the DRA filter matches `demand` with."""
 
     @property
     def key(self) -> tuple[str, str]:
@@ -62,7 +70,9 @@ class PodView:
     @property
     def relevant(self) -> bool:
         """The extender has an opinion about this pod."""
-        return self.gpus > 0 or self.needs_rdma or self.require_gdr
+        demand = self.demand
+        asks = bool(demand.requests or demand.pinned or demand.problems)
+        return self.gpus > 0 or self.needs_rdma or self.require_gdr or asks
 
     @cached_property
     def shape(self) -> tuple[Any, ...]:
@@ -78,6 +88,7 @@ class PodView:
             self.require_gdr,
             self.acceptance_test,
             self.problems,
+            self.demand,
         )
 
 
@@ -85,15 +96,21 @@ def pod_view(
     pod: Json,
     gpu_resources: Iterable[str] = ("nvidia.com/gpu",),
     rdma_patterns: Iterable[str] = DEFAULT_RDMA_PATTERNS,
+    demand: PodDemand = NO_DEMAND,
+    selectors: Selectors | None = None,
 ) -> PodView:
+    """`demand`, from the cluster's DRA objects, adds the GPUs and RDMA NICs the pod's
+    resource claims ask for to its requests."""
     meta = pod.get("metadata") or {}
     annotations: Mapping[str, str] = meta.get("annotations") or {}
     requests = pod_requests(pod)
     gpu_names = tuple(gpu_resources)
-    gpus = sum(requests.get(n, 0) for n in gpu_names)
+    gpus = sum(requests.get(n, 0) for n in gpu_names) + demand.count("gpu")
     patterns = tuple(rdma_patterns)
     rdma = {r: n for r, n in requests.items() if is_rdma(r, patterns)}
-    problems: list[str] = []
+    if demand.count("nic"):
+        rdma[DRA_NIC_RESOURCE] = rdma.get(DRA_NIC_RESOURCE, 0) + demand.count("nic")
+    problems: list[str] = list(demand.problems)
     link_layer = _link_layer(annotations, problems)
     rails = _rails(annotations, rdma, gpus, problems)
     return PodView(
@@ -111,6 +128,8 @@ def pod_view(
         acceptance_test=keys.ACCEPTANCE_RUN in (meta.get("labels") or {}),
         node_settings=_reads_node_settings(pod),
         problems=tuple(problems),
+        demand=demand,
+        selectors=selectors,
     )
 
 

@@ -126,7 +126,8 @@ class Scheduler:
         self._filtered = FilteredPods(clock=clock)
 
     def view(self, pod: Json) -> PodView:
-        return pod_view(pod, *self._resources)
+        cluster = self._source.cluster
+        return pod_view(pod, *self._resources, cluster.claim_demand(pod), cluster.selectors)
 
     def gang(self, pod: Json) -> Gang | Singleton:
         return gang_of(pod, self._source.cluster.podgroup_size, self._owner_gang)
@@ -270,8 +271,11 @@ class Scheduler:
             )
 
     async def _bind_member(self, pod: PodKey, uid: str, node: str) -> None:
-        """A gang member whose bind request returned before its gang arrived whole."""
-        await self._bind(await self._pod(*pod, uid), uid, node)
+        """A gang member whose bind request returned before its gang arrived whole: its resource
+        claims, which kube-scheduler unreserved when the request failed, are reserved again."""
+        member = await self._pod(*pod, uid)
+        await self._source.reserve_claims(member, node)
+        await self._bind(member, uid, node)
 
     async def _bind(self, pod: Json, uid: str, node: str) -> dict[str, str]:
         view, gang = self.view(pod), self.gang(pod)

@@ -1,7 +1,8 @@
 """The live cluster source: Nodes and Pods listed and watched into the cluster model, and binds
 that create a real `v1.Binding`. PodGroups and the workloads that own training pods (batch Jobs,
 PyTorchJobs, MPIJobs, JobSets, Volcano Jobs) are listed and watched too, where API discovery finds
-them served (their CRDs installed; looked for again every few minutes where they are not).
+them served (their CRDs installed; looked for again every few minutes where they are not), and
+so are the DRA objects (cluster/dra_live.py).
 The reflectors (kube_rdma/kube/reflector.py) keep the model equal to the apiserver's truth
 through cut watches, 410 Gone, duplicated or reordered events and outages; the source is ready
 while Nodes and Pods are in sync, and not while a re-list is pending or the apiserver has been
@@ -30,6 +31,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from extender.cluster.dra_live import ClaimReservations, dra_reflectors
 from extender.cluster.model import Cluster, PodKey, as_bound, pod_key
 from extender.cluster.owners import WORKLOADS, Owners, WorkloadResource
 from extender.cluster.source import BindError, LookupFailed
@@ -74,9 +76,11 @@ class LiveSource:
         stale_after: float = STALE_AFTER_SECONDS,
         recheck_absent: float = RECHECK_SECONDS,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        cluster: Cluster | None = None,
     ) -> None:
+        """`cluster`: an empty model to fill (one with the admin's DRA settings)."""
         self._api = self.core_api = core_api
-        self.cluster = Cluster()
+        self.cluster = cluster or Cluster()
         self.owners = Owners()
         self._assumed: dict[PodKey, _Assumed] = {}
         self._reflector = functools.partial(
@@ -100,9 +104,17 @@ class LiveSource:
         )
         self.podgroup_reflectors: list[Reflector] = []
         self.owner_reflectors: list[Reflector] = []
+        self.dra_reflectors: list[Reflector] = []
+        self._claims: ClaimReservations | None = None
         if custom_api is not None:
             discovery = Discovery(custom_api.get_api_resources, recheck=recheck_absent, sleep=sleep)
             self._follow_optional(custom_api, discovery)
+            self.dra_reflectors, versions = dra_reflectors(
+                self.cluster, custom_api, discovery, self._reflector, recheck_absent, sleep
+            )
+            self._claims = ClaimReservations(
+                custom_api, versions["resourceclaims"], READ_TIMEOUT_SECONDS
+            )
 
     def _follow_optional(self, custom_api: Any, discovery: Discovery) -> None:
         """PodGroups hold the size of coscheduling and Volcano gangs, and the workloads that
@@ -147,7 +159,8 @@ class LiveSource:
         async with asyncio.TaskGroup() as tasks:
             tasks.create_task(self.node_reflector.run())
             tasks.create_task(self.pod_reflector.run())
-            for reflector in [*self.podgroup_reflectors, *self.owner_reflectors]:
+            optional = [*self.podgroup_reflectors, *self.owner_reflectors, *self.dra_reflectors]
+            for reflector in optional:
                 tasks.create_task(reflector.run())
 
     def _replace_podgroups(self, group: str) -> Callable[[list[Json]], None]:
@@ -219,6 +232,12 @@ class LiveSource:
         except ApiError as e:
             raise LookupFailed(str(e)) from e
         return trim_pod(pod)
+
+    async def reserve_claims(self, pod: Json, node: str) -> None:
+        """Put `pod` back in its resource claims' `reservedFor` before the extender binds it
+        outside a kube-scheduler bind call (extender/cluster/claims.py); raises BindError."""
+        if self._claims is not None and (pod.get("spec") or {}).get("resourceClaims"):
+            await self._claims.reserve(pod, node)
 
     # Binding
 

@@ -13,13 +13,18 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
 
+from extender.cluster.devices import DEFAULT_DRA_NAMES, DraNames, add_devices, signature
 from kube_rdma.core import keys
+from kube_rdma.core.dra.demand import PodDemand, pod_demand
+from kube_rdma.core.dra.index import DraIndex, NodeDevices
+from kube_rdma.core.dra.kinds import DEFAULT_KIND_RULES, KindRule
+from kube_rdma.core.dra.selectors import Selectors
 from kube_rdma.core.nodeconstraints import NodeFacts, Taint, node_facts
 from kube_rdma.core.objects import Json
 from kube_rdma.core.quantity import QuantityError, parse_quantity
@@ -108,7 +113,10 @@ class NodeInfo:
     summaries (extender/pairing.py) are the same."""
     state: int = field(default=0, compare=False)
     """Equal for nodes that any pod must judge and score alike: the same rails_key, topology
-    error, allocatable and requested resources, and fabric acceptance label."""
+    error, allocatable and requested resources, fabric acceptance label and DRA devices."""
+    devices: NodeDevices | None = field(default=None, compare=False)
+    """The GPUs and RDMA NICs the node publishes as ResourceSlices (already counted in
+    `allocatable`, and those allocated claims hold in `requested`); None without any."""
 
     def free(self, resource: str) -> int:
         return self.allocatable.get(resource, 0) - self.requested.get(resource, 0)
@@ -127,7 +135,15 @@ class _NodeEntry:
 class Cluster:
     """Nodes and pods, with per-node accounting. Not thread-safe; one event loop owns it."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        dra_names: DraNames = DEFAULT_DRA_NAMES,
+        dra_kinds: Sequence[KindRule] = DEFAULT_KIND_RULES,
+    ) -> None:
+        self.dra = DraIndex(dra_kinds)
+        """ResourceSlices, ResourceClaims, DeviceClasses and claim templates."""
+        self.selectors = Selectors()
+        self._dra_names = dra_names
         self._nodes: dict[str, _NodeEntry] = {}
         self._pods: dict[PodKey, Json] = {}
         self._bound: dict[PodKey, tuple[str, dict[str, int]]] = {}
@@ -275,6 +291,17 @@ class Cluster:
     def podgroup_size(self, group: str, namespace: str, name: str) -> int | None:
         return self._podgroups.get((group, namespace, name))
 
+    # DRA objects (resource.k8s.io): each update rebuilds the views of the nodes it touched
+
+    def dra_changed(self, nodes: set[str]) -> None:
+        for name in nodes:
+            self._refresh(name)
+        self.generation += 1
+
+    def claim_demand(self, pod: Json) -> PodDemand:
+        """What the pod's resource claims still ask of a node."""
+        return pod_demand(pod, self.dra, self.selectors)
+
     # Views
 
     def node(self, name: str) -> NodeInfo | None:
@@ -316,6 +343,8 @@ class Cluster:
                 requested[resource] = requested.get(resource, 0) + amount
         meta = entry.obj.get("metadata") or {}
         allocatable = extended_resources((entry.obj.get("status") or {}).get("allocatable"))
+        devices = self.dra.node(name)
+        add_devices(allocatable, requested, devices, self._dra_names)
         labels = dict(meta.get("labels") or {})
         state = (
             entry.rails_key,
@@ -323,6 +352,7 @@ class Cluster:
             _sorted(allocatable),
             _sorted(requested),
             labels.get(keys.ACCEPTANCE),
+            signature(devices),
         )
         self._note(name)
         self._views[name] = NodeInfo(
@@ -337,6 +367,7 @@ class Cluster:
             unschedulable=entry.facts.unschedulable,
             rails_key=entry.rails_key,
             state=self._intern(state),
+            devices=devices,
         )
 
     def _intern(self, value: Any) -> int:

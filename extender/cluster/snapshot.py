@@ -1,5 +1,7 @@
 """The static cluster source: Nodes and Pods read once from a snapshot file, with the PodGroups
-and workload objects (batch Jobs, PyTorchJobs, MPIJobs, JobSets, Volcano Jobs) that size gangs.
+and workload objects (batch Jobs, PyTorchJobs, MPIJobs, JobSets, Volcano Jobs) that size gangs,
+and the DRA objects (ResourceSlices, ResourceClaims, DeviceClasses, ResourceClaimTemplates) of
+clusters whose devices are published that way.
 
 It lets the extender run without a cluster, for the demo, the simulator and tests: the same
 filters and scores see a model built from a file, and `/bind` changes that model in memory as
@@ -16,6 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from extender.cluster import dra_objects
+from extender.cluster.claims import claim_names, reserved
 from extender.cluster.model import Cluster, as_bound, pod_key
 from extender.cluster.owners import WORKLOADS, Owners, WorkloadResource, resource_of
 from extender.cluster.source import BindError
@@ -23,7 +27,7 @@ from extender.cluster.trim import trim_node, trim_pod, trim_workload
 from kube_rdma.core.documents import DocumentError, read_documents
 from kube_rdma.core.objects import Json
 
-KINDS = frozenset({"Node", "Pod", "PodGroup", *(r.kind for r in WORKLOADS)})
+KINDS = frozenset({"Node", "Pod", "PodGroup", *(r.kind for r in WORKLOADS), *dra_objects.KINDS})
 # Parts of an object the model reads as maps; anything else there is a broken snapshot.
 MAPS = ("metadata", "spec", "status", "metadata.labels", "metadata.annotations")
 
@@ -35,12 +39,15 @@ class SnapshotError(Exception):
 class SnapshotSource:
     """A cluster model that only `bind` changes."""
 
-    def __init__(self, objects: list[Json] | None = None) -> None:
-        self.cluster = Cluster()
+    def __init__(self, objects: list[Json] | None = None, cluster: Cluster | None = None) -> None:
+        """`cluster`: an empty model to fill (one with the admin's DRA settings)."""
+        self.cluster = cluster or Cluster()
         self.owners = Owners()
         objects = objects or []
         self.cluster.replace_nodes(trim_node(o) for o in objects if o.get("kind") == "Node")
         self.cluster.replace_pods(trim_pod(o) for o in objects if o.get("kind") == "Pod")
+        for kind in sorted(dra_objects.KINDS):
+            dra_objects.replace(self.cluster, kind, [o for o in objects if o.get("kind") == kind])
         for podgroup in (o for o in objects if o.get("kind") == "PodGroup"):
             self.cluster.upsert_podgroup(podgroup)
         # A snapshot holds every workload there is: an owner it lacks does not exist.
@@ -49,10 +56,11 @@ class SnapshotSource:
             self.owners.replace(resource, owned)
 
     @classmethod
-    def from_file(cls, path: Path) -> SnapshotSource:
-        """Read Nodes, Pods, PodGroups and workloads from `path`; other kinds are skipped."""
+    def from_file(cls, path: Path, cluster: Cluster | None = None) -> SnapshotSource:
+        """Read Nodes, Pods, PodGroups, workloads and DRA objects from `path`; other kinds are
+        skipped."""
         try:
-            return cls(_objects(read_documents(path)))
+            return cls(_objects(read_documents(path)), cluster)
         except (SnapshotError, DocumentError) as e:
             raise SnapshotError(f"{path}: {e}") from None
 
@@ -65,6 +73,21 @@ class SnapshotSource:
     async def read_pod(self, namespace: str, name: str) -> Json | None:
         """The model's pod: a snapshot holds every pod there is."""
         return self.cluster.pod(namespace, name)
+
+    async def reserve_claims(self, pod: Json, node: str) -> None:
+        """As the live source, on the model's claims."""
+        namespace = str((pod.get("metadata") or {}).get("namespace") or "default")
+        names, unknown = claim_names(pod)
+        if unknown:
+            raise BindError(f"pod {namespace}: claims {', '.join(unknown)} are not created yet")
+        for name in names:
+            claim = self.cluster.dra.claims.get((namespace, name))
+            if claim is None:
+                raise BindError(f"ResourceClaim {namespace}/{name} does not exist")
+            updated = reserved(claim, pod, node)
+            if isinstance(updated, str):
+                raise BindError(updated)
+            self.cluster.dra_changed(self.cluster.dra.upsert_claim(updated))
 
     async def bind(
         self, namespace: str, name: str, uid: str, node: str, annotations: dict[str, str]
@@ -96,7 +119,8 @@ def _objects(documents: list[Any]) -> list[Json]:
         if kind not in KINDS:
             continue
         _check(obj, kind, number)
-        namespace, name = pod_key(obj) if kind != "Node" else ("", obj["metadata"]["name"])
+        scoped = kind not in ("Node", "ResourceSlice", "DeviceClass")
+        namespace, name = pod_key(obj) if scoped else ("", obj["metadata"]["name"])
         # batch and Volcano both have a kind Job: the API group tells them apart.
         identity = (str(obj.get("apiVersion") or "").rpartition("/")[0], kind, namespace, name)
         if identity in seen:

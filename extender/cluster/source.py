@@ -47,3 +47,9 @@ class ClusterSource(Protocol):
         """Write `annotations` on the pod, then bind it to `node`; raises BindError, having
         undone the annotations, when either step fails."""
         ...
+
+    async def reserve_claims(self, pod: Json, node: str) -> None:
+        """Reserve the pod's resource claims for it again, before the extender binds it outside
+        a kube-scheduler bind call (a gang member at its barrier, extender/cluster/claims.py);
+        raises BindError when a claim is not allocated on `node` any more."""
+        ...

@@ -9,7 +9,8 @@ informer's store), so memory follows the useful data. What each one keeps, and w
   view, gang identity); spec.nodeName and each container's name, resources and the env entries
   that read a field (the pod's requests, the annotations a bind must write); spec.nodeSelector,
   the required node affinity and the tolerations (the nodes a gang member may use); priority,
-  preemptionPolicy and activeDeadlineSeconds (preemption and holds); status.phase.
+  preemptionPolicy and activeDeadlineSeconds (preemption and holds); status.phase;
+  spec.resourceClaims and status.resourceClaimStatuses (the devices its DRA claims ask for).
   Annotations are kept but for a few large ones nothing here reads (NOT_READ_ANNOTATIONS), since
   gang identity looks up keys of many schedulers and queues.
 - Node: name, labels, the kube-rdma.io/ annotations (the topology document),
@@ -78,6 +79,8 @@ def trim_pod(pod: Json) -> Json:
     if spec.get("activeDeadlineSeconds") is not None:  # when a held domain drains at the latest
         trimmed_spec["activeDeadlineSeconds"] = spec["activeDeadlineSeconds"]
     trimmed_spec.update(_node_constraints(spec))
+    if spec.get("resourceClaims"):
+        trimmed_spec["resourceClaims"] = spec["resourceClaims"]
     result: Json = {**_type(pod), "metadata": kept, "spec": trimmed_spec}
     status = _pod_status(pod.get("status") or {})
     if status:
@@ -99,6 +102,8 @@ def _pod_status(status: Json) -> Json:
     disruption = [c for c in status.get("conditions") or [] if c.get("type") == DISRUPTION]
     if disruption:
         kept["conditions"] = disruption
+    if status.get("resourceClaimStatuses"):
+        kept["resourceClaimStatuses"] = status["resourceClaimStatuses"]
     return kept
 
 

@@ -7,7 +7,7 @@ no RDMA hardware, the wrong link layer, too few rails at all, a rail down, no GP
 
 from __future__ import annotations
 
-from extender.filters import acceptance, affinity, gdr, rdma
+from extender.filters import acceptance, affinity, dra, gdr, rdma
 from extender.filters.verdict import PASS, Filter, Verdict, fail, never
 
 __all__ = ["PASS", "Filter", "Verdict", "fail", "never", "registry"]
@@ -21,4 +21,10 @@ def registry(require_acceptance: bool = False) -> list[tuple[str, Filter]]:
     checks: list[tuple[str, Filter]] = (
         [("acceptance", acceptance.check)] if require_acceptance else []
     )
-    return [*checks, ("gdr", gdr.check), ("rdma", rdma.check), ("affinity", affinity.check)]
+    return [
+        *checks,
+        ("gdr", gdr.check),
+        ("rdma", rdma.check),
+        ("dra", dra.check),
+        ("affinity", affinity.check),
+    ]

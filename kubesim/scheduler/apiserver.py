@@ -24,6 +24,7 @@ from kubernetes_asyncio import client
 from kube_rdma.core.objects import Json
 from kube_rdma.kube.client import Method, call, stream
 from kube_rdma.kube.errors import NotFound, error_for
+from kubesim.scheduler.dynamicresources import DraCalls, HttpDraCalls
 
 TIMEOUT: Final = 30.0
 """Seconds for a call other than a watch (a watch has no deadline: the server ends it)."""
@@ -56,6 +57,10 @@ class ApiCalls(Protocol):
 
     async def create_event(self, namespace: str, event: Json) -> None: ...
 
+    def dra(self) -> DraCalls | None:
+        """resource.k8s.io, where the apiserver serves it (None: no DRA emulated)."""
+        ...
+
 
 @contextlib.asynccontextmanager
 async def connect(base_url: str) -> AsyncIterator[Apiserver]:
@@ -78,6 +83,9 @@ class Apiserver:
 
     def __init__(self, core: Any) -> None:
         self._core = core
+
+    def dra(self) -> DraCalls | None:
+        return HttpDraCalls(client.CustomObjectsApi(self._core.api_client))
 
     async def list(self, plural: str, field_selector: str = "") -> tuple[list[Json], str]:
         """Every object of `plural` (in all namespaces) and the list's resourceVersion."""

@@ -140,16 +140,28 @@ class Placement:
         self._none_passed: dict[Hashable, tuple[tuple[int, int, int], dict[str, str]]] = {}
         """Per pod shape: the cluster's state when a whole pass found no node, and its reasons."""
 
-    async def find_node(self, pod: Json, extender: ExtenderClient | None) -> tuple[str, int]:
+    async def find_node(
+        self,
+        pod: Json,
+        extender: ExtenderClient | None,
+        claims: Callable[[str], str | None] | None = None,
+    ) -> tuple[str, int]:
         """The node for the pod, and how many feasible nodes the in-tree pass sampled; `extender`
-        None when the pod is not for the extender. Raises Unschedulable, or ExtenderError when
-        /filter failed."""
+        None when the pod is not for the extender; `claims` the DynamicResources filter for a
+        pod with resource claims. Raises Unschedulable, or ExtenderError when /filter
+        failed."""
         started = self._clock.now()
         names = self._tree.list()
         if not names:
             raise Unschedulable("no nodes available to schedule pods")
         shape = Shape.of(pod)
         check = self.checker(pod, shape)
+        if claims is not None:
+            fit, dra = check, claims
+
+            def check(name: str) -> str | None:
+                return fit(name) or dra(name)
+
         failed: dict[str, str] = {}
         in_tree: dict[str, str] = {}
         unresolvable: set[str] = set()
@@ -165,7 +177,10 @@ class Placement:
             else:
                 in_tree[nominated] = failed[nominated] = reason
         wanted = num_feasible_nodes_to_find(len(names), self._config.percentage_of_nodes_to_score)
-        feasible, scanned, processed = self._scan(shape, names, wanted, check, nominated is None)
+        # A pass is kept only when its verdicts follow from the state _scan tracks: no
+        # nomination of the pod's own, no claims (their allocations are state of their own).
+        keep = nominated is None and claims is None
+        feasible, scanned, processed = self._scan(shape, names, wanted, check, keep)
         in_tree.update(scanned)
         failed.update(scanned)
         self._next_start = (self._next_start + processed) % len(names)
@@ -188,17 +203,16 @@ class Placement:
         names: list[str],
         wanted: int,
         check: Callable[[str], str | None],
-        unnominated: bool,
+        keep: bool,
     ) -> tuple[list[str], dict[str, str], int]:
-        """scan, or its answer kept from a whole pass that found no node for this shape in the
-        same cluster state (a pod with a nomination of its own is always scanned: its own
-        nomination is left out of its node's use)."""
+        """scan, or (with `keep`) its answer kept from a whole pass that found no node for this
+        shape in the same cluster state."""
         state = (self._tree.version, self._usage.version, self._nominations.version)
         kept = self._none_passed.get(shape.key)
-        if unnominated and kept is not None and kept[0] == state:
+        if keep and kept is not None and kept[0] == state:
             return [], kept[1], len(names)
         feasible, failed, processed = scan(names, self._next_start, wanted, check)
-        if unnominated and not feasible:
+        if keep and not feasible:
             self._none_passed[shape.key] = (state, failed)
         return feasible, failed, processed
 

@@ -33,6 +33,7 @@ from kubesim.scheduler.binder import Binder, BindOutcome
 from kubesim.scheduler.cache import SchedulerCache
 from kubesim.scheduler.clock import Clock, RealClock
 from kubesim.scheduler.config import SchedulerConfig
+from kubesim.scheduler.dynamicresources import DynamicResources
 from kubesim.scheduler.extender_client import ExtenderClient, ExtenderError
 from kubesim.scheduler.informer import Informer
 from kubesim.scheduler.job_controller import JobRunner
@@ -133,6 +134,8 @@ class EmulatedScheduler:
             self.config, self.nodes, self.usage, self.nominations, by_node, cache.lowest_priority
         )
         self._in_flight: dict[PodKey, QueuedPod] = {}
+        self._dra: DynamicResources | None = None
+        """kube-scheduler's DynamicResources plugin, where the apiserver serves DRA."""
         self._bindings: set[asyncio.Task[None]] = set()
         self._crashes: list[BaseException] = []
         self._connections: Connections | None = None
@@ -158,6 +161,8 @@ class EmulatedScheduler:
             extender = ExtenderClient(self.extender_url, self.config, post, informer.node)
         binds_by_extender = extender if self.config.bind_via_extender else None
         binder = Binder(apiserver, binds_by_extender, self.clock)
+        calls = apiserver.dra()
+        self._dra = DynamicResources(calls) if calls is not None else None
         self._connections = Connections(exits, apiserver, informer, extender, binder)
         await informer.start()
         if self.jobs is not None:
@@ -290,8 +295,14 @@ class EmulatedScheduler:
         if pod is None or not self._schedulable(pod):
             return Attempt(key, now, "gone")
         self._in_flight[key] = queued
+        dra = self._dra if self._dra is not None and self._dra.wants(pod) else None
         try:
-            node, sampled = await self._placement.find_node(pod, self._extender_for(pod))
+            claims = None
+            if dra is not None:
+                await dra.refresh()
+                pod = await dra.claims_made(pod, self.connections.apiserver.patch_pod_status)
+                claims = dra.checker(pod)
+            node, sampled = await self._placement.find_node(pod, self._extender_for(pod), claims)
         except ExtenderError as e:
             del self._in_flight[key]
             self._requeue(queued)
@@ -314,6 +325,8 @@ class EmulatedScheduler:
             return Attempt(key, now, "gone", node, "the pod changed during its scheduling cycle")
         # assume: the pod counts on its node from now on, while the bind runs in the background
         self.assumed[key] = node
+        if dra is not None:
+            dra.reserve(current, node)
         self._account(key)
         task = asyncio.create_task(self._bind(queued, current, node))
         self._bindings.add(task)
@@ -345,7 +358,14 @@ class EmulatedScheduler:
 
     async def _bind(self, queued: QueuedPod, pod: Json, node: str) -> None:
         key = queued.key
+        dra = self._dra if self._dra is not None and self._dra.wants(pod) else None
+        if dra is not None:
+            await dra.prebind(pod, node)
         outcome = await self.connections.binder.bind(pod, node)
+        if dra is not None and outcome.error:
+            await dra.unreserve(pod)
+        if dra is not None:
+            dra.done(pod)
         self.binds.append(outcome)
         self._in_flight.pop(key, None)
         current = self.informer.pod(key)

@@ -7,7 +7,11 @@ wherever an old name appears as a whole value (a label, an annotation, an ownerR
 hostname label) the new one replaces it. In each node's topology document, GIDs and their IP
 addresses, netdev names and PCI addresses are replaced by made-up ones, the same old value
 always by the same new one within a node, so the document still pairs the same GPUs and NICs.
-Node annotations other than kube-rdma's are dropped.
+Node annotations other than kube-rdma's are dropped. In the DRA objects every whole value that
+is an old name is replaced (pools and node selectors name nodes, pods name their claims), the
+attributes that identify a device (UUID, PCI and MAC addresses, IPs, interface names) are
+dropped, and DeviceClasses keep their names: claims and templates refer to them, and they name
+no one's hardware.
 """
 
 from __future__ import annotations
@@ -36,7 +40,9 @@ class _Names:
 
         nodes = {meta(o, "name") for o in objects if o.get("kind") == "Node"}
         pods = {meta(o, "name") for o in objects if o.get("kind") == "Pod"}
-        others = {meta(o, "name") for o in objects if o.get("kind") not in ("Node", "Pod")}
+        others = {
+            meta(o, "name") for o in objects if o.get("kind") not in ("Node", "Pod", "DeviceClass")
+        }
         namespaces = {meta(o, "namespace") for o in objects}
         self.map: dict[str, str] = {}
         for template, found in (
@@ -52,7 +58,41 @@ class _Names:
         return self.map.get(value, value) if isinstance(value, str) else value
 
 
+DRA_KINDS = frozenset({"ResourceSlice", "ResourceClaim", "ResourceClaimTemplate"})
+IDENTIFYING = frozenset(
+    {"uuid", "pcieBusID", "pciBusID", "pciAddress", "pfPciAddress", "mac", "ipv4", "ipv6",
+     "ifName", "interfaceName", "PFName", "alias", "cloudNetwork"}
+)  # fmt: skip
+
+
+def _renamed_deep(value: Any, names: _Names) -> Any:
+    if isinstance(value, dict):
+        return {k: _renamed_deep(v, names) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_renamed_deep(v, names) for v in value]
+    return names(value)
+
+
+def _dra_object(obj: Json, names: _Names) -> Json:
+    result: Json = _renamed_deep(obj, names)
+    result["metadata"] = {
+        k: v for k, v in result.get("metadata", {}).items() if k in ("name", "namespace")
+    }
+    slice_devices = (
+        (result.get("spec") or {}).get("devices") if obj["kind"] == "ResourceSlice" else None
+    )
+    for device in slice_devices or []:
+        body = device.get("basic") if isinstance(device.get("basic"), dict) else device
+        attributes = body.get("attributes") or {}
+        body["attributes"] = {
+            k: v for k, v in attributes.items() if k.rpartition("/")[2] not in IDENTIFYING
+        }
+    return result
+
+
 def _object(obj: Json, names: _Names) -> Json:
+    if obj.get("kind") in DRA_KINDS:
+        return _dra_object(obj, names)
     result = dict(obj)
     meta = dict(obj.get("metadata") or {})
     for field in ("name", "namespace"):
@@ -74,6 +114,13 @@ def _object(obj: Json, names: _Names) -> Json:
     spec = obj.get("spec")
     if isinstance(spec, dict) and spec.get("nodeName"):
         result["spec"] = {**spec, "nodeName": names(spec["nodeName"])}
+    if isinstance(spec, dict) and spec.get("resourceClaims"):
+        claims = _renamed_deep(spec["resourceClaims"], names)
+        result["spec"] = {**result["spec"], "resourceClaims": claims}
+    status = obj.get("status")
+    if isinstance(status, dict) and status.get("resourceClaimStatuses"):
+        generated = _renamed_deep(status["resourceClaimStatuses"], names)
+        result["status"] = {**status, "resourceClaimStatuses": generated}
     return result
 
 

@@ -1,6 +1,7 @@
-"""`kube-rdma snapshot`: a live cluster's Nodes, running pods, PodGroups and the workloads that
-own pods, written as one `kind: List` file that `kube-rdma simulate` and `kube-rdma extender
---cluster-snapshot` read.
+"""`kube-rdma snapshot`: a live cluster's Nodes, running pods, PodGroups, the workloads that
+own pods and the DRA objects (ResourceSlices, ResourceClaims, DeviceClasses and
+ResourceClaimTemplates, at the newest resource.k8s.io version served), written as one
+`kind: List` file that `kube-rdma simulate` and `kube-rdma extender --cluster-snapshot` read.
 
 Each object keeps what those readers use: a Node its labels, kube-rdma's annotations (the
 topology document), taints and allocatable; a pod what the extender keeps of it
@@ -18,6 +19,7 @@ import orjson
 import yaml
 from kubernetes_asyncio import client
 
+from extender.cluster import dra_objects
 from extender.cluster.owners import WORKLOADS
 from extender.cluster.trim import trim_pod, trim_workload
 from kube_rdma.core import keys
@@ -66,7 +68,38 @@ async def collect(core: Any, custom: Any) -> list[Json]:
             custom, resource.group, resource.version, resource.plural, resource.kind
         )
         found += [trim_workload(o) for o in items]
+    for kind, plural in dra_objects.PLURALS.items():
+        found += await _dra(custom, plural, kind)
     return found
+
+
+async def _dra(custom: Any, plural: str, kind: str) -> list[Json]:
+    """The objects of one DRA resource at the newest version served, without managedFields."""
+    for version in dra_objects.VERSIONS:
+        try:
+            body = await call(
+                f"list {plural}.{dra_objects.GROUP}/{version}",
+                custom.list_cluster_custom_object,
+                dra_objects.GROUP,
+                version,
+                plural,
+                request_timeout=TIMEOUT,
+            )
+        except NotFound:
+            continue
+        api_version = f"{dra_objects.GROUP}/{version}"
+        return [
+            {
+                **o,
+                "apiVersion": api_version,
+                "kind": kind,
+                "metadata": {
+                    k: v for k, v in (o.get("metadata") or {}).items() if k != "managedFields"
+                },
+            }
+            for o in body.get("items") or []
+        ]
+    return []
 
 
 def node(obj: Json) -> Json:

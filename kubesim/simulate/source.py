@@ -50,6 +50,9 @@ class SimulatedSource:
         pod = self._store.pods().get((namespace, name))
         return None if pod is None else trim_pod(pod)
 
+    async def reserve_claims(self, pod: Json, node: str) -> None:
+        """The simulation's pods ask for extended resources only: no claims to reserve."""
+
     async def bind(
         self, namespace: str, name: str, uid: str, node: str, annotations: dict[str, str]
     ) -> None:

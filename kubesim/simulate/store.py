@@ -148,6 +148,10 @@ class MemoryApiserver:
         self._write((namespace, name), {**pod, "status": merged})
         return self._pods[(namespace, name)]
 
+    def dra(self) -> None:
+        """The simulation's pods ask for extended resources only: no DRA."""
+        return None
+
     async def disruption_budgets(self) -> builtins.list[Json]:
         pods = list(self._pods.values())
         return [

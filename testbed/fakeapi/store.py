@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from kube_rdma.core.objects import Json
+from testbed.fakeapi.claims import claim_problem
 from testbed.fakeapi.errors import (
     MODIFIED,
     NAMESPACE_MISMATCH,
@@ -59,6 +60,7 @@ class Resource:
         return self.api_version.rpartition("/")[0]
 
 
+DRA_V1: Final = "resource.k8s.io/v1"
 RESOURCES: Final[Mapping[str, Resource]] = {
     "namespaces": Resource("Namespace", namespaced=False),
     "nodes": Resource("Node", namespaced=False),
@@ -71,6 +73,15 @@ RESOURCES: Final[Mapping[str, Resource]] = {
         "PodDisruptionBudget", namespaced=True, api_version="policy/v1"
     ),
     "events": Resource("Event", namespaced=True),
+    # Dynamic Resource Allocation (resource.k8s.io/v1, Kubernetes 1.34): the devices nodes
+    # publish, the claims that hold them (their `status` subresource carries the allocation
+    # and `reservedFor`), and what claims are made from.
+    "resourceslices": Resource("ResourceSlice", namespaced=False, api_version=DRA_V1),
+    "resourceclaims": Resource("ResourceClaim", namespaced=True, api_version=DRA_V1),
+    "resourceclaimtemplates": Resource(
+        "ResourceClaimTemplate", namespaced=True, api_version=DRA_V1
+    ),
+    "deviceclasses": Resource("DeviceClass", namespaced=False, api_version=DRA_V1),
 }
 
 
@@ -326,6 +337,10 @@ class Store:
     def _commit(self, plural: str, kind: str, obj: Json, old: Json | None = None) -> Json:
         """Store a write under a new resourceVersion and tell the watches that see it."""
         resource = self.resource(plural)
+        if plural == "resourceclaims" and kind != "DELETED":
+            problem = claim_problem(obj)
+            if problem is not None:
+                raise ApiError(422, problem)
         self.version += 1
         obj["apiVersion"], obj["kind"] = resource.api_version, resource.kind
         obj["metadata"]["resourceVersion"] = str(self.version)

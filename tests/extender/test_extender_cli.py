@@ -122,3 +122,15 @@ def test_serves_https_with_the_same_tls_machinery(snapshot: Path, cert_dir: Path
             assert r.read() == b"ok\n"
         assert main(["explain", "team-a/worker-0", "--url", f"https://localhost:{port}",
                      "--cacert", str(cert_dir / "ca.crt"), "--json"]) == 0  # fmt: skip
+
+
+def test_a_bad_dra_device_rule_is_refused_with_the_form_wanted(tmp_path: Path) -> None:
+    (tmp_path / "cluster.yaml").write_text("[]")
+    args = [sys.executable, "-m", "kube_rdma.cli", "extender", "--port", "0"]
+    args += ["--cluster-snapshot", str(tmp_path / "cluster.yaml"), "--dra-device", "nic=dra.net"]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1] == (
+        "kube-rdma extender: error: argument --dra-device: 'nic=dra.net' is not "
+        "KIND=DRIVER:ATTRIBUTE=VALUE with KIND gpu or nic (e.g. nic=dra.net:rdma=true)"
+    )

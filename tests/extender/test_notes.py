@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from extender.notes import node_notes
+from extender.notes import dra_unmatched, node_notes
+from kube_rdma.core.dra.index import DraIndex
 from kube_rdma.core.topology import LinkLayer, Nic, Port, Topology
 from testbed.builders import nodes
+from tests.kube_rdma.core.dra.fixtures import gpu_slice, nic_slice
+from tests.kube_rdma.core.dra.test_alignment import TOPOLOGY
 
 
 def two_ports(first: int, second: int, link_layer: LinkLayer = "Ethernet") -> Topology:
@@ -52,3 +55,12 @@ CASES = [
 @pytest.mark.parametrize(("topology", "notes"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_node_notes(topology: Topology | None, notes: tuple[str, ...]) -> None:
     assert node_notes(topology) == notes
+
+
+def test_dra_devices_the_agent_does_not_list_are_noted() -> None:
+    index = DraIndex()
+    index.replace_slices([gpu_slice("n1"), nic_slice("n1")])
+    assert dra_unmatched(TOPOLOGY, index.node("n1")) == (
+        "published through DRA, not in the agent's topology: NIC pci-0000-27-00-0 (0000:27:00.0)"
+    )
+    assert dra_unmatched(TOPOLOGY, None) is None

@@ -613,8 +613,9 @@ async def test_extender_rbac_is_exactly_what_the_extender_calls(
                 return response.status == 200
 
         await eventually(ready)
-        # nodes, pods, gang plan records and every workload resource
-        await eventually(lambda: fake_api.watching == 3 + len(WORKLOAD_RESOURCES) + 2)
+        # nodes, pods, gang plan records, every workload resource, the two Topology objects
+        # and the four DRA resources
+        await eventually(lambda: fake_api.watching == 3 + len(WORKLOAD_RESOURCES) + 2 + 4)
         # One scheduling cycle, as rdma-scheduler drives it, and an admin's explain.
         args = {"Pod": pod, "NodeNames": ["gpu-1", "gpu-2"], "Nodes": None}
         async with session.post(f"{base}/filter", data=orjson.dumps(args)) as response:
@@ -652,6 +653,9 @@ async def test_extender_rbac_is_exactly_what_the_extender_calls(
         )
         evictions = [r for r in fake_api.requests if r.path.endswith("/eviction")]
         assert [r.query.get("dryRun") for r in evictions] == ["All", None]
+        # A DRA gang member bound at its barrier, after kube-scheduler unreserved its claim
+        # when its bind request timed out: the claim is read and reserved for it again.
+        await reserve_a_claim_again(fake_api, source)
     # API discovery (GET /apis/GROUP/VERSION) is a non-resource URL that every authenticated
     # user may read (the system:discovery ClusterRole), so it needs no rule of ours.
     called = sorted({authorized_as(r) for r in fake_api.requests if not discovery(r)})
@@ -663,10 +667,14 @@ async def test_extender_rbac_is_exactly_what_the_extender_calls(
         ("kubeflow.org", "mpijobs"),
         ("kubeflow.org", "pytorchjobs"),
         ("kueue.x-k8s.io", "topologies"),
+        ("resource.k8s.io", "deviceclasses"),
+        ("resource.k8s.io", "resourceclaims"),
+        ("resource.k8s.io", "resourceclaimtemplates"),
+        ("resource.k8s.io", "resourceslices"),
         ("scheduling.volcano.sh", "podgroups"),
         ("scheduling.x-k8s.io", "podgroups"),
     ]
-    assert called == [
+    expected = [
         ("", "configmaps", "create"),
         ("", "configmaps", "delete"),
         ("", "configmaps", "get"),
@@ -682,7 +690,11 @@ async def test_extender_rbac_is_exactly_what_the_extender_calls(
         ("", "pods/binding", "create"),
         ("", "pods/eviction", "create"),
         *((group, plural, verb) for group, plural in optional for verb in ("list", "watch")),
+        ("resource.k8s.io", "resourceclaims", "get"),
+        ("resource.k8s.io", "resourceclaims/status", "update"),
     ]
+    assert called == sorted(expected)
+
     # The bind verb is how the node's NCCL settings reach the pod: in the Binding itself.
     [posted] = [r for r in fake_api.requests if r.path.endswith("/binding")]
     assert {keys.GID_INDEX, keys.HCA} <= posted.body["metadata"]["annotations"].keys()
@@ -698,6 +710,25 @@ async def test_extender_rbac_is_exactly_what_the_extender_calls(
         }
     )
     assert granted == called
+
+
+async def reserve_a_claim_again(api: FakeApiServer, source: LiveSource) -> None:
+    await eventually(lambda: api.watching == 3 + len(WORKLOAD_RESOURCES) + 2 + 4)
+    results = [{"request": "g", "driver": "gpu.nvidia.com", "pool": "gpu-1", "device": "gpu-0"}]
+    selector = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["gpu-1"]}]}
+    allocation = {
+        "devices": {"results": results},
+        "nodeSelector": {"nodeSelectorTerms": [selector]},
+    }
+    claim = {"metadata": {"name": "m-0-gpus"}, "spec": {}, "status": {"allocation": allocation}}
+    api.create("resourceclaims", claim, "team-a")
+    member = nodes.pod("m-0")
+    member["spec"]["resourceClaims"] = [{"name": "gpus", "resourceClaimName": "m-0-gpus"}]
+    member = api.create("pods", member)
+    await eventually(lambda: source.cluster.pod("team-a", "m-0") is not None)
+    await source.reserve_claims(member, "gpu-1")
+    reserved = api.get("resourceclaims", "m-0-gpus", "team-a")["status"]["reservedFor"]
+    assert reserved == [{"resource": "pods", "name": "m-0", "uid": member["metadata"]["uid"]}]
 
 
 async def write_gang_plan_records(api: FakeApiServer, records: ConfigMapRecords) -> None:

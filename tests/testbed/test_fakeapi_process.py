@@ -34,6 +34,8 @@ REPO = Path(__file__).resolve().parents[2]
 # Eight nodes, one of them without the agent's annotation; the pods are those of 8 x 8 x 0.5 GPUs.
 SPEC = ClusterSpec(nodes=8, seed=11, no_agent_fraction=0.125)
 CLUSTER = generate(SPEC)
+NO_DRA = ", 0 resourceclaims, 0 resourceclaimtemplates, 0 resourceslices"
+"""The DRA resources the fake serves, empty."""
 NODES = [o for o in CLUSTER if o["kind"] == "Node"]
 PODS = [o for o in CLUSTER if o["kind"] == "Pod"]
 NAMESPACES = sorted(
@@ -115,8 +117,8 @@ async def ready(url: str, context: ssl.SSLContext | None = None) -> bool:
 def test_it_says_where_it_listens_and_writes_a_kubeconfig(fake_api_process: FakeApiProcess) -> None:
     assert fake_api_process.line == (
         f"fake apiserver listening on {fake_api_process.url}: "
-        f"0 configmaps, 0 events, 0 leases, {len(NAMESPACES)} namespaces, 8 nodes, "
-        f"0 poddisruptionbudgets, {len(PODS)} pods\n"
+        f"0 configmaps, 0 deviceclasses, 0 events, 0 leases, {len(NAMESPACES)} namespaces, "
+        f"8 nodes, 0 poddisruptionbudgets, {len(PODS)} pods{NO_DRA}\n"
     )
     written = orjson.loads(fake_api_process.kubeconfig.read_bytes())
     assert written == kubeconfig(fake_api_process.url)
@@ -205,9 +207,8 @@ def test_without_a_snapshot_it_serves_a_new_cluster_and_stops_on_a_signal(
     prefix, _, contents = line.rpartition(": ")
     assert prefix.startswith("fake apiserver listening on http://127.0.0.1:")
     assert (
-        contents
-        == "0 configmaps, 0 events, 0 leases, 4 namespaces, 0 nodes, 0 poddisruptionbudgets, "
-        "0 pods\n"
+        contents == "0 configmaps, 0 deviceclasses, 0 events, 0 leases, 4 namespaces, 0 nodes, "
+        f"0 poddisruptionbudgets, 0 pods{NO_DRA}\n"
     )
     assert listening(int(prefix.rpartition(":")[2]))
     process.send_signal(sig)
@@ -254,8 +255,8 @@ def test_kinds_it_does_not_serve_are_left_out_with_a_note(tmp_path: Path) -> Non
     try:
         line = process.stdout.readline() if process.stdout else ""
         assert line.endswith(
-            ": 0 configmaps, 0 events, 0 leases, 4 namespaces, 1 nodes, "
-            "0 poddisruptionbudgets, 0 pods\n"
+            ": 0 configmaps, 0 deviceclasses, 0 events, 0 leases, 4 namespaces, 1 nodes, "
+            f"0 poddisruptionbudgets, 0 pods{NO_DRA}\n"
         )
     finally:
         assert stop(process) == 0
@@ -291,8 +292,9 @@ async def test_workloads_in_a_snapshot_are_served_as_with_their_crds(tmp_path: P
         line = process.stdout.readline() if process.stdout else ""
         port = int(line.split(": ")[0].rpartition(":")[2])
         assert line.endswith(
-            ": 0 configmaps, 0 events, 0 leases, 5 namespaces, 0 nodes, "
-            "0 poddisruptionbudgets, 0 pods, 1 pytorchjobs.kubeflow.org\n"
+            ": 0 configmaps, 0 deviceclasses, 0 events, 0 leases, 5 namespaces, 0 nodes, "
+            "0 poddisruptionbudgets, 0 pods, 1 pytorchjobs.kubeflow.org, 0 resourceclaims, "
+            "0 resourceclaimtemplates, 0 resourceslices\n"
         )
         url = f"http://127.0.0.1:{port}/apis/kubeflow.org/v1/namespaces/team-a/pytorchjobs"
         status, body = await get_json(url)

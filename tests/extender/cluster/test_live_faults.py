@@ -30,8 +30,9 @@ from tests.extender.cluster.truth import differences
 STALE_AFTER = 0.2
 """The sources' bound on how long the apiserver may be unreachable, scaled down from seconds."""
 CONVERGED_WITHIN = 5.0
-WATCHES = 9
-"""Nodes, Pods, both kinds of PodGroup and the five workload resources the fake serves."""
+WATCHES = 13
+"""Nodes, Pods, both kinds of PodGroup, the five workload resources and the four DRA resources
+the fake serves."""
 EVERY_RESOURCE: Mapping[str, Resource] = {**RESOURCES, **WORKLOAD_RESOURCES}
 PYTORCH = "pytorchjobs.kubeflow.org"
 SCHEDULING = "podgroups.scheduling.x-k8s.io"

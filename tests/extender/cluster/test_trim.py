@@ -213,6 +213,9 @@ class WholeSource:
     async def bind(self, *_: object) -> None:
         raise NotImplementedError
 
+    async def reserve_claims(self, *_: object) -> None:
+        raise NotImplementedError
+
 
 def pytorch_jobs(pods: list[Json]) -> list[Json]:
     """The PyTorchJob of every job with pending pods, whole: managedFields and status."""

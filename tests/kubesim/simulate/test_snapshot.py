@@ -7,6 +7,7 @@ from pathlib import Path
 
 import orjson
 
+from extender.cluster.snapshot import SnapshotSource
 from extender.weights import DEFAULT
 from kube_rdma.cli import main
 from kube_rdma.core import keys
@@ -15,6 +16,7 @@ from kubesim.simulate.metrics import measure
 from kubesim.simulate.run import Settings, Variant, simulate
 from testbed.builders.nodes import pod
 from testbed.clustergen import ClusterSpec, generate
+from testbed.clustergen.dra import dra_form
 from testbed.fakeapi import FakeApiServer
 from tests.kubesim.simulate.clusters import job
 
@@ -79,3 +81,50 @@ def levels(path: Path) -> dict[str, int]:
     run = simulate(cluster, jobs, Variant("extender", DEFAULT), Settings())
     found: dict[str, int] = measure(run, jobs, cluster)["gpu_nic_levels"]
     return found
+
+
+async def test_dra_objects_are_saved_and_read_back(fake_api: FakeApiServer, tmp_path: Path) -> None:
+    """A DRA cluster (devices in slices, a running pod's devices in an allocated claim): the
+    extender reads the snapshot as it reads the cluster, anonymized or not."""
+    for obj in dra_form([o for o in generate(SPEC) if o["kind"] == "Node"]):
+        plural = obj["kind"].lower() + ("es" if obj["kind"].endswith("s") else "s")
+        fake_api.create(plural, obj, obj["metadata"].get("namespace"))
+    results = [
+        {"request": "g", "driver": "gpu.nvidia.com", "pool": "gpu-00001", "device": f"gpu-{i}"}
+        for i in range(4)
+    ]
+    selector = {
+        "matchFields": [{"key": "metadata.name", "operator": "In", "values": ["gpu-00001"]}]
+    }
+    status = {
+        "allocation": {
+            "devices": {"results": results},
+            "nodeSelector": {"nodeSelectorTerms": [selector]},
+        }
+    }
+    claim = {
+        "metadata": {"name": "trainer-0-gpus"},
+        "spec": {"devices": {"requests": []}},
+        "status": status,
+    }
+    fake_api.create("resourceclaims", claim, "team-a")
+    trainer = pod("trainer-0", gpus=0, rdma={}, node_name="gpu-00001", phase="Running")
+    trainer["spec"]["resourceClaims"] = [{"name": "gpus", "resourceClaimName": "trainer-0-gpus"}]
+    fake_api.create("pods", trainer)
+    (tmp_path / "plain").mkdir()
+    plain, text = await snapshot(fake_api, tmp_path / "plain")
+    hidden, secret_free = await snapshot(fake_api, tmp_path, "--anonymize")
+    kinds = [o["kind"] for o in orjson.loads(text)["items"]]
+    assert (
+        kinds.count("ResourceSlice"),
+        kinds.count("ResourceClaim"),
+        kinds.count("DeviceClass"),
+    ) == (8, 1, 2)
+    for secret in ("gpu-00001", "trainer-0", "GPU-gpu", "pciBusID", "dra.net/pciAddress"):
+        assert secret not in secret_free, secret
+    for path, node in ((plain, "gpu-00001"), (hidden, "node-0002")):
+        model = SnapshotSource.from_file(path).cluster
+        info = model.node(node)
+        assert info is not None
+        assert (info.allocatable["nvidia.com/gpu"], info.free("nvidia.com/gpu")) == (8, 4)
+        assert info.allocatable["rdma/hca"] == 8

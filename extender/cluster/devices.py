@@ -1,0 +1,83 @@
+"""DRA devices in the cluster model: a node's published GPUs and RDMA NICs count as its
+extended resources, so that every filter, score and gang plan reads one set of numbers
+whichever way the devices are published.
+
+A DRA GPU counts as one unit of the extender's first GPU resource (`nvidia.com/gpu`), an RDMA
+NIC as one unit of `rdma/hca`, the names kube-rdma's device-plugin clusters use for the same
+hardware (a NIC per unit), and a device an allocated claim holds counts as requested. The NVIDIA
+GPU driver's own DeviceClass names `nvidia.com/gpu` as its `extendedResourceName` (KEP-5004),
+so a pod asking for `nvidia.com/gpu` on a DRA node is counted against the same devices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kube_rdma.core.dra.index import NodeDevices
+from kube_rdma.core.dra.kinds import Kind
+
+DRA_NIC_RESOURCE = "rdma/hca"
+
+# Attributes that tell devices apart, not what they are: two nodes whose devices differ only in
+# these share verdicts and scores (the engine keys its answers by node state).
+_IDENTITY = frozenset(
+    {
+        "uuid",
+        "pcieBusID",
+        "pciBusID",
+        "pciAddress",
+        "mac",
+        "ipv4",
+        "ipv6",
+        "pfPciAddress",
+    }
+)
+
+
+@dataclass(frozen=True)
+class DraNames:
+    gpu: str = "nvidia.com/gpu"
+    nic: str = DRA_NIC_RESOURCE
+
+
+DEFAULT_DRA_NAMES = DraNames()
+
+
+def add_devices(
+    allocatable: dict[str, int],
+    requested: dict[str, int],
+    devices: NodeDevices | None,
+    names: DraNames,
+) -> None:
+    """Adds the node's DRA devices to its extended resources, in place."""
+    if devices is None:
+        return
+    kinds: list[tuple[Kind, str]] = [("gpu", names.gpu), ("nic", names.nic)]
+    for kind, resource in kinds:
+        total = devices.count(kind)
+        if total:
+            allocatable[resource] = allocatable.get(resource, 0) + total
+            used = devices.in_use(kind)
+            if used:
+                requested[resource] = requested.get(resource, 0) + used
+
+
+def signature(devices: NodeDevices | None) -> Any:
+    """What the DRA filter reads of a node's devices, without their identities."""
+    if devices is None:
+        return None
+    return (
+        tuple(
+            (d.name, kind, d.id in devices.held, _described(d.attributes))
+            for d, kind in devices.devices
+        ),
+        devices.notes,
+    )
+
+
+def _described(attributes: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    return tuple(
+        sorted((n, v) for n, v in attributes.items() if n.rpartition("/")[2] not in _IDENTITY)
+    )

@@ -1,0 +1,28 @@
+"""DRA: whether the node's free GPUs and RDMA NICs can satisfy what the pod's resource claims
+ask, with their DeviceClass and request CEL selectors, and whether a claim already allocated
+elsewhere ties the pod to another node. These are nodes kube-scheduler's DynamicResources
+filter refuses too; the extender says so itself, in its own answer and in explain.
+
+The counts alone are judged by the RDMA filter, which runs first and reads a DRA node's devices
+as extended resources, so a device-plugin node and a DRA node that are short of GPUs fail with
+the same message.
+"""
+
+from __future__ import annotations
+
+from extender.cluster.model import NodeInfo
+from extender.filters.verdict import PASS, Verdict, fail, never
+from extender.pairing import Rails
+from extender.podview import PodView
+from kube_rdma.core.dra.allocate import Refusal, allocate
+
+
+def check(pod: PodView, node: NodeInfo, rails: Rails | None) -> Verdict:
+    demand = pod.demand
+    if (not demand.requests and not demand.pinned) or pod.selectors is None:
+        return PASS
+    result = allocate(demand, node.name, node.devices, pod.selectors)
+    if isinstance(result, Refusal):
+        reason = f"DRA would refuse: {result.reason}"
+        return fail(reason) if result.resolvable else never(reason)
+    return PASS

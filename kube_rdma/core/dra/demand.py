@@ -1,0 +1,163 @@
+"""What a pod's `spec.resourceClaims` ask of a node, resolved against the cluster's claims,
+templates and DeviceClasses.
+
+A claim named by `resourceClaimName` is read as it is; one made from
+`resourceClaimTemplateName` is the claim the ResourceClaim controller generated (named in the
+pod's `status.resourceClaimStatuses`) once it exists, the template's spec before. An allocated
+claim asks for nothing more: its devices are held already, and the pod can only go to their
+node. Each request's selectors are its DeviceClass's followed by its own, as the allocator
+applies them. Requests for devices that are neither GPUs nor RDMA NICs (a ComputeDomain
+channel, a CPU set) are left to kube-scheduler's DynamicResources plugin.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kube_rdma.core.dra.index import DraIndex, ObjectKey
+from kube_rdma.core.dra.kinds import Kind
+from kube_rdma.core.dra.selectors import SelectorError, Selectors
+from kube_rdma.core.dra.shapes import Request, Selection, read_requests
+from kube_rdma.core.objects import Json
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One way to satisfy a request, its selectors resolved."""
+
+    kind: Kind
+    selectors: tuple[str, ...]
+    all_devices: bool
+    count: int
+
+
+@dataclass(frozen=True)
+class DeviceRequest:
+    claim: str
+    """`<namespace>/<claim or template name>`, for messages."""
+    request: str
+    choices: tuple[Choice, ...]
+
+
+@dataclass(frozen=True)
+class PodDemand:
+    requests: tuple[DeviceRequest, ...] = ()
+    pinned: tuple[tuple[str, str], ...] = ()
+    """(claim, node) for each allocated claim: the pod can only run there."""
+    problems: tuple[str, ...] = ()
+    """Claims, templates or classes that are missing or unreadable."""
+
+    def count(self, kind: Kind) -> int:
+        """Devices of `kind` the first choice of each request takes (allocationMode All
+        counts none: how many it takes depends on the node)."""
+        return sum(
+            r.choices[0].count for r in self.requests if r.choices and r.choices[0].kind == kind
+        )
+
+
+NO_DEMAND = PodDemand()
+
+
+def pod_demand(pod: Json, index: DraIndex, selectors: Selectors) -> PodDemand:
+    spec, status = pod.get("spec") or {}, pod.get("status") or {}
+    entries = [e for e in spec.get("resourceClaims") or [] if isinstance(e, dict)]
+    if not entries:
+        return NO_DEMAND
+    namespace = str((pod.get("metadata") or {}).get("namespace") or "default")
+    generated = {
+        str(s.get("name")): s.get("resourceClaimName")
+        for s in status.get("resourceClaimStatuses") or []
+        if isinstance(s, dict)
+    }
+    found = _Found()
+    for entry in entries:
+        _resolve(entry, namespace, generated, index, selectors, found)
+    return PodDemand(tuple(found.requests), tuple(found.pinned), tuple(found.problems))
+
+
+class _Found:
+    def __init__(self) -> None:
+        self.requests: list[DeviceRequest] = []
+        self.pinned: list[tuple[str, str]] = []
+        self.problems: list[str] = []
+
+
+def _resolve(
+    entry: Json,
+    namespace: str,
+    generated: dict[str, object],
+    index: DraIndex,
+    selectors: Selectors,
+    found: _Found,
+) -> None:
+    claim_name = entry.get("resourceClaimName") or generated.get(str(entry.get("name")))
+    template = entry.get("resourceClaimTemplateName")
+    if claim_name:
+        key: ObjectKey = (namespace, str(claim_name))
+        claim = index.claims.get(key)
+        if claim is None:
+            found.problems.append(f"ResourceClaim {namespace}/{claim_name} does not exist (yet)")
+        elif (claim.get("status") or {}).get("allocation"):
+            node = index.claim_node(key)
+            if node is not None:
+                found.pinned.append((f"{namespace}/{claim_name}", node))
+        else:
+            _add(f"{namespace}/{claim_name}", claim.get("spec") or {}, index, selectors, found)
+    elif template:
+        obj = index.templates.get((namespace, str(template)))
+        if obj is None:
+            found.problems.append(f"ResourceClaimTemplate {namespace}/{template} does not exist")
+        else:
+            spec = (obj.get("spec") or {}).get("spec") or {}
+            _add(f"{namespace}/{template}", spec, index, selectors, found)
+
+
+def _add(label: str, spec: Json, index: DraIndex, selectors: Selectors, found: _Found) -> None:
+    for request in read_requests(spec):
+        resolved = _choices(label, request, index, selectors, found.problems)
+        if resolved:
+            found.requests.append(DeviceRequest(label, request.name, resolved))
+
+
+def _choices(
+    label: str, request: Request, index: DraIndex, selectors: Selectors, problems: list[str]
+) -> tuple[Choice, ...]:
+    """The request's choices that take GPUs or NICs; none when any choice is something else
+    (kube-scheduler alone can judge those) or holds nothing (adminAccess)."""
+    choices = []
+    for selection in request.alternatives:
+        choice = _choice(label, request.name, selection, index, selectors, problems)
+        if choice is None:
+            return ()
+        choices.append(choice)
+    return tuple(choices)
+
+
+def _choice(
+    label: str,
+    request: str,
+    selection: Selection,
+    index: DraIndex,
+    selectors: Selectors,
+    problems: list[str],
+) -> Choice | None:
+    if selection.admin_access:
+        return None
+    device_class = index.classes.get(selection.device_class)
+    if device_class is None:
+        problems.append(
+            f"claim {label} request {request}: DeviceClass {selection.device_class!r} "
+            "does not exist"
+        )
+        return None
+    expressions = device_class.selectors + selection.selectors
+    try:
+        for expression in expressions:
+            selectors.check(expression)
+    except SelectorError as e:
+        problems.append(f"claim {label} request {request}: {e}")
+        return None
+    kind = index.kind_of_class(device_class.selectors, selectors)
+    if kind is None:
+        return None
+    return Choice(kind, expressions, selection.all_devices, selection.count)

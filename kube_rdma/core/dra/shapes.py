@@ -1,0 +1,160 @@
+"""The resource.k8s.io objects in the three served versions, read into one form.
+
+v1 (Kubernetes 1.34) and v1beta2 (1.33) nest an exact request under `exactly`; v1beta1 (1.32)
+has its fields (`deviceClassName`, `selectors`, `allocationMode`, `count`, `adminAccess`) on
+the request itself, and wraps each slice device's fields in `basic`. Both carry
+`firstAvailable` for a list of alternatives (k8s.io/api resource/v1 and v1beta1 types.go).
+Attribute names without a domain belong to the publishing driver's domain (DeviceAttribute,
+"The name ... is a C identifier ... prefixed by the driver's domain when unqualified").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kube_rdma.core.objects import Json
+from kube_rdma.core.quantity import QuantityError, parse_quantity
+
+AttributeValue = str | int | bool
+DeviceId = tuple[str, str, str]
+"""(driver, pool, device): how a claim's allocation names a device."""
+
+
+@dataclass(frozen=True)
+class Device:
+    driver: str
+    pool: str
+    name: str
+    attributes: Mapping[str, AttributeValue]
+    """By fully qualified name (`domain/id`)."""
+    capacity: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def id(self) -> DeviceId:
+        return self.driver, self.pool, self.name
+
+
+@dataclass(frozen=True)
+class Selection:
+    """One way to satisfy a request: a DeviceClass, CEL selectors, how many."""
+
+    device_class: str
+    selectors: tuple[str, ...]
+    all_devices: bool
+    """allocationMode All: every matching device of the node."""
+    count: int
+    admin_access: bool = False
+
+
+@dataclass(frozen=True)
+class Request:
+    name: str
+    alternatives: tuple[Selection, ...]
+    """One for an exact request; the `firstAvailable` subrequests in order otherwise."""
+
+
+def qualified(driver: str, name: str) -> str:
+    return name if "/" in name else f"{driver}/{name}"
+
+
+def read_devices(slice_: Json) -> list[Device]:
+    spec = slice_.get("spec") or {}
+    driver = str(spec.get("driver") or "")
+    pool = str((spec.get("pool") or {}).get("name") or "")
+    return [_device(driver, pool, raw) for raw in spec.get("devices") or []]
+
+
+def _device(driver: str, pool: str, raw: Json) -> Device:
+    basic = raw.get("basic")
+    body: Json = basic if isinstance(basic, dict) else raw
+    attributes = {
+        qualified(driver, name): value
+        for name, wrapped in (body.get("attributes") or {}).items()
+        if (value := _attribute(wrapped)) is not None
+    }
+    capacity = {
+        qualified(driver, name): amount
+        for name, wrapped in (body.get("capacity") or {}).items()
+        if (amount := _capacity(wrapped)) is not None
+    }
+    return Device(driver, pool, str(raw.get("name") or ""), attributes, capacity)
+
+
+_SCALARS = (str, int, bool)
+
+
+def _attribute(wrapped: Any) -> AttributeValue | None:
+    """The value of a DeviceAttribute: exactly one of string, int, bool and version is set."""
+    if not isinstance(wrapped, dict) or len(wrapped) != 1:
+        return None
+    [(key, value)] = wrapped.items()
+    if key in _KINDS and isinstance(value, _SCALARS):
+        return value
+    return None
+
+
+_KINDS = frozenset({"string", "int", "bool", "version"})
+
+
+def _capacity(wrapped: Any) -> int | None:
+    value = wrapped.get("value") if isinstance(wrapped, dict) else wrapped
+    try:
+        return int(parse_quantity(value))
+    except (QuantityError, TypeError, ValueError):
+        return None
+
+
+def read_requests(claim_spec: Json) -> list[Request]:
+    """The requests of a ResourceClaim's spec (or a template's `spec.spec`)."""
+    devices = claim_spec.get("devices") or {}
+    return [_request(raw) for raw in devices.get("requests") or [] if isinstance(raw, dict)]
+
+
+def _request(raw: Json) -> Request:
+    name = str(raw.get("name") or "")
+    if isinstance(raw.get("exactly"), dict):
+        return Request(name, (_selection(raw["exactly"]),))
+    if raw.get("firstAvailable"):
+        return Request(name, tuple(_selection(sub) for sub in raw["firstAvailable"]))
+    return Request(name, (_selection(raw),))  # v1beta1: the request is the exact request
+
+
+def _selection(raw: Json) -> Selection:
+    all_devices = raw.get("allocationMode") == "All"
+    return Selection(
+        device_class=str(raw.get("deviceClassName") or ""),
+        selectors=cel_expressions(raw.get("selectors")),
+        all_devices=all_devices,
+        count=0 if all_devices else int(raw.get("count") or 1),
+        admin_access=bool(raw.get("adminAccess")),
+    )
+
+
+def cel_expressions(selectors: Any) -> tuple[str, ...]:
+    return tuple(
+        str(s["cel"]["expression"])
+        for s in selectors or []
+        if isinstance(s, dict) and isinstance(s.get("cel"), dict) and s["cel"].get("expression")
+    )
+
+
+def allocated_devices(claim: Json) -> list[tuple[DeviceId, bool]]:
+    """The devices a claim's `status.allocation` names, each with its adminAccess flag."""
+    allocation = (claim.get("status") or {}).get("allocation") or {}
+    results = (allocation.get("devices") or {}).get("results") or []
+    return [(_device_id(r), bool(r.get("adminAccess"))) for r in results if isinstance(r, dict)]
+
+
+def _device_id(result: Json) -> DeviceId:
+    return str(result.get("driver")), str(result.get("pool")), str(result.get("device"))
+
+
+def reserved_for(claim: Json) -> list[str]:
+    """The UIDs of the pods the claim is reserved for (`status.reservedFor`)."""
+    return [
+        str(ref.get("uid"))
+        for ref in (claim.get("status") or {}).get("reservedFor") or []
+        if isinstance(ref, dict) and ref.get("resource") == "pods"
+    ]

@@ -1,0 +1,268 @@
+"""kube-scheduler's DynamicResources plugin, as far as the emulator needs it for pods whose GPUs
+and NICs come from resource claims (kubernetes pkg/scheduler/framework/plugins/
+dynamicresources):
+
+- Filter: a node passes when the pod's pending claims can be allocated from its free devices
+  (kube_rdma/core/dra: pools, CEL selectors, first fit), and a claim already allocated ties the
+  pod to that claim's node;
+- Reserve: the allocation chosen is kept in flight, so the next pods see those devices taken;
+- PreBind: each claim's `status.allocation` is written (for a claim not allocated yet) and the
+  pod added to its `status.reservedFor`, before the bind call;
+- Unreserve, when the bind fails: the pod is removed from `reservedFor` (a strategic-merge
+  patch upstream; an update of the status here), the allocation left written.
+
+The ResourceClaim controller's part is played too: before a pod's first cycle, a claim is made
+from each of its `resourceClaimTemplateName` entries (named `<pod>-<entry>-<5 letters>`, owned
+by the pod) and named in the pod's `status.resourceClaimStatuses`
+(kubernetes pkg/controller/resourceclaim, controller.go handleClaim).
+
+Simplifications: the DRA objects are listed again before each cycle of a pod with claims (the
+emulator's clusters are small) rather than watched, and `matchAttribute` constraints are not
+checked.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from typing import Any, Protocol
+
+from kube_rdma.core.dra.allocate import Allocation, Refusal, allocate
+from kube_rdma.core.dra.demand import pod_demand
+from kube_rdma.core.dra.index import DraIndex
+from kube_rdma.core.dra.selectors import Selectors
+from kube_rdma.core.dra.shapes import DeviceId
+from kube_rdma.core.objects import Json
+from kube_rdma.kube.client import call
+from kube_rdma.kube.errors import NotFound
+from kubesim.scheduler.pods import PodKey, pod_key
+
+SetStatus = Callable[[str, str, Json], Awaitable[Json]]
+"""Merges a status into a pod's (ApiCalls.patch_pod_status)."""
+PLURALS = ("resourceslices", "deviceclasses", "resourceclaims", "resourceclaimtemplates")
+
+
+class DraCalls(Protocol):
+    """resource.k8s.io as the emulator reads and writes it."""
+
+    async def list(self, plural: str) -> list[Json]: ...
+
+    async def get_claim(self, namespace: str, name: str) -> Json: ...
+
+    async def update_claim_status(self, namespace: str, name: str, claim: Json) -> Json: ...
+
+    async def create_claim(self, namespace: str, claim: Json) -> Json: ...
+
+
+class DynamicResources:
+    def __init__(self, calls: DraCalls) -> None:
+        self._calls = calls
+        self._index = DraIndex()
+        self._selectors = Selectors()
+        self._in_flight: dict[PodKey, tuple[str, Allocation]] = {}
+        self._made: dict[PodKey, list[Json]] = {}
+        """The claims made for a pod from its templates, before the informer shows them."""
+
+    @staticmethod
+    def wants(pod: Json) -> bool:
+        return bool((pod.get("spec") or {}).get("resourceClaims"))
+
+    async def refresh(self) -> None:
+        index = DraIndex()
+        index.replace_slices(await self._calls.list("resourceslices"))
+        for obj in await self._calls.list("deviceclasses"):
+            index.upsert_class(obj)
+        for obj in await self._calls.list("resourceclaimtemplates"):
+            index.upsert_template(obj)
+        index.replace_claims(await self._calls.list("resourceclaims"))
+        self._index = index
+
+    async def claims_made(self, pod: Json, set_status: SetStatus) -> Json:
+        """The pod with a claim made from each of its templates that has none yet (the
+        ResourceClaim controller's work), its status naming them."""
+        generated = {
+            s.get("name") for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []
+        }
+        made = []
+        namespace, name = pod_key(pod)
+        for entry in (pod.get("spec") or {}).get("resourceClaims") or []:
+            template = entry.get("resourceClaimTemplateName")
+            if not template or entry.get("name") in generated:
+                continue
+            source = self._index.templates.get((namespace, str(template)))
+            if source is None:
+                continue  # kube-scheduler waits for it; the DRA filter says it is missing
+            claim = await self._calls.create_claim(namespace, _from_template(pod, entry, source))
+            made.append({"name": entry["name"], "resourceClaimName": claim["metadata"]["name"]})
+        if not made:
+            return pod
+        statuses = [*((pod.get("status") or {}).get("resourceClaimStatuses") or []), *made]
+        updated = await set_status(namespace, name, {"resourceClaimStatuses": statuses})
+        self._made[namespace, name] = statuses
+        await self.refresh()
+        return updated
+
+    def checker(self, pod: Json) -> Callable[[str], str | None]:
+        """Filter: why a node cannot take the pod's claims (None: it can)."""
+        demand = pod_demand(pod, self._index, self._selectors)
+        taken = self._taken()
+
+        def check(name: str) -> str | None:
+            if demand.problems:
+                return "; ".join(demand.problems)
+            node = self._index.node(name)
+            if node is not None and taken:
+                node = replace(node, held=node.held | taken)
+            found = allocate(demand, name, node, self._selectors)
+            return found.reason if isinstance(found, Refusal) else None
+
+        return check
+
+    def reserve(self, pod: Json, node: str) -> None:
+        demand = pod_demand(self._with_made(pod), self._index, self._selectors)
+        devices = self._index.node(node)
+        if devices is not None:
+            devices = replace(devices, held=devices.held | self._taken())
+        found = allocate(demand, node, devices, self._selectors)
+        if isinstance(found, Allocation):
+            self._in_flight[pod_key(pod)] = (node, found)
+
+    async def prebind(self, pod: Json, node: str) -> None:
+        """Allocate and reserve each claim for the pod, as PreBind does."""
+        _, allocation = self._in_flight.get(pod_key(pod), (node, Allocation({})))
+        namespace, _ = pod_key(pod)
+        for name, label in _claims(self._with_made(pod)):
+            claim = await self._calls.get_claim(namespace, name)
+            updated = copy.deepcopy(claim)
+            status = updated.setdefault("status", {})
+            if not status.get("allocation"):
+                picks = [
+                    (request, device)
+                    for (claim_label, request), ids in allocation.devices.items()
+                    if claim_label == f"{namespace}/{label}"
+                    for device in ids
+                ]
+                status["allocation"] = _allocation(picks, node)
+            entries = status.get("reservedFor") or []
+            uid = (pod.get("metadata") or {}).get("uid")
+            if not any(e.get("uid") == uid for e in entries):
+                status["reservedFor"] = [*entries, _consumer(pod)]
+            await self._calls.update_claim_status(namespace, name, updated)
+
+    async def unreserve(self, pod: Json) -> None:
+        """Take the pod out of its claims' `reservedFor`, as Unreserve does."""
+        self._in_flight.pop(pod_key(pod), None)
+        namespace, _ = pod_key(pod)
+        uid = (pod.get("metadata") or {}).get("uid")
+        for name, _label in _claims(self._with_made(pod)):
+            claim = await self._calls.get_claim(namespace, name)
+            entries = (claim.get("status") or {}).get("reservedFor") or []
+            if any(e.get("uid") == uid for e in entries):
+                claim["status"]["reservedFor"] = [e for e in entries if e.get("uid") != uid]
+                await self._calls.update_claim_status(namespace, name, claim)
+
+    def done(self, pod: Json) -> None:
+        self._in_flight.pop(pod_key(pod), None)
+        self._made.pop(pod_key(pod), None)
+
+    def _with_made(self, pod: Json) -> Json:
+        made = self._made.get(pod_key(pod))
+        if made is None or (pod.get("status") or {}).get("resourceClaimStatuses"):
+            return pod
+        return {**pod, "status": {**(pod.get("status") or {}), "resourceClaimStatuses": made}}
+
+    def _taken(self) -> frozenset[DeviceId]:
+        return frozenset(
+            d for _, a in self._in_flight.values() for ids in a.devices.values() for d in ids
+        )
+
+
+def _from_template(pod: Json, entry: Json, template: Json) -> Json:
+    meta = pod.get("metadata") or {}
+    owner = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "name": meta.get("name"),
+        "uid": meta.get("uid"),
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {
+            "generateName": f"{meta.get('name')}-{entry.get('name')}-",
+            "annotations": {"resource.kubernetes.io/pod-claim-name": entry.get("name")},
+            "ownerReferences": [owner],
+        },
+        "spec": copy.deepcopy((template.get("spec") or {}).get("spec") or {}),
+    }
+
+
+def _claims(pod: Json) -> list[tuple[str, str]]:
+    """(claim name, the label pod_demand gives its requests) for each claim of the pod."""
+    generated = {
+        s.get("name"): s.get("resourceClaimName")
+        for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []
+    }
+    found = []
+    for entry in (pod.get("spec") or {}).get("resourceClaims") or []:
+        name = entry.get("resourceClaimName") or generated.get(entry.get("name"))
+        if name:
+            found.append((str(name), str(name)))
+    return found
+
+
+def _allocation(picks: list[tuple[str, DeviceId]], node: str) -> Json:
+    results = [
+        {"request": request, "driver": d[0], "pool": d[1], "device": d[2]} for request, d in picks
+    ]
+    selector = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+    return {"devices": {"results": results}, "nodeSelector": {"nodeSelectorTerms": [selector]}}
+
+
+def _consumer(pod: Json) -> Json:
+    meta = pod.get("metadata") or {}
+    return {"resource": "pods", "name": meta.get("name"), "uid": meta.get("uid")}
+
+
+class HttpDraCalls:
+    """DraCalls over kubernetes-asyncio's CustomObjectsApi (resource.k8s.io/v1)."""
+
+    GROUP, VERSION = "resource.k8s.io", "v1"
+
+    def __init__(self, custom: Any) -> None:
+        self._custom = custom
+
+    async def list(self, plural: str) -> list[Json]:
+        """Every object of `plural`; none where the apiserver does not serve DRA."""
+        try:
+            body = await call(
+                f"list {plural}",
+                self._custom.list_cluster_custom_object,
+                self.GROUP,
+                self.VERSION,
+                plural,
+            )
+        except NotFound:
+            return []
+        return list(body.get("items") or [])
+
+    async def get_claim(self, namespace: str, name: str) -> Json:
+        found: Json = await self._custom.get_namespaced_custom_object(
+            self.GROUP, self.VERSION, namespace, "resourceclaims", name
+        )
+        return found
+
+    async def update_claim_status(self, namespace: str, name: str, claim: Json) -> Json:
+        found: Json = await self._custom.replace_namespaced_custom_object_status(
+            self.GROUP, self.VERSION, namespace, "resourceclaims", name, claim
+        )
+        return found
+
+    async def create_claim(self, namespace: str, claim: Json) -> Json:
+        found: Json = await self._custom.create_namespaced_custom_object(
+            self.GROUP, self.VERSION, namespace, "resourceclaims", claim
+        )
+        return found
