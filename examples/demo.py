@@ -4,8 +4,9 @@
    starts `kube-rdma webhook` with the example profiles; sends it a PyTorchJob worker's
    AdmissionReview and shows the JSON patch that makes the pod RDMA-ready.
 2. Starts `kube-rdma extender` on a twelve-node cluster whose nodes differ as real ones do
-   (examples/demo_cluster.py), with that job's four pods pending: explains one, then makes
-   kube-scheduler's calls, which plan the gang whole and bind its pods together.
+   (examples/demo_cluster.py; two publish their devices through DRA), with that job's four pods
+   pending: explains one, then makes kube-scheduler's calls, which plan the gang whole and bind
+   its pods together.
 3. Places a 4-GPU pod after the job, where bin-packing wants it.
 4. Keeps both serving (Ctrl-C stops them) and prints how to call them. DEMO_ONESHOT=1 stops
    after step 3.

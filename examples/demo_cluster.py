@@ -8,6 +8,9 @@ Every difference moves a verdict or a score the demo prints:
 - leaf-2: gpu-07, -08 and -10 as they should be; gpu-09 with every PCIe link trained at x8, so
   its 400 Gb/s rails move 252 (rate) and its GPUs reach their NICs a level worse (affinity);
   gpu-11 on RoCE, not InfiniBand, and gpu-12 where the node agent never ran (both unsuitable).
+  gpu-07 and gpu-08 publish their GPUs and RDMA NICs through DRA (ResourceSlices of NVIDIA's GPU
+  driver and dranet) rather than device plugins, as a cluster moving to DRA node by node has
+  them: their verdicts and scores are those of their device-plugin neighbours.
 
 The pending work: the PyTorchJob llama-70b (1 Master + 3 Workers, 8 GPUs each: a gang of 4,
 read off the job itself), whose pods are the webhook's patched worker as the training operator
@@ -24,12 +27,14 @@ from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
 from testbed.builders import nodes
 from testbed.clustergen import write_snapshot
+from testbed.clustergen.dra import dra_form
 
 NAMESPACE = "ml-training"
 JOB = "llama-70b"
 JOB_UID = "6f1c2d9e-3b4a-4c5d-8e7f-0a1b2c3d4e5f"
 MEMBERS = ("llama-70b-master-0", "llama-70b-worker-0", "llama-70b-worker-1", "llama-70b-worker-2")
 FINETUNE = "finetune-0"
+DRA_NODES = ("gpu-07", "gpu-08")
 
 
 def _hardware() -> dict[str, Json]:
@@ -115,5 +120,6 @@ def write_cluster(patched: Json, path: Path) -> list[str]:
     """Write the snapshot the extender reads; the names of its nodes."""
     hardware = _hardware()
     pending = [member(patched, name) for name in MEMBERS] + [finetune(patched)]
-    write_snapshot([*hardware.values(), *_running(), pytorch_job(patched), *pending], path)
+    objects = [*hardware.values(), *_running(), pytorch_job(patched), *pending]
+    write_snapshot(dra_form(objects, DRA_NODES), path)
     return list(hardware)
