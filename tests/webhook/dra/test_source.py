@@ -39,7 +39,11 @@ def dra_resources(version: str) -> dict[str, Resource]:
 
 
 async def serving(version: str | None) -> FakeApiServer:
-    resources = dict(RESOURCES) | (dra_resources(version) if version else {})
+    """A fake apiserver serving resource.k8s.io at `version` only (at none: None)."""
+    others = {
+        k: r for k, r in RESOURCES.items() if not r.api_version.startswith("resource.k8s.io/")
+    }
+    resources = others | (dra_resources(version) if version else {})
     server = FakeApiServer(resources)
     await server.start()
     return server
