@@ -26,6 +26,15 @@ def creator(api: Rest) -> Controllers:
     return Controllers(create, scheduler_name=SCHEDULER)
 
 
+LEVELS = {
+    "source": "kube-rdma",
+    "inUse": ["kube-rdma.io/leaf", "kube-rdma.io/spine"],
+    "asks": "no level asked (none)",
+}
+"""The network levels explain shows for a gang bound whole: the extender's default
+vocabulary, as the e2e nodes are labelled, and nothing the jobs ask."""
+
+
 def explained_gang(stack: Stack, namespace: str, name: str) -> Json:
     query = urllib.parse.urlencode({"namespace": namespace, "name": name})
     url = f"http://127.0.0.1:{stack.extender_port}/explain?{query}"
@@ -59,9 +68,11 @@ def test_pytorchjob_and_jobset_gangs_form_from_their_owners(
         "name": f"{namespace}/llama",
         "size": 4,
         "source": "PyTorchJob llama: 1 Master + 3 Worker",
+        "levels": LEVELS,
     }
     assert explained_gang(stack, namespace, "qwen-node-2-0") == {
         "name": f"{namespace}/qwen",
         "size": 3,
         "source": "JobSet qwen: 3 node",
+        "levels": LEVELS,
     }
