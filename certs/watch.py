@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
 from collections.abc import AsyncIterator
 
@@ -11,6 +10,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from certs.reload import CHECK_INTERVAL_SECONDS, CertificateReloader
+from kube_rdma.core.tasks import cancelled
 
 
 def watch_certificate(
@@ -40,8 +40,6 @@ def watch_certificate(
     async def ctx(_: web.Application) -> AsyncIterator[None]:
         task = asyncio.create_task(tls.watch(interval))
         yield
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await cancelled(task)
 
     app.cleanup_ctx.append(ctx)

@@ -8,7 +8,6 @@ binds held at gang barriers fail first, so that they do not hold the shutdown up
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 import logging
 import time
@@ -41,6 +40,7 @@ from extender.scheduling import STARTING, NotReady, Scheduler
 from extender.weights import DEFAULT, Weights, parse_weights
 from kube_rdma.core.config_file import WatchedFile
 from kube_rdma.core.resources import DEFAULT_RDMA_PATTERNS
+from kube_rdma.core.tasks import cancelled
 
 log = logging.getLogger("kube_rdma.extender")
 
@@ -168,11 +168,7 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
         asyncio.create_task(extender.scheduler.planner.records.run()),
     ]
     yield
-    for task in tasks:
-        task.cancel()
-    for task in tasks:
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+    await cancelled(*tasks)
 
 
 async def _release_barriers(app: web.Application) -> None:

@@ -7,7 +7,6 @@ reloader are started and stopped by the app's cleanup context, never at import t
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -21,6 +20,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from certs.reload import CertificateReloader
 from certs.watch import watch_certificate
+from kube_rdma.core.tasks import cancelled
 from webhook import review
 from webhook.admission import Admitter, Decision
 from webhook.dra.source import DraSource, LiveDra, StaticDra
@@ -122,9 +122,7 @@ def _namespaces_ctx(settings: Settings) -> Any:
             _install(app, live, LiveDra(client.CustomObjectsApi(api)), settings)
             task = asyncio.create_task(live.reflector.run())
             yield
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await cancelled(task)
 
     return ctx
 
@@ -146,9 +144,7 @@ def _reload_ctx(settings: Settings) -> Any:
     async def ctx(app: web.Application) -> AsyncIterator[None]:
         task = asyncio.create_task(app[PROFILES].watch(settings.reload_interval))
         yield
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await cancelled(task)
 
     return ctx
 

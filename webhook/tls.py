@@ -10,7 +10,6 @@ before the port opens: aiohttp starts listening only once the app exists.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -21,6 +20,7 @@ from certs.generate import generate_ca, generate_serving, write_bundle
 from certs.provision import Provisioner, ProvisionSettings, ServingPair
 from certs.reload import CertificateReloader
 from certs.serving import TLSConfigError
+from kube_rdma.core.tasks import cancelled
 from webhook.app import Settings, create_app
 
 
@@ -62,9 +62,7 @@ async def self_provisioned_app(
     async def keep_current(_: web.Application) -> AsyncIterator[None]:
         task = asyncio.create_task(provisioner.run(take, current=pair))
         yield
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await cancelled(task)
         await api.close()
 
     app.cleanup_ctx.append(keep_current)

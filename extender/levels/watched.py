@@ -12,7 +12,6 @@ after it is deleted, the command line's preset applies, and a log line says so.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 from collections.abc import AsyncIterator, Callable
@@ -21,6 +20,7 @@ from typing import Any
 
 from extender.levels.vocabularies import CLIQUE, Levels
 from kube_rdma.core.objects import Json
+from kube_rdma.core.tasks import cancelled
 from kube_rdma.kube.discovery import ApiResource, Discovery
 from kube_rdma.kube.reflector import Reflector
 
@@ -124,8 +124,4 @@ class TopologyWatch:
         """An aiohttp cleanup context: the watch runs while the app does."""
         tasks = [asyncio.create_task(r.run()) for r in self.reflectors]
         yield
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancelled(*tasks)

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import signal
 import time
 from collections.abc import Coroutine, Sequence
 from typing import Any
 
+from kube_rdma.core.tasks import cancelled
 from kube_rdma.kube.lease import LeaseElector, LeaseTiming
 from kubesim.scheduler.apiserver import Apiserver
 from kubesim.scheduler.config import SchedulerConfig
@@ -79,7 +79,7 @@ async def run(args: argparse.Namespace) -> int:
         holding = asyncio.create_task(elector.hold())
         while not holding.done():
             if stop.is_set():
-                await _cancelled(holding)
+                await cancelled(holding)
                 await elector.release()
                 print(f"stopped {time.time():.3f}", flush=True)
                 return 0
@@ -102,18 +102,12 @@ async def until_stopped(work: Coroutine[Any, Any, None], stop: asyncio.Event) ->
     """Run `work` to its end (True), unless `stop` is set first (False, `work` cancelled)."""
     task, stopped = asyncio.create_task(work), asyncio.create_task(stop.wait())
     await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
-    await _cancelled(stopped)
+    await cancelled(stopped)
     if task.done():
         task.result()
         return True
-    await _cancelled(task)
+    await cancelled(task)
     return False
-
-
-async def _cancelled(task: asyncio.Task[Any]) -> None:
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
 
 
 if __name__ == "__main__":
