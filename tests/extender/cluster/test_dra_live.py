@@ -3,17 +3,16 @@ member's claims reserved again through the apiserver: every answer the apiserver
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Mapping
 
 import pytest
-from kubernetes_asyncio import client
 
 from extender.cluster.live import LiveSource
 from extender.cluster.source import BindError
 from kube_rdma.core.objects import Json
 from testbed.fakeapi import RESOURCES, FakeApiServer, Resource, eventually
+from tests.extender.cluster.following import following as following_api
 from tests.kube_rdma.core.dra.fixtures import GPU_CLASS, gpu_slice
 
 CLAIM_PATH = "/apis/resource.k8s.io/v1/namespaces/team-a/resourceclaims/m-0-gpus"
@@ -26,21 +25,8 @@ ALLOCATED = {"devices": {"results": []}, "nodeSelector": {"nodeSelectorTerms": [
 async def following(
     resources: Mapping[str, Resource] = RESOURCES,
 ) -> AsyncIterator[tuple[FakeApiServer, LiveSource]]:
-    async with FakeApiServer(resources) as api, api.api_client() as api_client:
-        source = LiveSource(
-            client.CoreV1Api(api_client),
-            custom_api=client.CustomObjectsApi(api_client),
-            initial_backoff=0.01,
-            recheck_absent=0.05,
-        )
-        task = asyncio.create_task(source.run())
-        try:
-            await eventually(source.ready)
-            yield api, source
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+    async with FakeApiServer(resources) as api, following_api(api) as source:
+        yield api, source
 
 
 def member(api: FakeApiServer, entry: Json) -> Json:

@@ -4,12 +4,6 @@ resource.k8s.io/v1beta1 the same objects are read at that version."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import AsyncIterator
-
-from kubernetes_asyncio import client
-
 from extender.cluster.live import LiveSource
 from extender.engine import Engine
 from extender.filters import Verdict
@@ -17,6 +11,7 @@ from extender.podview import pod_view
 from extender.weights import DEFAULT
 from kube_rdma.core.objects import Json
 from testbed.fakeapi import RESOURCES, FakeApiServer, Resource, eventually
+from tests.extender.cluster.following import following
 from tests.kube_rdma.core.dra.fixtures import (
     GPU_CLASS,
     NIC_CLASS,
@@ -30,25 +25,6 @@ from tests.kube_rdma.core.dra.fixtures import (
 GPU = "nvidia.com/gpu"
 HELD = [("gpu.nvidia.com", "n1", f"gpu-{i}") for i in range(6)]
 NODE: Json = {"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "96"}}}
-
-
-@contextlib.asynccontextmanager
-async def following(api: FakeApiServer) -> AsyncIterator[LiveSource]:
-    async with api.api_client() as api_client:
-        source = LiveSource(
-            client.CoreV1Api(api_client),
-            custom_api=client.CustomObjectsApi(api_client),
-            initial_backoff=0.01,
-            recheck_absent=0.05,
-        )
-        task = asyncio.create_task(source.run())
-        try:
-            await eventually(source.ready)
-            yield source
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
 
 
 def populate(api: FakeApiServer) -> None:
