@@ -8,39 +8,25 @@ ends placed whole, with every member's claim allocated on its node and reserved 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from kubernetes_asyncio import client
 
 from extender.app import Settings, create_app
 from extender.cluster.live import LiveSource
-from extender.gangs.planner import GangSettings
 from kube_rdma.core.objects import Json
-from kubesim.scheduler import EmulatedScheduler, Job, SchedulerConfig, bound_node
-from testbed.clustergen import ClusterSpec, generate
+from kubesim.scheduler import EmulatedScheduler, Job, bound_node
+from testbed.clustergen import generate
 from testbed.clustergen.dra import NIC_CLASS, RDMA_SELECTOR, dra_form
 from testbed.fakeapi import FakeApiServer, eventually
 from testbed.net import serving
+from tests.extender.gangs.test_big_gang_proof import BARRIER
+from tests.extender.gangs.test_big_gang_proof import CLUSTER as PROOF_CLUSTER
+from tests.extender.gangs.test_big_gang_proof import CONFIG as PROOF_CONFIG
 
-CLUSTER = ClusterSpec(
-    nodes=32,
-    seed=7,
-    nodes_per_leaf=16,
-    leaves_per_spine=2,
-    busy_fraction=0.0,
-    rail_down_fraction=0.0,
-    flaky_fraction=0.0,
-    no_agent_fraction=0.0,
-)
-BARRIER = GangSettings(barrier_timeout=0.1, barrier_progress_timeout=3.0)
-CONFIG = SchedulerConfig(
-    percentage_of_nodes_to_score=100,
-    in_tree_time=0.05,
-    http_timeout=0.5,
-    backoff_initial=0.05,
-    backoff_max=0.5,
-    managed_resources=(),
-)
+CLUSTER = replace(PROOF_CLUSTER, nodes=32, nodes_per_leaf=16)
+CONFIG = replace(PROOF_CONFIG, managed_resources=())
 """An empty managedResources: claim-only pods reach the extender (docs/dra.md)."""
 GANG = Job("llm", "team-llm", members=16, gpus=8, arrival=0.0, duration=60.0)
 
