@@ -19,9 +19,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 from kubernetes_asyncio import client
 
+from extender.gangs.records import decode
 from kube_rdma.core import keys
 from kube_rdma.kube.client import call
 from kube_rdma.kube.reflector import Reflector
@@ -119,8 +119,8 @@ async def _fill(prun: PreemptionRun, core: Any, observer: Observer) -> None:
 
 
 async def _hold_recorded(core: Any, within: float) -> dict[str, Any]:
-    """The hold a preemption recorded (its ConfigMap's `hold`), polled as fast as the harness
-    polls the Lease."""
+    """The hold a preemption recorded (the `hold` of its plan record), polled as fast as the
+    harness polls the Lease."""
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         records = await call(
@@ -130,16 +130,8 @@ async def _hold_recorded(core: Any, within: float) -> dict[str, Any]:
             label_selector=f"{keys.GANG_HOLD}=true",
         )
         for item in records["items"]:
-            hold = _decoded((item.get("data") or {}).get("hold", ""))
-            if hold.get("units"):
-                return hold
+            record = decode(item)
+            if record is not None and record.hold is not None and record.hold.get("units"):
+                return dict(record.hold)
         await asyncio.sleep(POLL_SECONDS)
     raise AssertionError(f"no preemption was recorded within {within:g}s")
-
-
-def _decoded(text: str) -> dict[str, Any]:
-    try:
-        value = orjson.loads(text) if text else {}
-    except orjson.JSONDecodeError:
-        return {}
-    return value if isinstance(value, dict) else {}
