@@ -1,5 +1,7 @@
 """The cluster a simulation starts from: a snapshot file's Nodes, the pods running on them, the
-PodGroups and workloads that size gangs, and the PodDisruptionBudgets that guard pods.
+PodGroups and workloads that size gangs, the DRA objects, and the PodDisruptionBudgets that guard
+pods. A node's GPUs are its allocatable `nvidia.com/gpu` plus those its ResourceSlices publish;
+the GPUs in use, those the running pods request plus those allocated claims hold.
 
 The file is checked as the extender checks its `--cluster-snapshot` (extender/cluster/
 snapshot.py: a broken one is refused with the file and the object named). Pods not bound to a
@@ -44,12 +46,19 @@ class SimCluster:
         return [*self.nodes, *self.pods, *self.others]
 
     def gpus(self) -> int:
-        return sum(amounts(_allocatable(n)).get(GPU, 0) for n in self.nodes)
+        return sum(self._node_gpus(n) for n in self.nodes)
 
     def shape(self) -> Shape:
         used = sum(pod_requests(p).get(GPU, 0) for p in self.pods)
-        whole = sum(amounts(_allocatable(n)).get(GPU, 0) >= WHOLE_NODE_GPUS for n in self.nodes)
+        index = self.model.cluster.dra
+        used += sum(d.in_use("gpu") for d in map(index.node, list(index.nodes())) if d)
+        whole = sum(self._node_gpus(n) >= WHOLE_NODE_GPUS for n in self.nodes)
         return Shape(self.gpus() - used, whole, self._rdma_resource())
+
+    def _node_gpus(self, node: Json) -> int:
+        published = self.model.cluster.dra.node(str(node["metadata"]["name"]))
+        extended = amounts(_allocatable(node)).get(GPU, 0)
+        return extended + (published.count("gpu") if published is not None else 0)
 
     def _rdma_resource(self) -> str | None:
         """The RDMA resource most nodes offer (a per-rail name's first rail, hca1, included)."""

@@ -6,6 +6,12 @@ in-memory one; a variant with weights calls the extender's real Scheduler in the
 the same simulated clock. Each scheduling cycle costs `Settings.cycle` simulated seconds (the
 in-tree plugins' share of a real cycle). The run ends when every job has all its pods bound, or
 `Settings.patience` after the last arrival for the jobs that never got them.
+
+In a cluster with DRA objects the store serves them (kubesim/simulate/dra.py), so the emulator's
+DynamicResources plugin allocates the claims of the pods that have some, the extender's model
+follows every claim write, and an audit (kubesim/simulate/claim_audit.py) checks each bound pod's
+claims. The extender is then called for every pod (an empty `managedResources`, as docs/dra.md
+has it), or it would never see a pod whose devices come from claims only.
 """
 
 from __future__ import annotations
@@ -17,19 +23,24 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from extender.app import Settings as ExtenderSettings
+from extender.cluster import dra_objects
 from extender.cluster.snapshot import SnapshotSource
 from extender.scheduling import Scheduler
 from extender.weights import Weights
+from kube_rdma.core.dra.index import DraIndex
 from kube_rdma.core.objects import Json
 from kubesim.scheduler import GPU, EmulatedScheduler, Job, Jobs, SchedulerConfig, bound_node
 from kubesim.scheduler.apiserver import ApiCalls
 from kubesim.scheduler.clock import LoopClock
 from kubesim.scheduler.extender_client import Post
 from kubesim.scheduler.pods import pod_requests
+from kubesim.simulate.claim_audit import ClaimAudit
+from kubesim.simulate.claim_jobs import ClaimJob, claim_templates
 from kubesim.simulate.clock import run_simulated
 from kubesim.simulate.cluster import SimCluster
+from kubesim.simulate.dra import DraStore
 from kubesim.simulate.holds import HoldRecorder, StoreRecords
-from kubesim.simulate.source import SimulatedSource, StoreDisruptions, follow
+from kubesim.simulate.source import SimulatedSource, StoreDisruptions, follow, follow_claims
 from kubesim.simulate.store import MemoryApiserver, PodListener
 from kubesim.simulate.wire import NAME, InProcessExtender
 
@@ -75,20 +86,39 @@ class Run:
     wall_seconds: float
     holds: HoldRecorder | None = None
     """The extender's holds, from its records (None: not recorded)."""
+    claims: ClaimAudit | None = None
+    dra: DraStore | None = None
     samples: list[tuple[float, int]] = field(default_factory=list)
     """(simulated seconds since the start, GPUs bound)"""
 
 
 class GpusInUse:
-    """A store listener counting the GPUs requested by pods bound to a node."""
+    """Store listeners counting the GPUs requested by pods bound to a node, and the GPUs that
+    allocated claims hold."""
 
-    def __init__(self) -> None:
-        self.count = 0
+    def __init__(self, dra: DraStore) -> None:
+        self.requested = 0
+        self._index = DraIndex()
+        self._index.replace_slices(dra.objects["resourceslices"].values())
+        self._index.replace_claims(dra.claims().values())
+        dra.on_claim(self.claim_changed)
+
+    @property
+    def count(self) -> int:
+        held = (self._index.node(n) for n in list(self._index.nodes()))
+        return self.requested + sum(d.in_use("gpu") for d in held if d is not None)
 
     def changed(self, old: Json | None, new: Json | None) -> None:
         for obj, sign in ((old, -1), (new, 1)):
             if obj is not None and bound_node(obj):
-                self.count += sign * pod_requests(obj).get(GPU, 0)
+                self.requested += sign * pod_requests(obj).get(GPU, 0)
+
+    def claim_changed(self, event: str, claim: Json) -> None:
+        if event == "DELETED":
+            meta = claim.get("metadata") or {}
+            self._index.delete_claim((str(meta.get("namespace")), str(meta.get("name"))))
+        else:
+            self._index.upsert_claim(claim)
 
 
 class MemoryLinks:
@@ -117,15 +147,24 @@ def simulate(
 async def _simulate(
     cluster: SimCluster, jobs: list[Job], variant: Variant, settings: Settings, progress: Progress
 ) -> Run:
-    in_use = GpusInUse()
-    listeners: list[PodListener] = [in_use.changed]
-    model = SnapshotSource(cluster.objects) if variant.weights is not None else None
+    templates = claim_templates(jobs, cluster.model.cluster.dra)
+    dra = DraStore([*(o for o in cluster.others if o["kind"] in dra_objects.KINDS), *templates])
+    in_use, audit = GpusInUse(dra), ClaimAudit(dra.claims())
+    dra.on_claim(audit.claim_changed)
+    listeners: list[PodListener] = [in_use.changed, audit.pod_changed]
+    model = SnapshotSource([*cluster.objects, *templates]) if variant.weights is not None else None
     if model is not None:
         listeners.append(follow(model.cluster))
+        dra.on_claim(follow_claims(model.cluster))
     loop = asyncio.get_running_loop()
     holds = HoldRecorder(loop.time)
     store = MemoryApiserver(
-        cluster.nodes, cluster.pods, _fan_out(listeners), clock=loop.time, on_object=holds.changed
+        cluster.nodes,
+        cluster.pods,
+        _fan_out(listeners),
+        clock=loop.time,
+        on_object=holds.changed,
+        dra=dra,
     )
     for budget in cluster.budgets:
         store.create_object("poddisruptionbudgets", budget)
@@ -134,12 +173,15 @@ async def _simulate(
     extender = None if model is None else _extender(model, store, variant, settings)
     links = MemoryLinks(store, extender.post if extender else None)
     clock = LoopClock()
+    config = scheduler_config(variant, settings)
+    if any(isinstance(j, ClaimJob) for j in jobs):
+        config = replace(config, managed_resources=())
     async with EmulatedScheduler(
-        links, None, scheduler_config(variant, settings), clock, workload=Jobs(tuple(jobs))
+        links, None, config, clock, workload=Jobs(tuple(jobs))
     ) as emulator:
         start = clock.now()
         last = max((j.arrival for j in jobs), default=0.0) + settings.patience
-        run = Run(variant, emulator, start, start, 0.0, holds)
+        run = Run(variant, emulator, start, start, 0.0, holds, claims=audit, dra=dra)
         background = [asyncio.create_task(_sample(run, in_use, settings, last, progress))]
         if extender is not None:
             interval = ExtenderSettings().sweep_interval

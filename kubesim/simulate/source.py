@@ -2,14 +2,19 @@
 the simulation's apiserver, whose binds are writes to that apiserver.
 
 It plays the live source's part (extender/cluster/live.py) without its list and watch: the
-store tells the model of every pod write as it happens (`follow`), so the filters and scores
-see the binds of the emulator and of the extender alike. `StoreDisruptions` plays
+store tells the model of every pod write as it happens (`follow`), and of every ResourceClaim
+write (`follow_claims`), so the filters and scores see the binds and the claims allocated by
+the emulator and by the extender alike. `reserve_claims` puts a gang member back in its claims'
+`reservedFor` before the extender binds it, as the live source's ClaimReservations do
+(extender/cluster/claims.py says why). `StoreDisruptions` plays
 extender/cluster/disruptions.py's LiveDisruptions: the extender's evictions, deletes and Events
 are the store's, so PodDisruptionBudgets hold as the apiserver holds them.
 """
 
 from __future__ import annotations
 
+from extender.cluster import dra_objects
+from extender.cluster.claims import claim_names, reserved
 from extender.cluster.disruptions import Refused, event_for
 from extender.cluster.model import Cluster, pod_key
 from extender.cluster.snapshot import SnapshotSource
@@ -17,6 +22,7 @@ from extender.cluster.source import BindError
 from extender.cluster.trim import trim_pod
 from kube_rdma.core.objects import Json
 from kube_rdma.kube.errors import ApiError, NotFound
+from kubesim.simulate.dra import ClaimListener
 from kubesim.simulate.store import EPOCH, MemoryApiserver, PodListener
 
 
@@ -28,6 +34,15 @@ def follow(cluster: Cluster) -> PodListener:
             cluster.upsert_pod(trim_pod(new))
         elif old is not None:
             cluster.delete_pod(pod_key(old), old)
+
+    return changed
+
+
+def follow_claims(cluster: Cluster) -> ClaimListener:
+    """A DraStore listener that keeps `cluster`'s claims as the store's."""
+
+    def changed(event: str, claim: Json) -> None:
+        dra_objects.apply(cluster, "ResourceClaim", event, claim)
 
     return changed
 
@@ -51,7 +66,27 @@ class SimulatedSource:
         return None if pod is None else trim_pod(pod)
 
     async def reserve_claims(self, pod: Json, node: str) -> None:
-        """The simulation's pods ask for extended resources only: no claims to reserve."""
+        """Raises BindError when a claim cannot be reserved for the pod on `node`."""
+        dra = self._store.dra()
+        names, unknown = claim_names(pod)
+        meta = pod.get("metadata") or {}
+        namespace = str(meta.get("namespace") or "default")
+        shown = f"pod {namespace}/{meta.get('name')}"
+        if unknown:
+            raise BindError(f"{shown}: its claims {', '.join(unknown)} are not created yet")
+        if names and dra is None:
+            raise BindError(f"{shown} has resource claims, and the cluster serves no DRA API")
+        for name in names:
+            assert dra is not None
+            try:
+                claim = await dra.get_claim(namespace, name)
+            except NotFound as e:
+                raise BindError(f"cannot reserve ResourceClaim {namespace}/{name}: {e}") from e
+            updated = reserved(claim, pod, node)
+            if isinstance(updated, str):
+                raise BindError(updated)
+            if updated is not claim:
+                dra.replace_status(namespace, name, updated["status"])
 
     async def bind(
         self, namespace: str, name: str, uid: str, node: str, annotations: dict[str, str]

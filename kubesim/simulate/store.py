@@ -1,5 +1,6 @@
-"""The apiserver of a simulation: Nodes, Pods, PodDisruptionBudgets, Events and ConfigMaps in
-memory, the one store that the emulated kube-scheduler and the extender both see.
+"""The apiserver of a simulation: Nodes, Pods, PodDisruptionBudgets, Events, ConfigMaps and the
+DRA objects (kubesim/simulate/dra.py) in memory, the one store that the emulated kube-scheduler
+and the extender both see.
 
 It answers the emulator's calls (kubesim/scheduler/apiserver.py's `ApiCalls`) as the apiserver does:
 a list returns the objects and a resourceVersion, a watch from that version delivers every later
@@ -30,6 +31,7 @@ from datetime import UTC, datetime, timedelta
 from kube_rdma.core.objects import Json
 from kube_rdma.kube.errors import Conflict, NotFound, ServerError, TooManyRequests
 from kubesim.scheduler.disruption import disruptions_allowed, selects
+from kubesim.simulate.dra import DraStore
 
 PodKey = tuple[str, str]
 PodListener = Callable[[Json | None, Json | None], None]
@@ -56,8 +58,10 @@ class MemoryApiserver:
         *,
         clock: Callable[[], float] = lambda: 0.0,
         on_object: ObjectListener | None = None,
+        dra: DraStore | None = None,
     ) -> None:
         self._on_pod = on_pod
+        self._dra = dra
         self._clock = clock
         self._on_object = on_object
         self.objects: dict[str, dict[PodKey, Json]] = {
@@ -148,9 +152,9 @@ class MemoryApiserver:
         self._write((namespace, name), {**pod, "status": merged})
         return self._pods[(namespace, name)]
 
-    def dra(self) -> None:
-        """The simulation's pods ask for extended resources only: no DRA."""
-        return None
+    def dra(self) -> DraStore | None:
+        """resource.k8s.io, served when the simulation has a DraStore."""
+        return self._dra
 
     async def disruption_budgets(self) -> builtins.list[Json]:
         pods = list(self._pods.values())
@@ -259,6 +263,8 @@ class MemoryApiserver:
         for queue in self._watchers["pods"]:
             queue.put_nowait(event)
         self._on_pod(old, new)
+        if new is None and old is not None and self._dra is not None:
+            self._dra.pod_deleted(old)
 
 
 def _key(pod: Json) -> PodKey:

@@ -16,6 +16,7 @@ jobs:
     priority: 1000            # optional: spec.priority of its pods (default 0)
     preemptionPolicy: Never   # optional: PreemptLowerPriority (default) or Never
     annotations: {kube-rdma.io/min-affinity: PIX}
+    dra: true                 # optional: GPUs and NICs through a claim (claim_jobs.py)
 ```
 
 The generated model (`Generated`, `--generate jobs=N,seed=S,...`) is in docs/simulate.md.
@@ -34,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from kube_rdma.core.config_file import ConfigError, read_text
 from kubesim.scheduler import Job
+from kubesim.simulate.claim_jobs import ClaimJob
 
 DAY = 86_400.0
 GANG_SIZES = ((2, 30), (4, 25), (8, 20), (16, 12), (32, 8), (64, 5))
@@ -64,6 +66,9 @@ class JobEntry(BaseModel):
     priority: int = Field(default=0, ge=-(2**31), le=1_000_000_000)
     preemptionPolicy: Literal["PreemptLowerPriority", "Never"] = "PreemptLowerPriority"
     annotations: dict[str, str] = {}
+    dra: bool = False
+    """The pods take `gpus` GPU-NIC pairs through a resource claim instead of extended
+    resources (`rdma` is then unused)."""
 
     @model_validator(mode="after")
     def _gang_has_pods(self) -> JobEntry:
@@ -116,7 +121,8 @@ def read_workload(path: Path, shape: Shape) -> list[Job]:
 
 def _job(entry: JobEntry, name: str, shape: Shape) -> Job:
     rdma = entry.rdma if shape.rdma_resource else 0
-    return Job(
+    kind = ClaimJob if entry.dra else Job
+    return kind(
         name=name,
         namespace=entry.namespace,
         members=entry.pods,
@@ -150,6 +156,8 @@ class Generated:
     network: Literal["macvlan", "ib"] = "macvlan"
     priorities: tuple[tuple[int, float], ...] = ()
     """(priority, share of the jobs); none: every job at priority 0."""
+    dra: float = 0.0
+    """Share of the jobs whose pods take their GPUs and NICs through a claim."""
 
     def __post_init__(self) -> None:
         problems = []
@@ -164,6 +172,8 @@ class Generated:
             problems.append(f"load must be above 0 and at most 10, got {self.load:g}")
         if not 0 <= self.gangs <= 1:
             problems.append(f"gangs must be 0 to 1, got {self.gangs:g}")
+        if not 0 <= self.dra <= 1:
+            problems.append(f"dra must be 0 to 1, got {self.dra:g}")
         if self.network not in ("macvlan", "ib"):
             problems.append(f"network must be macvlan or ib, got {self.network}")
         if problems:
@@ -173,6 +183,7 @@ class Generated:
         rng = random.Random(self.seed)
         # a stream of its own, so that the same seed gives the same jobs with or without them
         ranks = random.Random(f"{self.seed}/priorities")
+        claims = random.Random(f"{self.seed}/dra")
         sizes = [(s, w) for s, w in GANG_SIZES if s <= max(2, shape.whole_nodes // 4)]
         mean_gpus = self.gangs * 8 * _mean(sizes) + (1 - self.gangs) * _mean(SINGLETON_GPUS)
         span = self.hours * 3600
@@ -184,8 +195,9 @@ class Generated:
             pods = _pick(rng, sizes) if gang else 1
             gpus = 8 if gang else _pick(rng, SINGLETON_GPUS)
             spread = math.exp(rng.gauss(0, DURATION_SIGMA) - DURATION_SIGMA**2 / 2)
+            kind = ClaimJob if self.dra and claims.random() < self.dra else Job
             jobs.append(
-                Job(
+                kind(
                     name=f"{'gang' if gang else 'job'}-{index:04d}",
                     namespace=rng.choice(NAMESPACES),
                     members=pods,
@@ -204,10 +216,10 @@ class Generated:
 
 
 def parse_generate(text: str) -> Generated:
-    """`jobs=1000,seed=3,hours=24,load=0.6,gangs=0.4,network=ib,priorities=high:0.2/low:0.8`;
-    raises ConfigError."""
+    """`jobs=1000,seed=3,hours=24,load=0.6,gangs=0.4,network=ib,priorities=high:0.2/low:0.8,
+    dra=0.5`; raises ConfigError."""
     fields: dict[str, object] = {}
-    kinds = {"jobs": int, "seed": int, "hours": float, "load": float, "gangs": float}
+    kinds = {"jobs": int, "seed": int, "hours": float, "load": float, "gangs": float, "dra": float}
     for part in filter(None, text.split(",")):
         key, sep, value = part.partition("=")
         key = key.strip()
