@@ -34,7 +34,8 @@ def _register_simulate(subcommands: argparse._SubParsersAction[argparse.Argument
     source.add_argument(
         "--generate",
         metavar="jobs=N,seed=S,...",
-        help="generated workload: jobs, seed, hours, load, gangs, network (docs/simulate.md)",
+        help="generated workload: jobs, seed, hours, load, gangs, network, priorities, dra "
+        "(docs/simulate.md)",
     )
     parser.add_argument(
         "--weights", type=Path, action="append", default=[], help="weights file (repeatable)"
@@ -67,6 +68,7 @@ def _register_snapshot(subcommands: argparse._SubParsersAction[argparse.Argument
 
 
 def run_simulate(args: argparse.Namespace) -> int:
+    from kubesim.simulate.claim_jobs import claim_templates
     from kubesim.simulate.cluster import load_cluster
     from kubesim.simulate.run import Settings
     from kubesim.simulate.simulation import run_variants
@@ -90,6 +92,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     else:
         text = args.generate if "seed=" in args.generate else f"seed={args.seed},{args.generate}"
         jobs, source = parse_generate(text).stream(cluster.shape()), f"generate {text}"
+    claim_templates(jobs, cluster.model.cluster.dra)  # refuses claim jobs the cluster cannot serve
     progress = _Bar() if sys.stderr.isatty() else None
     document = run_variants(cluster, jobs, source, variants, Settings(cycle=args.cycle), progress)
     if progress is not None:

@@ -76,7 +76,8 @@ class DraStore:
     async def get_claim(self, namespace: str, name: str) -> Json:
         claim = self.claims().get((namespace, name))
         if claim is None:
-            raise NotFound(f"get ResourceClaim {namespace}/{name}", 404, "NotFound", "not found")
+            message = f'resourceclaims.resource.k8s.io "{name}" not found'
+            raise NotFound(f"get ResourceClaim {namespace}/{name}", 404, "NotFound", message)
         return copy.deepcopy(claim)
 
     async def update_claim_status(self, namespace: str, name: str, claim: Json) -> Json:
@@ -103,7 +104,8 @@ class DraStore:
         claim = self.claims().get(key)
         if claim is None:
             operation = f"update ResourceClaim {namespace}/{name} status"
-            raise NotFound(operation, 404, "NotFound", "not found")
+            message = f'resourceclaims.resource.k8s.io "{name}" not found'
+            raise NotFound(operation, 404, "NotFound", message)
         written = self._write_status(key, claim, copy.deepcopy(status))
         if _unreserved(claim, written):
             unallocated = {k: v for k, v in written["status"].items() if k != "allocation"}

@@ -17,7 +17,11 @@
 - GPU-NIC levels: for every GPU of every pod placed, the PCIe level of its NIC in the best
   pairing on its node (extender/pairing.py), or "none" when it gets no usable NIC;
 - utilisation: the share of the cluster's GPUs bound to pods, sampled over simulated time;
-- never fit: pods unbound at the end, counted by the last reason the scheduler gave.
+- never fit: pods unbound at the end, counted by the last reason the scheduler gave;
+- DRA, when the workload has pods with claims: their binds, those with every claim allocated on
+  the node and reserved for the pod, the pods ever bound without (kubesim/simulate/
+  claim_audit.py), and the devices allocated to a second claim while one held them
+  (kubesim/simulate/dra.py); the last two must be 0.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from typing import Any
 from extender.pairing import profile, rails
 from kube_rdma.core.topology import Level
 from kubesim.scheduler import Job, bound_node, pod_key
+from kubesim.simulate.claim_jobs import ClaimJob
 from kubesim.simulate.classes import classes, summary
 from kubesim.simulate.cluster import SimCluster
 from kubesim.simulate.domains import gangs_in_one_domain
@@ -52,7 +57,7 @@ def measure(run: Run, jobs: list[Job], cluster: SimCluster) -> dict[str, Any]:
     ]
     placed_gangs = [g for g in recorder.gangs.values() if g.placed is not None]
     total_gpus = cluster.gpus() or 1
-    return {
+    found = {
         "name": run.variant.name,
         "extender": run.variant.weights is not None,
         "weights": None if run.variant.weights is None else run.variant.weights.as_dict(),
@@ -87,6 +92,28 @@ def measure(run: Run, jobs: list[Job], cluster: SimCluster) -> dict[str, Any]:
         "never_fit": never_fit(run),
         "simulated_hours": round((run.end - run.start) / 3600, 3),
         "wall_seconds": round(run.wall_seconds, 2),
+    }
+    if any(isinstance(j, ClaimJob) for j in jobs):
+        found["dra"] = dra(run)
+    return found
+
+
+def dra(run: Run) -> dict[str, Any]:
+    audit, store = run.claims, run.dra
+    assert audit is not None
+    assert store is not None
+    return {
+        "pods_bound": audit.bound,
+        "pods_bound_with_claims_reserved": audit.bound_reserved,
+        "pods_bound_unreserved": len(audit.unreserved),
+        "devices_double_allocated": len(store.double_allocations),
+        "problems": sorted(
+            [f"pod {ns}/{name}: {why}" for (ns, name), why in audit.unreserved.items()]
+            + [
+                f"device {'/'.join(d)}: held by {a[0]}/{a[1]}, allocated to {b[0]}/{b[1]} too"
+                for d, a, b in store.double_allocations
+            ]
+        ),
     }
 
 

@@ -92,6 +92,19 @@ def _waits(entry: dict[str, Any]) -> str:
     return f"{text} ({entry['unplaced']} unplaced)" if entry["unplaced"] else text
 
 
+def _dra_rows(variants: list[dict[str, Any]]) -> list[list[str]]:
+    """Only for a workload with claim pods: how their claims stood when they were bound."""
+    if not any("dra" in v for v in variants):
+        return []
+    rows = (
+        ("DRA pods bound", "pods_bound"),
+        ("DRA pods bound, claims reserved", "pods_bound_with_claims_reserved"),
+        ("DRA pods bound unreserved (want 0)", "pods_bound_unreserved"),
+        ("devices allocated twice (want 0)", "devices_double_allocated"),
+    )
+    return [[name, *(str(v.get("dra", {}).get(key, "-")) for v in variants)] for name, key in rows]
+
+
 def table(document: dict[str, Any]) -> str:
     """The variants as columns, one metric per row, then the waits per class; then the reasons
     pods never fit."""
@@ -100,6 +113,7 @@ def table(document: dict[str, Any]) -> str:
     rows = [header, *([name, *(show(v) for v in variants)] for name, show in ROWS)]
     rows += _level_rows(variants)
     rows += _class_rows(variants)
+    rows += _dra_rows(variants)
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = [_summary(document)]
     for row in rows:
@@ -111,6 +125,8 @@ def table(document: dict[str, Any]) -> str:
     for variant in variants:
         for reason in variant["never_fit"]:
             lines.append(f"{variant['name']}: {reason['pods']} pods never fit: {reason['reason']}")
+        for problem in variant.get("dra", {}).get("problems", []):
+            lines.append(f"{variant['name']}: DRA: {problem}")
     return "\n".join(lines)
 
 

@@ -1,0 +1,149 @@
+"""DRA clusters simulated end to end: pods whose GPUs and NICs come from claims made from a
+template of GPU-NIC pairs, allocated by the emulated DynamicResources plugin in the simulated
+apiserver, followed by the extender's model, deleted with their pods. Every figure is read off
+the store: the claims each bound pod has, where they are allocated, whom they are reserved for."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from extender.cluster.claims import allocated_node, claim_names
+from extender.weights import DEFAULT
+from kubesim.scheduler import Job, bound_node, pod_key
+from kubesim.simulate.claim_jobs import ClaimJob
+from kubesim.simulate.dra import allocated_devices
+from kubesim.simulate.metrics import measure
+from kubesim.simulate.run import Run, Settings, Variant, simulate
+from testbed.clustergen.dra import dra_form
+from tests.kubesim.simulate.clusters import leaf_node, snapshot
+
+PLAIN = Variant("kube-scheduler", None)
+EXTENDER = Variant("extender", DEFAULT)
+INF = float("inf")
+RUN = 300.0
+"""Seconds each job runs: short, so that the churn of a waiting gang stays short too."""
+
+
+def claim_job(name: str, pods: int, arrival: float, gpus: int = 8) -> ClaimJob:
+    return ClaimJob(
+        name=name,
+        namespace="team",
+        members=pods,
+        gpus=gpus,
+        arrival=arrival,
+        duration=RUN,
+        cpu_per_gpu=0,
+        memory_per_gpu_gi=0,
+    )
+
+
+def plugin_job(name: str, pods: int, arrival: float) -> Job:
+    return Job(
+        name=name,
+        namespace="team",
+        members=pods,
+        gpus=8,
+        arrival=arrival,
+        duration=RUN,
+        cpu_per_gpu=0,
+        memory_per_gpu_gi=0,
+    )
+
+
+def claims_of_bound_pods(run: Run) -> dict[str, tuple[str, list[str], int, int]]:
+    """Each bound pod with claims: its node, the nodes its claims are allocated on, and how
+    many of its claims are reserved for it (by uid) and for anyone."""
+    assert run.dra is not None
+    claims = run.dra.claims()
+    found = {}
+    for pod in run.emulator.informer.pods():
+        if not bound_node(pod) or not (pod.get("spec") or {}).get("resourceClaims"):
+            continue
+        namespace, name = pod_key(pod)
+        names, unknown = claim_names(pod)
+        assert unknown == []
+        held = [claims[namespace, n] for n in names]
+        uid = pod["metadata"]["uid"]
+        mine = sum([e["uid"] for e in c["status"].get("reservedFor") or []] == [uid] for c in held)
+        found[name] = (
+            str(bound_node(pod)),
+            [str(allocated_node(c)) for c in held],
+            mine,
+            len(held),
+        )
+    return found
+
+
+def devices_held(run: Run) -> list[tuple[str, str, str]]:
+    assert run.dra is not None
+    return sorted(d for c in run.dra.claims().values() for d in allocated_devices(c))
+
+
+@pytest.mark.parametrize("variant", [PLAIN, EXTENDER], ids=lambda v: v.name)
+def test_gangs_of_claim_pods_get_their_claims_and_free_them_when_they_end(
+    tmp_path: Path, variant: Variant
+) -> None:
+    # 4 DRA nodes of 8 GPU-NIC pairs; two gangs of 2 x 8 pairs fill them, and a third fits
+    # only once one of them has run and its claims are gone.
+    cluster = snapshot(tmp_path, dra_form([leaf_node(f"n-{i}", "a") for i in range(4)]))
+    assert (cluster.gpus(), cluster.shape().gpus) == (32, 32)
+    jobs = [claim_job("first", 2, 10.0), claim_job("second", 2, 20.0), claim_job("third", 2, 30.0)]
+    run = simulate(cluster, jobs, variant, Settings())
+    assert run.emulator.jobs is not None
+    starts = sorted((s.first_started or INF, s.job.name) for s in run.emulator.jobs.states())
+    (_, ended), (_, running), (late, last) = starts
+    # The last gang placed had to wait for the first placed to end: their devices are reused.
+    assert starts[0][0] + RUN <= late < INF
+    # The first is gone with its claims; every pod running has its one claim allocated on its
+    # node and reserved for it alone, 8 GPUs and 8 NICs each, no device twice.
+    placed = claims_of_bound_pods(run)
+    assert sorted(placed) == sorted(f"{job}-{i:02d}" for job in (running, last) for i in range(2))
+    assert [c[1:] for c in placed.values()] == [([c[0]], 1, 1) for c in placed.values()]
+    assert sorted(c[0] for c in placed.values()) == ["n-0", "n-1", "n-2", "n-3"]
+    assert not any(name.startswith(f"{ended}-") for _, name in run.dra.claims())  # type: ignore[union-attr]
+    assert sorted(node for node, *_ in placed.values()) == ["n-0", "n-1", "n-2", "n-3"]
+    held = devices_held(run)
+    assert len(held) == len(set(held)) == 4 * 16
+    assert len(run.dra.claims()) == 4  # type: ignore[union-attr]
+    assert measure(run, jobs, cluster)["dra"] == {
+        "pods_bound": 6,
+        "pods_bound_with_claims_reserved": 6,
+        "pods_bound_unreserved": 0,
+        "devices_double_allocated": 0,
+        "problems": [],
+    }
+
+
+@pytest.mark.parametrize("variant", [PLAIN, EXTENDER], ids=lambda v: v.name)
+def test_a_mixed_cluster_runs_claim_pods_on_dra_nodes_and_the_others_on_device_plugins(
+    tmp_path: Path, variant: Variant
+) -> None:
+    # p-0 and p-1 keep their device plugins; d-0 and d-1 publish slices. A gang of each kind
+    # arrives: each can only go where its kind of devices is.
+    nodes = [leaf_node(name, "a") for name in ("d-0", "d-1", "p-0", "p-1")]
+    cluster = snapshot(tmp_path, dra_form(nodes, nodes=["d-0", "d-1"]))
+    assert (cluster.gpus(), cluster.shape().gpus) == (32, 32)
+    jobs = [claim_job("claims", 2, 10.0), plugin_job("plugins", 2, 10.001)]
+    run = simulate(cluster, jobs, variant, Settings())
+    gangs = run.emulator.recorder.gangs
+    assert (gangs[("team", "claims")].nodes, gangs[("team", "plugins")].nodes) == (
+        ("d-0", "d-1"),
+        ("p-0", "p-1"),
+    )
+    assert claims_of_bound_pods(run) == {
+        "claims-00": ("d-0", ["d-0"], 1, 1),
+        "claims-01": ("d-1", ["d-1"], 1, 1),
+    }
+    measured = measure(run, jobs, cluster)
+    assert (measured["jobs_placed"], measured["dra"]) == (
+        2,
+        {
+            "pods_bound": 2,
+            "pods_bound_with_claims_reserved": 2,
+            "pods_bound_unreserved": 0,
+            "devices_double_allocated": 0,
+            "problems": [],
+        },
+    )
