@@ -9,6 +9,7 @@ import pytest
 
 from kube_rdma.cli import main
 from testbed.clustergen import write_snapshot
+from testbed.clustergen.dra import dra_form
 from tests.kubesim.simulate.clusters import leaf_node
 
 
@@ -85,7 +86,22 @@ def test_the_table_names_every_variant(cluster: Path, capsys: pytest.CaptureFixt
             {},
             ["--generate", "jobs=5,colour=red"],
             "--generate: 'colour=red' is not KEY=VALUE with KEY one of jobs, seed, hours, load, "
-            "gangs, network, priorities",
+            "gangs, dra, network, priorities",
+        ),
+        ({}, ["--generate", "jobs=5,dra=2"], "--generate: dra must be 0 to 1, got 2"),
+        (
+            {},
+            ["--generate", "jobs=5,dra=0.5"],
+            "jobs ask for devices through claims, and the cluster has no DeviceClass of GPUs and "
+            "one of RDMA NICs (with ResourceSlices publishing such devices): add them to the "
+            "snapshot, or run the jobs without dra",
+        ),
+        (
+            {"w.yaml": "jobs:\n- {arrival: 0, gpus: 8, duration: 60, dra: true}\n"},
+            ["--workload", "{w.yaml}"],
+            "jobs ask for devices through claims, and the cluster has no DeviceClass of GPUs and "
+            "one of RDMA NICs (with ResourceSlices publishing such devices): add them to the "
+            "snapshot, or run the jobs without dra",
         ),
         (
             {},
@@ -123,6 +139,37 @@ def test_bad_input_is_one_line(
         message = message.replace(key, value)
     status, out, err = run(capsys, "--cluster", str(cluster), *args)
     assert (status, out, err) == (2, "", f"kube-rdma simulate: {message}\n")
+
+
+def test_a_dra_cluster_reports_how_its_claim_pods_were_bound(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cluster = tmp_path / "dra.json"
+    write_snapshot(dra_form([leaf_node(f"n-{i}", "a") for i in range(4)]), cluster)
+    workload = tmp_path / "jobs.yaml"
+    workload.write_text(
+        "jobs:\n"
+        "- {name: gang, arrival: 0, pods: 2, gpus: 8, duration: 600, dra: true}\n"
+        "- {name: single, arrival: 1, gpus: 4, duration: 600, dra: true}\n"
+        "- {name: plugin, arrival: 2, gpus: 4, duration: 600}\n"
+    )
+    status, out, _ = run(capsys, "--cluster", str(cluster), "--workload", str(workload))
+    lines = out.splitlines()
+    assert status == 0
+    assert lines[0] == f"4 nodes, 32 GPUs (32 free); 3 jobs, 4 pods, 1 gangs ({workload})"
+    # The claim pods fit the DRA nodes; the pod asking for nvidia.com/gpu fits none.
+    never = (
+        "1 pods never fit: 0/4 nodes are available: 4 Insufficient nvidia.com/gpu. preemption: "
+        "0/4 nodes are available: 4 No preemption victims found for incoming pod."
+    )
+    assert [" ".join(line.split()) for line in lines[-6:]] == [
+        "DRA pods bound 3 3",
+        "DRA pods bound, claims reserved 3 3",
+        "DRA pods bound unreserved (want 0) 0 0",
+        "devices allocated twice (want 0) 0 0",
+        f"kube-scheduler: {never}",
+        f"extender: {never}",
+    ]
 
 
 def test_a_broken_snapshot_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
