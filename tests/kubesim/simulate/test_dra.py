@@ -89,7 +89,9 @@ def test_gangs_of_claim_pods_get_their_claims_and_free_them_when_they_end(
     # only once one of them has run and its claims are gone.
     cluster = snapshot(tmp_path, dra_form([leaf_node(f"n-{i}", "a") for i in range(4)]))
     assert (cluster.gpus(), cluster.shape().gpus) == (32, 32)
-    jobs = [claim_job("first", 2, 10.0), claim_job("second", 2, 20.0), claim_job("third", 2, 30.0)]
+    jobs: list[Job] = [
+        claim_job(name, 2, at) for name, at in (("first", 10.0), ("second", 20.0), ("third", 30.0))
+    ]
     run = simulate(cluster, jobs, variant, Settings())
     assert run.emulator.jobs is not None
     starts = sorted((s.first_started or INF, s.job.name) for s in run.emulator.jobs.states())
@@ -102,11 +104,11 @@ def test_gangs_of_claim_pods_get_their_claims_and_free_them_when_they_end(
     assert sorted(placed) == sorted(f"{job}-{i:02d}" for job in (running, last) for i in range(2))
     assert [c[1:] for c in placed.values()] == [([c[0]], 1, 1) for c in placed.values()]
     assert sorted(c[0] for c in placed.values()) == ["n-0", "n-1", "n-2", "n-3"]
-    assert not any(name.startswith(f"{ended}-") for _, name in run.dra.claims())  # type: ignore[union-attr]
-    assert sorted(node for node, *_ in placed.values()) == ["n-0", "n-1", "n-2", "n-3"]
+    assert run.dra is not None
+    assert not any(name.startswith(f"{ended}-") for _, name in run.dra.claims())
     held = devices_held(run)
     assert len(held) == len(set(held)) == 4 * 16
-    assert len(run.dra.claims()) == 4  # type: ignore[union-attr]
+    assert len(run.dra.claims()) == 4
     assert measure(run, jobs, cluster)["dra"] == {
         "pods_bound": 6,
         "pods_bound_with_claims_reserved": 6,
