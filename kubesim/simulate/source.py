@@ -74,10 +74,11 @@ class SimulatedSource:
         shown = f"pod {namespace}/{meta.get('name')}"
         if unknown:
             raise BindError(f"{shown}: its claims {', '.join(unknown)} are not created yet")
-        if names and dra is None:
+        if not names:
+            return
+        if dra is None:
             raise BindError(f"{shown} has resource claims, and the cluster serves no DRA API")
         for name in names:
-            assert dra is not None
             try:
                 claim = await dra.get_claim(namespace, name)
             except NotFound as e:

@@ -5,6 +5,7 @@ the store: the claims each bound pod has, where they are allocated, whom they ar
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -12,10 +13,11 @@ import pytest
 from extender.cluster.claims import allocated_node, claim_names
 from extender.weights import DEFAULT
 from kubesim.scheduler import Job, bound_node, pod_key
-from kubesim.simulate.claim_jobs import ClaimJob
+from kubesim.simulate.claim_jobs import ClaimJob, pair_template
 from kubesim.simulate.dra import allocated_devices
 from kubesim.simulate.metrics import measure
 from kubesim.simulate.run import Run, Settings, Variant, simulate
+from kubesim.simulate.workload import Shape, parse_generate
 from testbed.clustergen.dra import dra_form
 from tests.kubesim.simulate.clusters import leaf_node, snapshot
 
@@ -151,3 +153,49 @@ def test_a_mixed_cluster_runs_claim_pods_on_dra_nodes_and_the_others_on_device_p
             "problems": [],
         },
     )
+
+
+def test_a_claim_job_pod_names_its_template_and_requests_no_devices() -> None:
+    [made] = claim_job("solo", 1, 0.0, gpus=2).pods()
+    assert (made["spec"]["resourceClaims"], made["spec"]["containers"][0]["resources"]) == (
+        [{"name": "gpu-nic", "resourceClaimTemplateName": "gpu-nic-2"}],
+        {"limits": {}, "requests": {}, "claims": [{"name": "gpu-nic"}]},
+    )
+    assert pair_template("team", 2, "gpu.nvidia.com", "dranet") == {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "gpu-nic-2", "namespace": "team"},
+        "spec": {
+            "spec": {
+                "devices": {
+                    "requests": [
+                        {"name": "gpu-0", "exactly": {"deviceClassName": "gpu.nvidia.com"}},
+                        {"name": "nic-0", "exactly": {"deviceClassName": "dranet"}},
+                        {"name": "gpu-1", "exactly": {"deviceClassName": "gpu.nvidia.com"}},
+                        {"name": "nic-1", "exactly": {"deviceClassName": "dranet"}},
+                    ],
+                    "constraints": [
+                        {
+                            "requests": ["gpu-0", "nic-0"],
+                            "matchAttribute": "resource.kubernetes.io/pcieRoot",
+                        },
+                        {
+                            "requests": ["gpu-1", "nic-1"],
+                            "matchAttribute": "resource.kubernetes.io/pcieRoot",
+                        },
+                    ],
+                }
+            }
+        },
+    }
+
+
+def test_a_share_of_generated_jobs_ask_through_claims_and_the_jobs_stay_the_same() -> None:
+    shape = Shape(256, 32, "rdma/hca")
+    plain = parse_generate("jobs=20,seed=1").stream(shape)
+    mixed = parse_generate("jobs=20,seed=1,dra=0.5").stream(shape)
+    assert [dataclasses.astuple(j) for j in mixed] == [dataclasses.astuple(j) for j in plain]
+    assert [j.name for j in mixed if isinstance(j, ClaimJob)] == [
+        "job-0000", "job-0005", "job-0006", "job-0007", "job-0008", "job-0010",
+        "job-0011", "job-0012", "job-0015", "job-0016", "gang-0017", "job-0019",
+    ]  # fmt: skip
