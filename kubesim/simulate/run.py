@@ -87,7 +87,9 @@ class Run:
     holds: HoldRecorder | None = None
     """The extender's holds, from its records (None: not recorded)."""
     claims: ClaimAudit | None = None
+    """How the claims of the pods bound stood (None: not audited)."""
     dra: DraStore | None = None
+    """The DRA objects as the run left them."""
     samples: list[tuple[float, int]] = field(default_factory=list)
     """(simulated seconds since the start, GPUs bound)"""
 
