@@ -9,7 +9,11 @@ dynamicresources):
 - PreBind: each claim's `status.allocation` is written (for a claim not allocated yet) and the
   pod added to its `status.reservedFor`, before the bind call;
 - Unreserve, when the bind fails: the pod is removed from `reservedFor` (a strategic-merge
-  patch upstream; an update of the status here), the allocation left written.
+  patch upstream; an update of the status here), the allocation left written;
+- PostFilter, when no node took the pod: one of its claims that is allocated and reserved for
+  no other pod is deallocated, so that the pod is not tied to that claim's node for ever
+  (upstream at the end of the failed cycle; here at the start of the pod's next cycle, before
+  its filters).
 
 The ResourceClaim controller's part is played too: before a pod's first cycle, a claim is made
 from each of its `resourceClaimTemplateName` entries (named `<pod>-<entry>-<5 letters>`, owned
@@ -63,6 +67,8 @@ class DynamicResources:
         self._in_flight: dict[PodKey, tuple[str, Allocation]] = {}
         self._made: dict[PodKey, list[Json]] = {}
         """The claims made for a pod from its templates, before the informer shows them."""
+        self._unplaced: set[PodKey] = set()
+        """Pods whose last cycle found no node (filtered, never reserved)."""
 
     @staticmethod
     def wants(pod: Json) -> bool:
@@ -81,6 +87,9 @@ class DynamicResources:
     async def claims_made(self, pod: Json, set_status: SetStatus) -> Json:
         """The pod with a claim made from each of its templates that has none yet (the
         ResourceClaim controller's work), its status naming them."""
+        if pod_key(pod) in self._unplaced:
+            self._unplaced.discard(pod_key(pod))
+            await self._post_filter(pod)
         generated = {
             s.get("name") for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []
         }
@@ -107,6 +116,7 @@ class DynamicResources:
         """Filter: why a node cannot take the pod's claims (None: it can)."""
         demand = pod_demand(pod, self._index, self._selectors)
         taken = self._taken()
+        self._unplaced.add(pod_key(pod))
 
         def check(name: str) -> str | None:
             if demand.problems:
@@ -120,6 +130,7 @@ class DynamicResources:
         return check
 
     def reserve(self, pod: Json, node: str) -> None:
+        self._unplaced.discard(pod_key(pod))
         demand = pod_demand(self._with_made(pod), self._index, self._selectors)
         devices = self._index.node(node)
         if devices is not None:
@@ -161,6 +172,25 @@ class DynamicResources:
             if any(e.get("uid") == uid for e in entries):
                 claim["status"]["reservedFor"] = [e for e in entries if e.get("uid") != uid]
                 await self._calls.update_claim_status(namespace, name, claim)
+
+    async def _post_filter(self, pod: Json) -> None:
+        """Deallocate the first of the pod's claims that is allocated and reserved for no other
+        pod (dynamicresources.go, PostFilter, which picks one at random)."""
+        namespace, _ = pod_key(pod)
+        uid = (pod.get("metadata") or {}).get("uid")
+        for name, _label in _claims(self._with_made(pod)):
+            try:
+                claim = await self._calls.get_claim(namespace, name)
+            except NotFound:
+                continue
+            status = claim.get("status") or {}
+            others = [e for e in status.get("reservedFor") or [] if e.get("uid") != uid]
+            if status.get("allocation") and not others:
+                unset = ("allocation", "reservedFor")
+                claim["status"] = {k: v for k, v in status.items() if k not in unset}
+                await self._calls.update_claim_status(namespace, name, claim)
+                await self.refresh()
+                return
 
     def done(self, pod: Json) -> None:
         self._in_flight.pop(pod_key(pod), None)

@@ -8,11 +8,10 @@ Two controllers' parts are played where a pod is deleted, as the real ones do it
   pod as its controlling owner; kubernetes pkg/controller/garbagecollector), which frees their
   devices;
 - the ResourceClaim controller takes the pod out of the `reservedFor` of the claims it shared
-  with others (kubernetes pkg/controller/resourceclaim/controller.go, syncClaim).
-
-And as that controller does on any claim write: an allocated claim that no pod is reserved for
-any more (its last pod deleted, or taken out by kube-scheduler's Unreserve after a failed bind)
-is deallocated, which frees its devices for the pod's next scheduling cycle.
+  with others, and deallocates a claim it took the last pod out of (kubernetes pkg/controller/
+  resourceclaim/controller.go, syncClaim: only on that transition; a claim whose `reservedFor`
+  kube-scheduler's Unreserve emptied stays allocated, until kube-scheduler's DynamicResources
+  PostFilter deallocates it, kubesim/scheduler/dynamicresources.py).
 
 Every claim write is also checked: a device allocated to a claim while another claim holds it is
 counted in `double_allocations`, the claims named. The checks read the store, not the emulator's
@@ -106,19 +105,12 @@ class DraStore:
             operation = f"update ResourceClaim {namespace}/{name} status"
             message = f'resourceclaims.resource.k8s.io "{name}" not found'
             raise NotFound(operation, 404, "NotFound", message)
-        written = self._write_status(key, claim, copy.deepcopy(status))
-        if _unreserved(claim, written):
-            unallocated = {k: v for k, v in written["status"].items() if k != "allocation"}
-            self._write_status(key, written, unallocated)
-        return copy.deepcopy(written)
-
-    def _write_status(self, key: ObjectKey, claim: Json, status: Json) -> Json:
         self._release(key, claim)
-        updated = {**claim, "status": status}
+        updated = {**claim, "status": copy.deepcopy(status)}
         self.objects["resourceclaims"][key] = updated
         self._hold(key, updated)
         self._tell("MODIFIED", updated)
-        return updated
+        return copy.deepcopy(updated)
 
     def pod_deleted(self, pod: Json) -> None:
         meta = pod.get("metadata") or {}
@@ -132,7 +124,10 @@ class DraStore:
             entries = (claim.get("status") or {}).get("reservedFor") or []
             left = [e for e in entries if e.get("uid") != uid]
             if len(left) < len(entries):
-                self.replace_status(*key, {**(claim.get("status") or {}), "reservedFor": left})
+                status = {**(claim.get("status") or {}), "reservedFor": left}
+                if not left:
+                    status.pop("allocation", None)
+                self.replace_status(*key, {k: v for k, v in status.items() if v})
 
     def _delete(self, key: ObjectKey, claim: Json) -> None:
         del self.objects["resourceclaims"][key]
@@ -174,13 +169,6 @@ def allocated_devices(claim: Json) -> list[DeviceKey]:
         for r in (allocation.get("devices") or {}).get("results") or []
         if not r.get("adminAccess")
     ]
-
-
-def _unreserved(old: Json, new: Json) -> bool:
-    """The write left an allocated claim reserved for no pod, where it had some."""
-    status = new.get("status") or {}
-    was = (old.get("status") or {}).get("reservedFor")
-    return bool(status.get("allocation")) and bool(was) and not status.get("reservedFor")
 
 
 def _owned_by(claim: Json, pod_meta: Json) -> bool:
