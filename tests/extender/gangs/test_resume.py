@@ -126,3 +126,39 @@ def test_the_older_record_gives_a_worker_the_master_s_slot_and_is_planned_again(
     reason = ruled_out_reason("team-a/job", record.slots[0], len(POOL_B))
     assert (outcome.passed, outcome.unresolvable) == ([], dict.fromkeys(POOL_B, reason))
     assert len(served.planner.history) == 1, "planned again"
+
+
+def test_a_member_bound_before_the_takeover_takes_a_slot_of_its_own_group() -> None:
+    """a0 holds two slots, the master's and a worker's; the worker bound there before the
+    takeover must not take the master's (it did, given the first free slot of its node, and
+    the next worker was then sent to a0 too: three members on a node planned for two)."""
+    master = pinned(0, "a")
+    workers = [pinned(i, "b") for i in range(1, 4)]
+    for worker in workers:
+        del worker["spec"]["nodeSelector"]
+    half = [
+        nodes.node(n, nodes.hgx(), labels={keys.LEAF: "leaf-1", "pool": n[0]}) for n in ("a0", "b0")
+    ]
+    for member in (master, *workers):
+        for resources in (c["resources"] for c in member["spec"]["containers"]):
+            resources["limits"]["nvidia.com/gpu"] = resources["requests"]["nvidia.com/gpu"] = "4"
+    bound = {**workers[0], "spec": {**workers[0]["spec"], "nodeName": "a0"}}
+    record = PlanRecord(
+        ("team-a", "job"),
+        4,
+        "leaf-1",
+        ("a0", "a0", "b0", "b0"),
+        "extender-1",
+        groups=({"nodeSelector": {"pool": "a"}}, {}),
+        slot_groups=(0, 1, 1, 1),
+    )
+    served = scheduler([*half, master, bound, *workers[1:]], Recorded(record))
+    assert served.filter(master, ["a0"]).passed == ["a0"]
+    assert [served.filter(w, ["a0", "b0"]).passed for w in workers[1:]] == [["b0"], ["b0"]]
+    assigned = served.planner.plans[("team-a", "job")].assigned
+    assert {name: slot for (_, name), slot in assigned.items()} == {
+        "job-0": 0,
+        "job-1": 1,
+        "job-2": 2,
+        "job-3": 3,
+    }
