@@ -93,8 +93,8 @@ class Placement:
             # Tried first, a domain of the preferred level holding the whole gang is taken
             # as it is: never when that level is a switch tier wider than the required one
             # (any tier, for the NVLink level), which it need not nest in.
-            known = preferred in levels.fabric and (required == NVLINK or required in levels.fabric)
-            chain = chain if known else (preferred, *chain)
+            wider = preferred in levels.fabric and (required == NVLINK or required in levels.fabric)
+            chain = chain if wider else (preferred, *chain)
         return Search(chain, required is None, _level(self.slice_level, levels), self.slice_size)
 
     def describe(self) -> str:
