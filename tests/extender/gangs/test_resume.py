@@ -162,3 +162,20 @@ def test_a_member_bound_before_the_takeover_takes_a_slot_of_its_own_group() -> N
         "job-2": 2,
         "job-3": 3,
     }
+
+
+def test_a_member_bound_before_the_takeover_takes_a_slot_of_its_rank_s_slice() -> None:
+    """gb-0-01 holds the last slot of slice 0 and the first of slice 1; rank 3, bound there
+    before the takeover, takes slice 1's, and rank 2 still finds slice 0's."""
+    sliced = {keys.TOPOLOGY_SLICE_REQUIRED: "nvlink", keys.TOPOLOGY_SLICE_SIZE: "3"}
+    gang, members = gang_members("small", 6, gpus=2, annotations=sliced)
+    members[3]["spec"]["nodeName"] = "gb-0-01"
+    slots = ("gb-0-00", "gb-0-00", "gb-0-01", "gb-0-01", "gb-0-02", "gb-0-02")
+    record = PlanRecord(gang.key, 6, "cluster", slots, "extender-1", None, 3, ({},), (0,) * 6)
+    cluster = nvl72(1)
+    names = sorted(n["metadata"]["name"] for n in cluster)
+    served = scheduler([*cluster, *members], Recorded(record))
+    placed = {i: served.filter(members[i], names).passed[0] for i in (5, 4, 2, 1, 0)}
+    assert sorted(placed[i] for i in range(3)) == ["gb-0-00", "gb-0-00", "gb-0-01"]
+    assert (placed[4], placed[5]) == ("gb-0-02", "gb-0-02")
+    assert served.planner.plans[gang.key].assigned[("team-a", "small-3")] == 3
