@@ -75,8 +75,10 @@ class Selectors:
         error (its message), in order: the allocator stops at the first of either."""
         for expression in expressions:
             outcome = self._outcome(expression, device)
-            if outcome is not True:
-                return outcome
+            if isinstance(outcome, str):
+                return f"CEL selector {expression!r} fails: {outcome}"
+            if not outcome:
+                return False
         return True
 
     def _outcome(self, expression: str, device: Device) -> Outcome:
