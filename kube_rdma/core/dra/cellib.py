@@ -45,6 +45,7 @@ class Semver:
     __slots__ = ("major", "minor", "patch", "pre", "text")
 
     def __init__(self, text: str) -> None:
+        text = str(text)
         match = _SEMVER.match(text)
         pre = match.group(4).split(".") if match and match.group(4) else []
         if match is None or any(_LEADING_ZERO.match(p) for p in pre):

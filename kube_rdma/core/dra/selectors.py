@@ -143,12 +143,21 @@ def _evaluate(program: Any, device: Device) -> Outcome:
 
 
 def _describe(error: CELEvalError) -> str:
-    message = str(error.args[0]) if error.args else "evaluation failed"
-    message = message.split(" (in activation", 1)[0]
-    details = error.args[2] if len(error.args) > 2 else None
-    if isinstance(details, tuple) and details:
-        message += ": " + ", ".join(str(d) for d in details)
-    return message
+    """cel-python's message for an error, without its dump of the activation and with class
+    names short; an extension function's ValueError (`semver('x')`) by its own message."""
+    args = error.args
+    details = args[2] if len(args) > 2 and isinstance(args[2], tuple) else ()
+    if len(args) > 1 and args[1] is ValueError and details:
+        message = ", ".join(str(d) for d in details)
+    else:
+        message = str(args[0]) if args else "evaluation failed"
+        message = message.split(" (in activation", 1)[0]
+        if details:
+            message += ": " + ", ".join(str(d) for d in details)
+    return _CLASS.sub(r"\1", message)
+
+
+_CLASS = re.compile(r"<class '(?:[\w.]+\.)?(\w+)'>")
 
 
 class _DefaultingMap(celtypes.MapType):
