@@ -80,7 +80,7 @@ def test_each_gpu_gets_a_nic_under_its_own_pcie_root() -> None:
     """First fit alone would give gpu-0 (root 0) the first NIC listed (root 3)."""
     found = run(node(REVERSED), pairs(8, per_pair(8)))
     nics = [6, 7, 4, 5, 2, 3, 0, 1]  # the NICs of roots 0, 0, 1, 1, 2, 2, 3, 3
-    expected = {}
+    expected: dict[tuple[str, str], tuple[tuple[str, str, str], ...]] = {}
     for i in range(8):
         expected["default/pairs", f"gpu-{i}"] = ((GPU, "n1", f"gpu-{i}"),)
         expected["default/pairs", f"nic-{i}"] = (nic_id(nics[i]),)
