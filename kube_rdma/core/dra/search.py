@@ -63,7 +63,7 @@ def search(
     """The devices for each (claim, request), Stuck, or None when there is no solution."""
     try:
         run = _Search(requests, constraints, devices, held, selectors, limit)
-        return run.picks() if run.solve(0) else None
+        return run.picks() if run.enough() and run.solve(0) else None
     except _Stop as stop:
         return Stuck(stop.reason)
 
@@ -107,7 +107,7 @@ class _Search:
         self.requests, self.constraints, self.limit = requests, constraints, limit
         self.devices = [d for d, _ in devices]
         self.held = held
-        judged = _judge_all(requests, devices, held, selectors)
+        judged = self.judged = _judge_all(requests, devices, held, selectors)
         self.candidates = [
             [
                 [(i, o) for i, o in judged[c.selectors, c.kind, c.all_devices].items()]
@@ -156,6 +156,22 @@ class _Search:
         self.failed: set[tuple[object, ...]] = set()
         self.steps = 0
         self._check_all_choices()
+
+    def enough(self) -> bool:
+        """Whether, kind by kind, the free devices that the exact requests could take number at
+        least what those requests need together: a necessary condition, checked first so that
+        a node one device short is refused without a search through every way of being
+        short."""
+        need: dict[Kind, int] = {}
+        pool: dict[Kind, set[int]] = {}
+        for request in self.requests:
+            [*rest, choice] = request.choices
+            if rest or choice.all_devices:
+                continue
+            need[choice.kind] = need.get(choice.kind, 0) + choice.count
+            found = self.judged[choice.selectors, choice.kind, False]
+            pool.setdefault(choice.kind, set()).update(found)
+        return all(count <= len(pool[kind]) for kind, count in need.items())
 
     def _check_all_choices(self) -> None:
         """The allocator evaluates the selectors of every allocationMode All request on every

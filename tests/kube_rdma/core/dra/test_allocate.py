@@ -215,3 +215,12 @@ def test_a_constraint_that_cannot_be_read_is_a_problem(
     demand = pod_demand(pod("p", [{"name": "c", "resourceClaimName": "pairs"}]), index, Selectors())
     assert demand.problems == (problem,)
     assert demand.constraints == ()
+
+
+def test_a_node_one_nic_short_is_refused_with_the_request_first_fit_cannot_meet() -> None:
+    index = node(REVERSED)
+    index.upsert_claim(claim("other", [], allocated=[nic_id(6)]))
+    assert run(index, pairs(8, per_pair(8))) == Refusal(
+        "claim default/pairs request nic-7: 0 of 8 matching RDMA NIC(s) free, needs 1",
+        resolvable=True,
+    )
