@@ -15,7 +15,8 @@ An evaluation error (an attribute the device lacks, unguarded by `has`; a result
 bool) is an outcome of its own, with its message: the allocator fails the claim when its search
 reaches such a device, and kube_rdma/core/dra/search.py does the same. Not evaluated: the other
 libraries of the Kubernetes environment (strings, lists, sets, regex, URLs, IP and CIDR, format,
-`cel.bind`, two-variable comprehensions); an expression calling them fails to evaluate.
+two-variable comprehensions); an expression calling them fails to evaluate. `cel.bind` is
+rewritten into a form cel-python runs (kube_rdma/core/dra/celbind.py).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import celpy
 from celpy import celtypes
 from celpy.evaluation import CELEvalError
 
+from kube_rdma.core.dra.celbind import rewrite_bindings
 from kube_rdma.core.dra.cellib import FUNCTIONS, Quantity, Semver
 from kube_rdma.core.dra.shapes import AttributeValue, Device, Version
 
@@ -95,8 +97,9 @@ class Selectors:
         compiled = self._compiled.get(expression)
         if compiled is None:
             try:
+                parsed = self._environment.compile(expression)
                 program = self._environment.program(
-                    self._environment.compile(expression), functions=FUNCTIONS
+                    rewrite_bindings(parsed, self._environment), functions=FUNCTIONS
                 )
             except Exception as e:  # celpy raises its own parse errors, and Lark's
                 first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__

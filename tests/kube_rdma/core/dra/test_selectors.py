@@ -75,10 +75,11 @@ def fails(expression: str, why: str) -> tuple[str, Outcome]:
             "quantity('12x').sign() == 1",
             "'12x' is not a Kubernetes quantity (expected e.g. 16Gi, 512Mi, 1G or 8)",
         ),
-        fails(
-            "cel.bind(g, device.attributes['gpu.nvidia.com'], g.index == 0)",
-            "undeclared reference to 'bind': bind",
-        ),
+        (f"cel.bind(g, {GPU}, g.type == 'gpu' && g.index == 0)", True),
+        (f"cel.bind(g, {GPU}, cel.bind(v, g.driverVersion, v.major() == 580))", True),
+        (f"cel.bind(g, {GPU}, g.index == 1)", False),
+        fails(f"cel.bind(g, {GPU}, g.nope == 1)", "no such member in mapping: 'nope'"),
+        fails("'abc'.lowerAscii() == 'abc'", "undeclared reference to 'lowerAscii': lowerAscii"),
     ],
 )
 def test_selectors_evaluate_as_in_kube_scheduler(expression: str, outcome: Outcome) -> None:
@@ -96,6 +97,15 @@ def test_judge_stops_at_the_first_expression_that_does_not_match() -> None:
     assert Selectors().judge(["device.driver == 'dra.net'", broken], DEVICE) is False
 
 
-def test_an_expression_that_does_not_compile_is_a_selector_error() -> None:
-    with pytest.raises(SelectorError, match=r"^CEL selector 'x ==' does not compile: x ==$"):
-        Selectors().check("x ==")
+@pytest.mark.parametrize(
+    ("expression", "why"),
+    [
+        ("x ==", "x =="),
+        ("cel.bind(g.x, 1, true)", "cel.bind takes a name, a value and an expression"),
+        ("cel.bind(g, 1)", "cel.bind takes a name, a value and an expression"),
+    ],
+)
+def test_an_expression_that_does_not_compile_is_a_selector_error(expression: str, why: str) -> None:
+    with pytest.raises(SelectorError) as raised:
+        Selectors().check(expression)
+    assert str(raised.value) == f"CEL selector {expression!r} does not compile: {why}"
