@@ -4,9 +4,11 @@ and matchAttributeConstraint; internal/experimental/constraint.go distinctAttrib
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from kube_rdma.core.dra.allocate import Allocation, Refusal, allocate
 from kube_rdma.core.dra.demand import pod_demand
@@ -224,3 +226,29 @@ def test_a_node_one_nic_short_is_refused_with_the_request_first_fit_cannot_meet(
         "claim default/pairs request nic-7: 0 of 8 matching RDMA NIC(s) free, needs 1",
         resolvable=True,
     )
+
+
+def test_the_shipped_example_template_gets_each_gpu_a_nic_under_its_root() -> None:
+    """manifests/examples/dra: 8 GPU-NIC pairs, a pcieRoot constraint per pair."""
+    examples = Path(__file__).resolve().parents[4] / "manifests" / "examples" / "dra"
+    index = node(REVERSED)
+    for name in ("deviceclass.yaml", "resourceclaimtemplate.yaml"):
+        for obj in yaml.safe_load_all((examples / name).read_text()):
+            obj["metadata"]["namespace"] = "default"
+            (
+                index.upsert_template
+                if obj["kind"] == "ResourceClaimTemplate"
+                else index.upsert_class
+            )(obj)
+    (template,) = index.templates.values()
+    label = f"default/{template['metadata']['name']}"
+    selectors = Selectors()
+    entry = {"name": "c", "resourceClaimTemplateName": template["metadata"]["name"]}
+    demand = pod_demand(pod("p", [entry]), index, selectors)
+    found = allocate(demand, "n1", index.node("n1"), selectors)
+    nics = [6, 7, 4, 5, 2, 3, 0, 1]
+    assert isinstance(found, Allocation)
+    assert [found.devices[label, f"nic-{i}"] for i in range(8)] == [(nic_id(n),) for n in nics]
+    assert [found.devices[label, f"gpu-{i}"] for i in range(8)] == [
+        ((GPU, "n1", f"gpu-{i}"),) for i in range(8)
+    ]
