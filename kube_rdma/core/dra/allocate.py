@@ -26,7 +26,7 @@ from kube_rdma.core.dra.constraints import Constraint
 from kube_rdma.core.dra.demand import Choice, DeviceRequest, PodDemand
 from kube_rdma.core.dra.index import NodeDevices
 from kube_rdma.core.dra.kinds import Kind
-from kube_rdma.core.dra.search import STEP_LIMIT, Stuck, search
+from kube_rdma.core.dra.search import STEP_LIMIT, Judged, Stuck, judge_choices, search
 from kube_rdma.core.dra.selectors import Selectors
 from kube_rdma.core.dra.shapes import Device, DeviceId
 
@@ -56,31 +56,32 @@ def allocate(
             return Refusal(f"claim {claim} is allocated on node {pinned}", resolvable=False)
     devices = node.devices if node else ()
     held = node.held if node else frozenset()
-    found = search(demand.requests, demand.constraints, devices, held, selectors, limit)
+    judged = judge_choices(demand.requests, devices, selectors)
+    found = search(demand.requests, demand.constraints, devices, held, judged, limit)
     if isinstance(found, Stuck):
         return Refusal(found.reason, resolvable=False)
     if found is not None:
         return Allocation(found)
-    return _refusal(demand, devices, held, selectors, limit)
+    return _refusal(demand, devices, held, judged, limit)
 
 
 def _refusal(
     demand: PodDemand,
     devices: Sequence[tuple[Device, Kind]],
     held: frozenset[DeviceId],
-    selectors: Selectors,
+    judged: Judged,
     limit: int,
 ) -> Refusal:
     def fits(constraints: Sequence[Constraint], busy: frozenset[DeviceId]) -> bool | Stuck:
-        found = search(demand.requests, constraints, devices, busy, selectors, limit)
+        found = search(demand.requests, constraints, devices, busy, judged, limit)
         return found if isinstance(found, Stuck) else found is not None
 
     resolvable = fits(demand.constraints, frozenset()) is True
-    unconstrained = fits((), held)
+    unconstrained = fits((), held) if demand.constraints else False
     if isinstance(unconstrained, Stuck):
         return Refusal(unconstrained.reason, resolvable=False)
     if not unconstrained:
-        return Refusal(_short(demand.requests, devices, held, selectors), resolvable)
+        return Refusal(_short(demand.requests, devices, held, judged), resolvable)
     where = "free devices" if resolvable else "devices"
     for constraint in demand.constraints:
         if fits((constraint,), held) is not True:
@@ -99,14 +100,14 @@ def _short(
     requests: Sequence[DeviceRequest],
     devices: Sequence[tuple[Device, Kind]],
     held: frozenset[DeviceId],
-    selectors: Selectors,
+    judged: Judged,
 ) -> str:
     """Why first fit without constraints fails: the first request it cannot meet."""
     taken: set[DeviceId] = set()
     for request in requests:
         reasons = []
         for choice in request.choices:
-            found = _fit(choice, devices, held | taken, selectors)
+            found = _fit(choice, devices, held | taken, judged)
             if isinstance(found, tuple):
                 taken.update(found)
                 break
@@ -120,12 +121,11 @@ def _fit(
     choice: Choice,
     devices: Sequence[tuple[Device, Kind]],
     busy: frozenset[DeviceId],
-    selectors: Selectors,
+    judged: Judged,
 ) -> tuple[DeviceId, ...] | str:
     kind = "GPU" if choice.kind == "gpu" else "RDMA NIC"
-    matching = [
-        d for d, k in devices if k == choice.kind and selectors.matches(choice.selectors, d)
-    ]
+    outcomes = judged[choice.selectors, choice.kind]
+    matching = [devices[i][0] for i, o in outcomes.items() if o is True]
     free = [d.id for d in matching if d.id not in busy]
     if choice.all_devices:
         if not matching:

@@ -57,38 +57,37 @@ def search(
     constraints: Sequence[Constraint],
     devices: Sequence[tuple[Device, Kind]],
     held: frozenset[DeviceId],
-    selectors: Selectors,
+    judged: Judged,
     limit: int = STEP_LIMIT,
 ) -> Picks | Stuck | None:
-    """The devices for each (claim, request), Stuck, or None when there is no solution."""
+    """The devices for each (claim, request), Stuck, or None when there is no solution.
+    `judged` is judge_choices' for these requests and devices."""
     try:
-        run = _Search(requests, constraints, devices, held, selectors, limit)
+        run = _Search(requests, constraints, devices, held, judged, limit)
         return run.picks() if run.enough() and run.solve(0) else None
     except _Stop as stop:
         return Stuck(stop.reason)
 
 
-_Judged = dict[tuple[tuple[str, ...], Kind, bool], dict[int, Outcome]]
+Judged = dict[tuple[tuple[str, ...], Kind], dict[int, Outcome]]
 
 
-def _judge_all(
+def judge_choices(
     requests: Sequence[DeviceRequest],
     devices: Sequence[tuple[Device, Kind]],
-    held: frozenset[DeviceId],
     selectors: Selectors,
-) -> _Judged:
-    """For each distinct (selectors, kind, allocationMode All) of the choices, the devices it
-    may take in the node's order, each with True or the evaluation error: the free devices of
-    the kind, or every device of it for All."""
-    judged: _Judged = {}
+) -> Judged:
+    """For each distinct (selectors, kind) of the choices, the devices of the kind they match,
+    by position in `devices`, each with True or the evaluation error."""
+    judged: Judged = {}
     for request in requests:
         for choice in request.choices:
-            key = (choice.selectors, choice.kind, choice.all_devices)
+            key = (choice.selectors, choice.kind)
             if key not in judged:
                 judged[key] = {
                     i: outcome
                     for i, (device, kind) in enumerate(devices)
-                    if kind == choice.kind and (choice.all_devices or device.id not in held)
+                    if kind == choice.kind
                     if (outcome := selectors.judge(choice.selectors, device)) is not False
                 }
     return judged
@@ -101,16 +100,16 @@ class _Search:
         constraints: Sequence[Constraint],
         devices: Sequence[tuple[Device, Kind]],
         held: frozenset[DeviceId],
-        selectors: Selectors,
+        judged: Judged,
         limit: int,
     ) -> None:
         self.requests, self.constraints, self.limit = requests, constraints, limit
         self.devices = [d for d, _ in devices]
         self.held = held
-        judged = self.judged = _judge_all(requests, devices, held, selectors)
+        free = [d.id not in held for d in self.devices]
         self.candidates = [
             [
-                [(i, o) for i, o in judged[c.selectors, c.kind, c.all_devices].items()]
+                [(i, o) for i, o in judged[c.selectors, c.kind].items() if c.all_devices or free[i]]
                 for c in r.choices
             ]
             for r in requests
@@ -135,17 +134,12 @@ class _Search:
             for n in range(len(requests) + 1)
         ]
         self.values = [[typed_value(d, k.attribute) for d in self.devices] for k in constraints]
+        positions = range(len(self.devices))
+        columns = [[found.get(i, False) for i in positions] for found in judged.values()]
         signatures: dict[tuple[object, ...], int] = {}
         self.klass = [
-            signatures.setdefault(
-                (
-                    kind,
-                    tuple(found.get(i, False) for found in judged.values()),
-                    tuple(v[i] for v in self.values),
-                ),
-                len(signatures),
-            )
-            for i, (_, kind) in enumerate(devices)
+            signatures.setdefault(signature, len(signatures))
+            for signature in zip([k for _, k in devices], *columns, *self.values, strict=True)
         ]
         self.used = [0] * len(signatures)
         self.taken: set[int] = set()
@@ -164,13 +158,12 @@ class _Search:
         short."""
         need: dict[Kind, int] = {}
         pool: dict[Kind, set[int]] = {}
-        for request in self.requests:
+        for request, candidates in zip(self.requests, self.candidates, strict=True):
             [*rest, choice] = request.choices
             if rest or choice.all_devices:
                 continue
             need[choice.kind] = need.get(choice.kind, 0) + choice.count
-            found = self.judged[choice.selectors, choice.kind, False]
-            pool.setdefault(choice.kind, set()).update(found)
+            pool.setdefault(choice.kind, set()).update(i for i, _ in candidates[0])
         return all(count <= len(pool[kind]) for kind, count in need.items())
 
     def _check_all_choices(self) -> None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -54,6 +54,8 @@ class _Compiled:
     program: Any
     tokens: frozenset[str]
     whole: bool
+    visible: dict[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict)
+    """A device's attribute or capacity names -> those the expression can see, sorted."""
 
 
 class Selectors:
@@ -116,17 +118,24 @@ class Selectors:
 def _projection(device: Device, compiled: _Compiled) -> Any:
     if compiled.whole:
         return device.driver, tuple(sorted(device.attributes.items())), _items(device.capacity)
-    seen = compiled.tokens
-
-    def visible(name: str) -> bool:
-        domain, _, ident = name.rpartition("/")
-        return domain in seen and ident in seen
-
+    attributes, capacity = device.attributes, device.capacity
     return (
         device.driver,
-        tuple(sorted((n, v) for n, v in device.attributes.items() if visible(n))),
-        tuple(sorted((n, v) for n, v in device.capacity.items() if visible(n))),
+        tuple((n, attributes[n]) for n in _visible(compiled, tuple(attributes))),
+        tuple((n, capacity[n]) for n in _visible(compiled, tuple(capacity))),
     )
+
+
+def _visible(compiled: _Compiled, names: tuple[str, ...]) -> tuple[str, ...]:
+    """The names whose domain and identifier both appear in the expression's text; remembered
+    per set of names, which the devices of one driver share."""
+    found = compiled.visible.get(names)
+    if found is None:
+        seen = compiled.tokens
+        found = compiled.visible[names] = tuple(
+            sorted(n for n in names if {n.rpartition("/")[0], n.rpartition("/")[2]} <= seen)
+        )
+    return found
 
 
 def _items(amounts: Any) -> tuple[Any, ...]:
