@@ -44,6 +44,46 @@ class Constraint:
         return f"{kind} {self.attribute} over {scope}"
 
 
+class Tally:
+    """What a search's chosen devices hold each constraint to: the value a `matchAttribute`
+    is bound to (and by how many devices), the values a `distinctAttribute` has seen."""
+
+    def __init__(self, constraints: Sequence[Constraint]) -> None:
+        self._distinct = [c.distinct for c in constraints]
+        self._bound: list[TypedValue | None] = [None] * len(constraints)
+        self._members = [0] * len(constraints)
+        self._seen: list[list[TypedValue]] = [[] for _ in constraints]
+
+    def admit(self, j: int, value: TypedValue | None) -> bool:
+        """Counts a device with `value` of constraint j's attribute, if the constraint lets it
+        in; a device without the attribute never does."""
+        if value is None:
+            return False
+        if self._distinct[j]:
+            if value in self._seen[j]:
+                return False
+            self._seen[j].append(value)
+        elif self._members[j] and value != self._bound[j]:
+            return False
+        else:
+            self._bound[j], self._members[j] = value, self._members[j] + 1
+        return True
+
+    def release(self, j: int) -> None:
+        """Undoes constraint j's last admit."""
+        if self._distinct[j]:
+            self._seen[j].pop()
+            return
+        self._members[j] -= 1
+        if not self._members[j]:
+            self._bound[j] = None
+
+    def state(self, constraints: Sequence[int]) -> tuple[object, ...]:
+        return tuple(
+            frozenset(self._seen[j]) if self._distinct[j] else self._bound[j] for j in constraints
+        )
+
+
 def typed_value(device: Device, attribute: str) -> TypedValue | None:
     value = device.attributes.get(attribute)
     if value is None:

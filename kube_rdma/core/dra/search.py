@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kube_rdma.core.dra.constraints import Constraint, TypedValue, typed_value
-from kube_rdma.core.dra.demand import DeviceRequest
+from kube_rdma.core.dra.constraints import Constraint, Tally, TypedValue, typed_value
+from kube_rdma.core.dra.demand import Choice, DeviceRequest
 from kube_rdma.core.dra.kinds import Kind
 from kube_rdma.core.dra.selectors import Outcome, Selectors
 from kube_rdma.core.dra.shapes import Device, DeviceId
@@ -93,6 +93,50 @@ def judge_choices(
     return judged
 
 
+def _candidates(
+    requests: Sequence[DeviceRequest],
+    devices: Sequence[Device],
+    held: frozenset[DeviceId],
+    judged: Judged,
+) -> list[list[list[tuple[int, Outcome]]]]:
+    """Per request and choice, the devices it may take: the free ones its selectors match, or
+    for allocationMode All every one they match."""
+    free = [d.id not in held for d in devices]
+    return [
+        [
+            [(i, o) for i, o in judged[c.selectors, c.kind].items() if c.all_devices or free[i]]
+            for c in r.choices
+        ]
+        for r in requests
+    ]
+
+
+def _covering(
+    constraints: Sequence[Constraint], request: DeviceRequest, choice: Choice
+) -> tuple[int, ...]:
+    return tuple(
+        j
+        for j, k in enumerate(constraints)
+        if k.covers(request.claim, request.request, choice.subrequest)
+    )
+
+
+def _classes(
+    devices: Sequence[tuple[Device, Kind]],
+    judged: Judged,
+    values: list[list[TypedValue | None]],
+) -> list[int]:
+    """Per device, its class: devices of one kind that every choice judges alike and that
+    carry the same value of every constrained attribute are interchangeable."""
+    positions = range(len(devices))
+    columns = [[found.get(i, False) for i in positions] for found in judged.values()]
+    signatures: dict[tuple[object, ...], int] = {}
+    return [
+        signatures.setdefault(signature, len(signatures))
+        for signature in zip([k for _, k in devices], *columns, *values, strict=True)
+    ]
+
+
 class _Search:
     def __init__(
         self,
@@ -106,46 +150,18 @@ class _Search:
         self.requests, self.constraints, self.limit = requests, constraints, limit
         self.devices = [d for d, _ in devices]
         self.held = held
-        free = [d.id not in held for d in self.devices]
-        self.candidates = [
-            [
-                [(i, o) for i, o in judged[c.selectors, c.kind].items() if c.all_devices or free[i]]
-                for c in r.choices
-            ]
-            for r in requests
-        ]
-        self.cover = [
-            [
-                tuple(
-                    j
-                    for j, k in enumerate(constraints)
-                    if k.covers(r.claim, r.request, c.subrequest)
-                )
-                for c in r.choices
-            ]
-            for r in requests
-        ]
+        self.candidates = _candidates(requests, self.devices, held, judged)
+        self.cover = [[_covering(constraints, r, c) for c in r.choices] for r in requests]
+        # The constraints that cover request n or a later one: the rest no longer matter.
         self.live = [
-            tuple(
-                j
-                for j in range(len(constraints))
-                if any(j in cs for q in self.cover[n:] for cs in q)
-            )
+            tuple(sorted({j for q in self.cover[n:] for cs in q for j in cs}))
             for n in range(len(requests) + 1)
         ]
         self.values = [[typed_value(d, k.attribute) for d in self.devices] for k in constraints]
-        positions = range(len(self.devices))
-        columns = [[found.get(i, False) for i in positions] for found in judged.values()]
-        signatures: dict[tuple[object, ...], int] = {}
-        self.klass = [
-            signatures.setdefault(signature, len(signatures))
-            for signature in zip([k for _, k in devices], *columns, *self.values, strict=True)
-        ]
-        self.used = [0] * len(signatures)
+        self.klass = _classes(devices, judged, self.values)
+        self.used = [0] * (max(self.klass, default=-1) + 1)
         self.taken: set[int] = set()
-        self.bound: list[TypedValue | None] = [None] * len(constraints)
-        self.members = [0] * len(constraints)
-        self.seen: list[list[TypedValue]] = [[] for _ in constraints]
+        self.tally = Tally(constraints)
         self.chosen: list[list[int]] = [[] for _ in requests]
         self.failed: set[tuple[object, ...]] = set()
         self.steps = 0
@@ -234,59 +250,26 @@ class _Search:
         return False
 
     def _add(self, r: int, c: int, i: int) -> bool:
-        done: list[int] = []
-        for j in self.cover[r][c]:
-            if not self._fits(j, i):
-                for d in reversed(done):
-                    self._forget(d)
+        covering = self.cover[r][c]
+        for n, j in enumerate(covering):
+            if not self.tally.admit(j, self.values[j][i]):
+                for d in reversed(covering[:n]):
+                    self.tally.release(d)
                 return False
-            value = self.values[j][i]
-            assert value is not None
-            if self.constraints[j].distinct:
-                self.seen[j].append(value)
-            else:
-                self.bound[j], self.members[j] = value, self.members[j] + 1
-            done.append(j)
         self.taken.add(i)
         self.used[self.klass[i]] += 1
         self.chosen[r].append(i)
         return True
 
-    def _fits(self, j: int, i: int) -> bool:
-        value = self.values[j][i]
-        if value is None:
-            return False
-        if self.constraints[j].distinct:
-            return value not in self.seen[j]
-        return self.members[j] == 0 or value == self.bound[j]
-
     def _remove(self, r: int, c: int, i: int) -> None:
         for j in reversed(self.cover[r][c]):
-            self._forget(j)
+            self.tally.release(j)
         self.taken.discard(i)
         self.used[self.klass[i]] -= 1
         self.chosen[r].pop()
 
-    def _forget(self, j: int) -> None:
-        if self.constraints[j].distinct:
-            self.seen[j].pop()
-        else:
-            self.members[j] -= 1
-            if self.members[j] == 0:
-                self.bound[j] = None
-
     def _state(self, r: int, c: int, k: int) -> tuple[object, ...]:
-        live = self.live[r]
-        return (
-            r,
-            c,
-            k,
-            tuple(self.used),
-            tuple(
-                frozenset(self.seen[j]) if self.constraints[j].distinct else self.bound[j]
-                for j in live
-            ),
-        )
+        return r, c, k, tuple(self.used), self.tally.state(self.live[r])
 
     def picks(self) -> Picks:
         return {
