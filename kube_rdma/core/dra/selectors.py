@@ -15,8 +15,9 @@ An evaluation error (an attribute the device lacks, unguarded by `has`; a result
 bool) is an outcome of its own, with its message: the allocator fails the claim when its search
 reaches such a device, and kube_rdma/core/dra/search.py does the same. Not evaluated: the other
 libraries of the Kubernetes environment (strings, lists, sets, regex, URLs, IP and CIDR, format,
-two-variable comprehensions); an expression calling them fails to evaluate. `cel.bind` is
-rewritten into a form cel-python runs (kube_rdma/core/dra/celbind.py).
+two-variable comprehensions, optional values) and its comparisons across int and double
+(`index < 2.5`); an expression using them fails to evaluate (optional syntax, `?.`, to compile).
+`cel.bind` is rewritten into a form cel-python runs (kube_rdma/core/dra/celbind.py).
 """
 
 from __future__ import annotations

@@ -252,3 +252,20 @@ def test_the_shipped_example_template_gets_each_gpu_a_nic_under_its_root() -> No
     assert [found.devices[label, f"gpu-{i}"] for i in range(8)] == [
         ((GPU, "n1", f"gpu-{i}"),) for i in range(8)
     ]
+
+
+def test_constraints_that_fit_alone_but_not_together_are_named_together() -> None:
+    obj = claim(
+        "pairs",
+        [exactly("g", "gpu.nvidia.com", 2)],
+        constraints=[
+            {"matchAttribute": ROOT, "requests": ["g"]},
+            {"distinctAttribute": ROOT, "requests": ["g"]},
+        ],
+    )
+    assert run(node(REVERSED), obj) == Refusal(
+        "constraints cannot all be met together by the node's devices: default/pairs: "
+        "matchAttribute resource.kubernetes.io/pcieRoot over g; default/pairs: "
+        "distinctAttribute resource.kubernetes.io/pcieRoot over g",
+        resolvable=False,
+    )
