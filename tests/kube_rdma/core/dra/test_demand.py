@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kube_rdma.core.dra.allocate import Allocation, Refusal, allocate
+from kube_rdma.core.dra.constraints import Constraint
 from kube_rdma.core.dra.demand import Choice, DeviceRequest, PodDemand, pod_demand
 from kube_rdma.core.dra.index import DraIndex
 from kube_rdma.core.dra.selectors import SelectorError, Selectors
@@ -49,7 +50,8 @@ def test_a_template_of_gpu_nic_pairs_asks_for_both_kinds(index: DraIndex) -> Non
         (
             DeviceRequest(label, "gpu", (Choice("gpu", (GPU_SELECTOR, index_rule), False, 2),)),
             DeviceRequest(label, "nic", (Choice("nic", (NIC_SELECTOR, RDMA), False, 2),)),
-        )
+        ),
+        constraints=(Constraint(label, "resource.kubernetes.io/pcieRoot", ()),),
     )
     assert (demand.count("gpu"), demand.count("nic")) == (2, 2)
     result = allocate(demand, "n1", index.node("n1"), selectors)
