@@ -223,7 +223,14 @@ class Scheduler:
                 self.upkeep.decide(self.contention.note(gang, view, pod))
             return {}
         return preemption_candidates(
-            self.engine, self._source.cluster, self.holds, self.gang, self.view(pod), pod, victims
+            self.engine,
+            self._source.cluster,
+            self.holds,
+            self.gang,
+            self.view(pod),
+            pod,
+            victims,
+            self.contention.freeing,
         )
 
     def _refused(self, hold: Hold, reason: str, pods: list[PodKey]) -> None:

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
-from extender.cluster.model import Cluster, NodeInfo, PodKey, pod_key, pod_requests
+from extender.cluster.devices import DraNames
+from extender.cluster.model import Cluster, PodKey, pod_key, pod_requests
 from extender.engine import Engine
+from extender.gangs.freeing import Freeing, emptied
 from extender.gangs.holds import Hold, HoldBook
 from extender.gangs.identity import Gang, Singleton
 from extender.gangs.priority import Unit, may_preempt, pod_priority, started, unit_ends_by
@@ -90,6 +92,8 @@ class Contention:
         gpu_resources: tuple[str, ...] = ("nvidia.com/gpu",),
     ) -> None:
         self._gpu_resources = gpu_resources
+        self.freeing = Freeing(cluster, DraNames(gpu=gpu_resources[0]))
+        """What evicting pods frees, their claims' devices included."""
         self._cluster = cluster
         self._engine = engine
         self._book = book
@@ -262,7 +266,7 @@ class Contention:
         for node in self._cluster.nodes():
             if self.holds.blocking(node.name, entry.priority, entry.gang.key):
                 continue
-            if not self._engine.verdict_on(entry.member, _emptied(node)).ok:
+            if not self._engine.verdict_on(entry.member, emptied(node)).ok:
                 continue
             held = self._book.held(node.name, entry.gang.key)
             taken = nominated.get(node.name, {})
@@ -271,18 +275,35 @@ class Contention:
         return rooms
 
     def _units(self, eligible: Callable[[Json], bool], own: GangKey) -> list[Unit]:
-        """Bound pods holding GPU or RDMA resources, as units: a gang whole, else a pod."""
+        """Bound pods holding GPU or RDMA resources (requested, or through their resource
+        claims), as units: a gang whole, else a pod; those whose eviction frees nothing left
+        out."""
         grouped: dict[str, list[Json]] = {}
         for pod in self._cluster.pods():
-            node = (pod.get("spec") or {}).get("nodeName")
-            if not node or not pod_requests(pod) or not eligible(pod):
+            spec = pod.get("spec") or {}
+            holds = pod_requests(pod) or spec.get("resourceClaims")
+            if not spec.get("nodeName") or not holds or not eligible(pod):
                 continue
             gang = self._gang_of(pod)
             if isinstance(gang, Gang) and gang.key == own:
                 continue
             name = f"gang {gang}" if isinstance(gang, Gang) else f"pod {_name(pod)}"
             grouped.setdefault(name, []).append(pod)
-        return [_unit(name, pods, self._gpu_resources) for name, pods in grouped.items()]
+        units = [self._unit(name, pods) for name, pods in grouped.items()]
+        return [u for u in units if any(any(a.values()) for a in u.nodes.values())]
+
+    def _unit(self, name: str, pods: list[Json]) -> Unit:
+        freed = self.freeing.freed(pods).resources
+        return Unit(
+            name=name,
+            priority=max(pod_priority(p) for p in pods),
+            pods=tuple(pod_key(p) for p in pods),
+            nodes=freed,
+            gpus=sum(a.get(r, 0) for a in freed.values() for r in self._gpu_resources),
+            started=max(started(p) for p in pods),
+            gang=name.startswith("gang "),
+            ends_by=unit_ends_by(pods),
+        )
 
     def _evictable(self, units: list[Unit]) -> list[Unit]:
         """The units no PodDisruptionBudget refused to let go of lately."""
@@ -322,28 +343,6 @@ def _invert(text: str) -> tuple[int, ...]:
     return tuple(-ord(c) for c in text)
 
 
-def _emptied(node: NodeInfo) -> NodeInfo:
-    return replace(node, requested={}, state=0)
-
-
 def _name(pod: Json) -> str:
     namespace, name = pod_key(pod)
     return f"{namespace}/{name}"
-
-
-def _unit(name: str, pods: list[Json], gpu_resources: tuple[str, ...]) -> Unit:
-    nodes: dict[str, dict[str, int]] = {}
-    for pod in pods:
-        held = nodes.setdefault(str(pod["spec"]["nodeName"]), {})
-        for resource, amount in pod_requests(pod).items():
-            held[resource] = held.get(resource, 0) + amount
-    return Unit(
-        name=name,
-        priority=max(pod_priority(p) for p in pods),
-        pods=tuple(pod_key(p) for p in pods),
-        nodes=nodes,
-        gpus=sum(pod_requests(p).get(r, 0) for p in pods for r in gpu_resources),
-        started=max(started(p) for p in pods),
-        gang=name.startswith("gang "),
-        ends_by=unit_ends_by(pods),
-    )
