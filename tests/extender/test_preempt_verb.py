@@ -82,7 +82,7 @@ async def test_dra_nodes_are_kept_as_their_device_plugin_form(victims: Json, kep
     (testbed/clustergen/dra.py), and the preemptor asking through a claim template: a victim's
     claim frees its devices (kubernetes pkg/controller/resourceclaim/controller.go, syncClaim),
     so the same nodes are kept with the same victims."""
-    found = {}
+    found: dict[int, tuple[int, Any]] = {}
     for objects in ([*NODES, *PODS, PREEMPTOR], dra_form([*NODES, *PODS, PREEMPTOR])):
         pod = next(o for o in objects if o["metadata"]["name"] == "urgent")
         async with serving(objects) as client:
