@@ -89,7 +89,7 @@ class Scheduler:
             book,
             self.holds,
             self.gang,
-            gangs.domains,
+            lambda: self.planner.requirements,
             contention,
             clock,
             self.evictor.start,

@@ -7,6 +7,11 @@ A gang that cannot preempt, and has waited `hold_after` seconds, holds the domai
 fewest GPUs still freed, and waits for it to drain. Either way its members fail as
 unresolvable meanwhile, with the reason, and the gang is planned whole once the room is there.
 
+Both choose among the gang's own levels, as its plan will (a gang requiring the NVLink domain
+holds and preempts inside one NVLink domain, never wider), and count what a pod's eviction
+frees with the devices of its resource claims (extender/gangs/freeing.py), so that DRA nodes
+are judged as device-plugin nodes are.
+
 Decisions look at the whole cache, so each gang is reconsidered at most every
 `recheck` seconds; a filter call in between answers from the last decision.
 """
@@ -14,18 +19,21 @@ Decisions look at the whole cache, so each gang is reconsidered at most every
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from extender.cluster.devices import DraNames
-from extender.cluster.model import Cluster, PodKey, pod_key, pod_requests
+from extender.cluster.model import Cluster, NodeInfo, PodKey, pod_key, pod_requests
 from extender.engine import Engine
+from extender.gangs.choose import Search
 from extender.gangs.freeing import Freeing, emptied
 from extender.gangs.holds import Hold, HoldBook
 from extender.gangs.identity import Gang, Singleton
 from extender.gangs.priority import Unit, may_preempt, pod_priority, started, unit_ends_by
 from extender.gangs.reservations import GangKey, Reservations
 from extender.gangs.victims import Room, VictimChoice, choose_victims
+from extender.levels.vocabularies import Levels
 from extender.podview import PodView
 from kube_rdma.core.objects import Json
 
@@ -39,6 +47,17 @@ DISCOVERED = 8
 AHEAD = 8
 """Waiting gangs of a higher priority whose needs are set aside before a gang is planned."""
 GangOf = Callable[[Json], "Gang | Singleton"]
+
+
+class GangLevels(Protocol):
+    """The network levels each gang is planned over (extender/gangs/requirements.py): holds
+    and preemption choose their domain among the same levels as the gang's plan will."""
+
+    def levels(self) -> Levels: ...
+
+    def search(self, pod: PodView, gang: Gang, levels: Levels | None = None) -> Search: ...
+
+    def labels(self, node: NodeInfo, levels: Levels) -> Mapping[str, str]: ...
 
 
 @dataclass(frozen=True)
@@ -85,7 +104,7 @@ class Contention:
         book: Reservations,
         holds: HoldBook,
         gang_of: GangOf,
-        domains: tuple[str, ...],
+        levels: Callable[[], GangLevels],
         settings: ContentionSettings,
         clock: Callable[[], float],
         start_preemption: Callable[[Hold], None],
@@ -99,7 +118,8 @@ class Contention:
         self._book = book
         self.holds = holds
         self._gang_of = gang_of
-        self._domains = domains
+        self._levels = levels
+        """The planner's levels (it is built after this, so they are asked for when used)."""
         self.settings = settings
         self._clock = clock
         self._start = start_preemption
@@ -251,14 +271,22 @@ class Contention:
         units: list[Unit],
         rank: Callable[[VictimChoice], tuple[object, ...]] | None,
     ) -> VictimChoice | None:
-        rooms = self._rooms(entry)
+        """Among the gang's own levels, narrowest first: a gang requiring a level gets a
+        domain of that level or of one below it, never a wider one, and never the cluster."""
+        requirements = self._levels()
+        levels = requirements.levels()
+        search = requirements.search(entry.member, entry.gang, levels)
+        rooms = self._rooms(entry, lambda node: requirements.labels(node, levels))
         if not rooms:
             return None
         member = entry.member
         need = {member.gpu_resource: member.gpus, **member.rdma}
-        return choose_victims(rooms, units, need, entry.gang.size, self._domains, rank)
+        size = entry.gang.size
+        return choose_victims(rooms, units, need, size, search.levels, rank, search.cluster)
 
-    def _rooms(self, entry: Waiting) -> dict[str, Room]:
+    def _rooms(
+        self, entry: Waiting, labels: Callable[[NodeInfo], Mapping[str, str]]
+    ) -> dict[str, Room]:
         """Nodes the members could use once emptied: every check but capacity passes, and no
         hold of the same or a higher priority covers them."""
         rooms = {}
@@ -271,7 +299,7 @@ class Contention:
             held = self._book.held(node.name, entry.gang.key)
             taken = nominated.get(node.name, {})
             free = {r: node.free(r) - held.get(r, 0) - taken.get(r, 0) for r in node.allocatable}
-            rooms[node.name] = Room(node.labels, free)
+            rooms[node.name] = Room(labels(node), free)
         return rooms
 
     def _units(self, eligible: Callable[[Json], bool], own: GangKey) -> list[Unit]:

@@ -2,7 +2,9 @@
 units; this module only decides.
 
 Like choose.py for plans, the gang goes to the narrowest network domain that can take it, here
-once some lower-priority units are gone. Within each domain of a level, units on its nodes are
+once some lower-priority units are gone, over the same levels as its plan: those it requires
+or prefers (extender/levels/placement.py), the whole cluster last unless it requires a level.
+Within each domain of a level, units on its nodes are
 taken least damage first (extender/gangs/priority.py) until the members fit, then each taken
 unit is given back, most damaging first, if the members still fit without its eviction (as
 kube-scheduler's SelectVictimsOnNode reprieves victims, pkg/scheduler/framework/preemption).
@@ -53,12 +55,14 @@ def choose_victims(
     needed: int,
     domains: Sequence[str],
     rank: Callable[[VictimChoice], tuple[object, ...]] | None = None,
+    cluster: bool = True,
 ) -> VictimChoice | None:
-    """The least damaging way to make room for `needed` members, each asking `need`; None when
-    evicting every unit given still leaves no domain, not even the cluster, room enough.
-    `rank` orders the domains of a level (default: least damage)."""
+    """The least damaging way to make room for `needed` members, each asking `need`, in a
+    domain of `domains` (narrowest first), then the whole cluster unless `cluster` is False
+    (a gang that requires a level); None when evicting every unit given still leaves no such
+    domain room enough. `rank` orders the domains of a level (default: least damage)."""
     order = rank or (lambda c: c.damage)
-    for label in [*domains, CLUSTER]:
+    for label in [*domains, CLUSTER] if cluster else domains:
         found = [
             choice
             for value, names in _groups(rooms, label).items()
