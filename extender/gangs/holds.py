@@ -5,11 +5,11 @@ at once, and on a busy cluster a stream of small jobs keeps taking each node as 
 `hold_after` seconds without a plan, the gang gets a hold: one domain of the levels it is
 planned over (those it requires or prefers), chosen as the one that needs the fewest GPUs
 still freed, then whose occupants have the lowest priority, then the one drained soonest at
-the latest where every occupant has activeDeadlineSeconds, then the youngest. No pod of the same or lower priority that is not a member may start on a held node:
-its filter answer there is unresolvable, naming the gang, so kube-scheduler does not preempt
-for it either. As the occupants finish, the nodes drain, and the gang is planned on them and
-placed whole. A gang preempting lower-priority pods holds the nodes it freed the same way,
-until its victims are gone.
+the latest where every occupant has activeDeadlineSeconds, then the youngest. No pod of the
+same or lower priority that is not a member may start on a held node: its filter answer there
+is unresolvable, naming the gang, so kube-scheduler does not preempt for it either. As the
+occupants finish, the nodes drain, and the gang is planned on them and placed whole. A gang
+preempting lower-priority pods holds the nodes it freed the same way, until its victims are gone.
 
 Holds take at most `hold_share` of the cluster's GPUs, except for the oldest waiting gang of the
 highest priority, which takes what it needs (otherwise the widest gangs, the ones that starve,
