@@ -16,12 +16,14 @@ from extender.cluster.model import Cluster
 from extender.cluster.snapshot import SnapshotSource
 from extender.gangs.contention import ContentionSettings
 from extender.gangs.freeing import owning_pod
+from extender.gangs.holds import Victims
 from extender.gangs.planner import GangSettings
 from extender.scheduling import Scheduler
 from extender.weights import DEFAULT
 from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
 from testbed.builders import nodes
+from testbed.clustergen import ClusterSpec, generate
 from testbed.clustergen.dra import dra_form
 
 LEAF = keys.LEAF
@@ -167,3 +169,37 @@ def test_a_waiting_gang_holds_the_same_domain_in_both_forms(form: str) -> None:
         32,
         (),
     )
+
+
+def generated() -> list[Json]:
+    """clustergen's cluster, 90 % busy with jobs of priorities 0 to 2, every node healthy."""
+    spec = ClusterSpec(
+        nodes=64,
+        seed=5,
+        nodes_per_leaf=16,
+        leaves_per_spine=2,
+        busy_fraction=0.9,
+        rail_down_fraction=0.0,
+        flaky_fraction=0.0,
+        no_agent_fraction=0.0,
+    )
+    objects = generate(spec)
+    for n, obj in enumerate(o for o in objects if o.get("kind") == "Pod"):
+        obj["spec"]["priority"] = n % 3
+    return objects
+
+
+async def test_a_generated_cluster_gives_the_same_victims_in_both_forms() -> None:
+    """Its pods carry no gang keys (their workloads are not in the snapshot): each is a unit."""
+    found: dict[str, tuple[str, list[str], int, Victims]] = {}
+    for form in FORMS:
+        objects = [*generated(), *(member("urgent", i, 12, 10) for i in range(12))]
+        s = scheduler(objects, form, Clock())
+        s.filter(s._source.cluster.pod("team-a", "urgent-0") or {}, [])
+        hold = s.holds.get(URGENT)
+        assert hold is not None, form
+        found[form] = (hold.domain, sorted(hold.nodes), hold.gpus, hold.units)
+        await s.evictor.drain()
+    assert found["DRA"] == found["device plugins"]
+    domain, held, gpus, units = found["DRA"]
+    assert (domain, len(held), gpus, len(units)) == ("leaf-000", 12, 96, 10)
