@@ -318,10 +318,11 @@ class Contention:
             name = f"gang {gang}" if isinstance(gang, Gang) else f"pod {_name(pod)}"
             grouped.setdefault(name, []).append(pod)
         units = [self._unit(name, pods) for name, pods in grouped.items()]
-        return [u for u in units if any(any(a.values()) for a in u.nodes.values())]
+        return [u for u in units if u.shared or any(any(a.values()) for a in u.nodes.values())]
 
     def _unit(self, name: str, pods: list[Json]) -> Unit:
-        freed = self.freeing.freed(pods).resources
+        found = self.freeing.freed(pods)
+        freed = found.resources
         return Unit(
             name=name,
             priority=max(pod_priority(p) for p in pods),
@@ -331,6 +332,8 @@ class Contention:
             started=max(started(p) for p in pods),
             gang=name.startswith("gang "),
             ends_by=unit_ends_by(pods),
+            uids=frozenset(str((p.get("metadata") or {}).get("uid") or "") for p in pods),
+            shared=found.shared,
         )
 
     def _evictable(self, units: list[Unit]) -> list[Unit]:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from extender.cluster.claims import claim_names
 from extender.cluster.devices import DraNames
 from extender.cluster.model import Cluster, NodeInfo, pod_requests
+from extender.gangs.priority import SharedClaim
 from kube_rdma.core.dra.index import ObjectKey
 from kube_rdma.core.dra.shapes import DeviceId, allocated_devices, reserved_for
 from kube_rdma.core.objects import Json
@@ -43,16 +44,23 @@ def owning_pod(claim: Json) -> str | None:
     return None
 
 
+def claim_users(claim: Json) -> frozenset[str]:
+    """The UIDs of the pods whose going together frees the claim: those it is reserved for,
+    else the pod it was generated for (the garbage collector deletes it with that pod, and its
+    finalizer clears the allocation); none for a claim not allocated, or never freed by
+    evicting pods."""
+    if not (claim.get("status") or {}).get("allocation"):
+        return frozenset()
+    users = frozenset(reserved_for(claim))
+    owner = owning_pod(claim)
+    return users or (frozenset({owner}) if owner else frozenset())
+
+
 def claim_freed(claim: Json, leaving: Collection[str]) -> bool:
     """Whether the claim's allocation is cleared once the pods with the UIDs `leaving` are
-    gone: every pod it is reserved for leaves, and it was reserved for some, or its owning pod
-    leaves (the garbage collector deletes it, and its finalizer clears the allocation)."""
-    if not (claim.get("status") or {}).get("allocation"):
-        return False
-    users = set(reserved_for(claim))
-    if not users <= set(leaving):
-        return False
-    return bool(users) or owning_pod(claim) in leaving
+    gone."""
+    users = claim_users(claim)
+    return bool(users) and users <= set(leaving)
 
 
 @dataclass(frozen=True)
@@ -63,6 +71,8 @@ class Freed:
     """node -> extended resources freed, DRA devices counted as their resource's units."""
     devices: dict[str, frozenset[DeviceId]]
     """node -> the DRA devices freed."""
+    shared: tuple[SharedClaim, ...] = ()
+    """The claims of the pods that the pods of others must leave too to free."""
 
 
 class Freeing:
@@ -78,10 +88,10 @@ class Freeing:
             node = (pod.get("spec") or {}).get("nodeName")
             if node:
                 _add(resources.setdefault(str(node), {}), pod_requests(pod))
-        devices = self._devices(pods)
+        devices, shared = self._devices(pods)
         for node, ids in devices.items():
             _add(resources.setdefault(node, {}), self._as_resources(node, ids))
-        return Freed(resources, devices)
+        return Freed(resources, devices, tuple(shared))
 
     def without(self, node: NodeInfo, pods: Iterable[Json]) -> NodeInfo:
         """The node as it would be once `pods` are gone (their claims freed as above)."""
@@ -94,17 +104,25 @@ class Freeing:
             devices = replace(devices, held=devices.held - freed.devices[node.name])
         return replace(node, requested=requested, state=0, devices=devices)
 
-    def _devices(self, pods: list[Json]) -> dict[str, frozenset[DeviceId]]:
+    def _devices(
+        self, pods: list[Json]
+    ) -> tuple[dict[str, frozenset[DeviceId]], list[SharedClaim]]:
         leaving = {uid for pod in pods if (uid := _uid(pod))}
         found: dict[str, set[DeviceId]] = {}
+        shared = []
         for key in _claims_of(pods):
             claim = self._cluster.dra.claims.get(key)
             node = self._cluster.dra.claim_node(key)
-            if claim is None or node is None or not claim_freed(claim, leaving):
+            users = claim_users(claim) if claim is not None else frozenset()
+            if claim is None or node is None or not users:
                 continue
-            held = {device for device, admin in allocated_devices(claim) if not admin}
-            found.setdefault(node, set()).update(held)
-        return {node: frozenset(ids) for node, ids in found.items()}
+            held = frozenset(device for device, admin in allocated_devices(claim) if not admin)
+            if users <= leaving:
+                found.setdefault(node, set()).update(held)
+            else:
+                name = f"{key[0]}/{key[1]}"
+                shared.append(SharedClaim(name, node, self._as_resources(node, held), users))
+        return {node: frozenset(ids) for node, ids in found.items()}, shared
 
     def _as_resources(self, node: str, ids: frozenset[DeviceId]) -> Amounts:
         info = self._cluster.node(node)

@@ -14,6 +14,7 @@ then the fewest GPUs evicted, then the fewest units.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -110,7 +111,8 @@ def _in_domain(
 
 
 class _Space:
-    """The domain's nodes with some units evicted: members per node, kept current per unit."""
+    """The domain's nodes with some units evicted: members per node, kept current per unit. A
+    claim shared across units counts as free once every pod using it is evicted."""
 
     def __init__(self, names: list[str], rooms: Mapping[str, Room], need: Mapping[str, int]):
         self._need = need
@@ -118,21 +120,35 @@ class _Space:
         self._now = {n: members_on(self._free[n], need) for n in names}
         self._count = dict(self._now)
         self.capacity = sum(self._count.values())
+        self._gone: Counter[str] = Counter()
+        """UID -> how many of the evicted units hold that pod."""
+        self._freed: set[str] = set()
+        """The shared claims counted free."""
 
     def touches(self, unit: Unit) -> bool:
-        return any(n in self._free for n in unit.nodes)
+        nodes = [*unit.nodes, *(claim.node for claim in unit.shared)]
+        return any(n in self._free for n in nodes)
 
     def evict(self, unit: Unit, sign: int) -> None:
         """Count the unit's resources as free (sign 1) or as used again (sign -1)."""
         for name, amounts in unit.nodes.items():
-            free = self._free.get(name)
-            if free is None:
-                continue
-            for resource, amount in amounts.items():
-                free[resource] = free.get(resource, 0) + sign * amount
-            count = members_on(free, self._need)
-            self.capacity += count - self._count[name]
-            self._count[name] = count
+            self._apply(name, amounts, sign)
+        self._gone.update(dict.fromkeys(unit.uids, sign))
+        for claim in unit.shared:
+            freed = all(self._gone[u] > 0 for u in claim.users)
+            if freed != (claim.name in self._freed):
+                self._freed.symmetric_difference_update({claim.name})
+                self._apply(claim.node, claim.amounts, 1 if freed else -1)
+
+    def _apply(self, name: str, amounts: Mapping[str, int], sign: int) -> None:
+        free = self._free.get(name)
+        if free is None:
+            return
+        for resource, amount in amounts.items():
+            free[resource] = free.get(resource, 0) + sign * amount
+        count = members_on(free, self._need)
+        self.capacity += count - self._count[name]
+        self._count[name] = count
 
     def fill(self, needed: int) -> list[str]:
         """The nodes the members take: those with room already first, each filled in turn."""

@@ -11,8 +11,13 @@ from typing import Any
 import pytest
 
 from extender.cluster.devices import DEFAULT_DRA_NAMES
+from extender.cluster.disruptions import ModelDisruptions
 from extender.cluster.snapshot import SnapshotSource
 from extender.gangs.freeing import Freeing, claim_freed, emptied, owning_pod
+from extender.gangs.planner import GangSettings
+from extender.scheduling import Scheduler
+from extender.weights import DEFAULT
+from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
 from testbed.builders import nodes
 from testbed.clustergen.dra import GPU_DRIVER, NIC_DRIVER, dra_form
@@ -29,13 +34,14 @@ def claim(
     nics: tuple[str, ...] = (),
     admin: bool = False,
     allocated: bool = True,
+    node: str = "n0",
 ) -> Json:
-    """A claim on node n0, holding GPUs `gpus` and NICs `nics`, reserved for the pods `users`
+    """A claim on `node`, holding GPUs `gpus` and NICs `nics`, reserved for the pods `users`
     (their UIDs, uid-<name>), generated for `owner` when given."""
     results: list[Json] = [
-        {"request": "gpu", "driver": GPU_DRIVER, "pool": "n0", "device": f"gpu-{i}"} for i in gpus
+        {"request": "gpu", "driver": GPU_DRIVER, "pool": node, "device": f"gpu-{i}"} for i in gpus
     ]
-    results += [{"request": "nic", "driver": NIC_DRIVER, "pool": "n0", "device": n} for n in nics]
+    results += [{"request": "nic", "driver": NIC_DRIVER, "pool": node, "device": n} for n in nics]
     if admin:
         for result in results:
             result["adminAccess"] = True
@@ -175,6 +181,11 @@ def test_what_evicting_pods_frees_on_a_dra_node(
     chosen = [p for name in leaving if (p := model.pod("team-a", name)) is not None]
     result = Freeing(model, DEFAULT_DRA_NAMES).freed(chosen)
     assert result.resources == {"n0": freed}, case
+    shared = [(c.name, c.amounts, sorted(c.users)) for c in result.shared]
+    if case.startswith("a claim shared with a pod that stays"):
+        assert shared == [("team-a/shared", {GPU: 8}, ["uid-p", "uid-q"])]
+    elif case.startswith("an adminAccess"):
+        assert shared == [], "an adminAccess claim is never freed: it holds nothing"
     node = model.node("n0")
     assert node is not None
     without = Freeing(model, DEFAULT_DRA_NAMES).without(node, chosen)
@@ -194,3 +205,54 @@ def test_an_emptied_node_holds_no_device() -> None:
     empty = emptied(node)
     assert empty.devices is not None
     assert (empty.free(GPU), empty.devices.held) == (8, frozenset())
+
+
+def running(name: str, node: str, priority: int, claims: tuple[str, ...]) -> Json:
+    pod = nodes.pod(name, gpus=0, rdma={}, node_name=node, phase="Running")
+    pod["spec"]["priority"] = priority
+    pod["spec"]["resourceClaims"] = [{"name": n, "resourceClaimName": n} for n in claims]
+    return pod
+
+
+async def test_a_gang_takes_every_unit_sharing_a_claim_when_that_is_least_damage() -> None:
+    """Pods p and q (priority 0) share the claim holding a0's GPUs; s (0) holds a1's, r (1)
+    a2's. Two 8-GPU members of priority 10: evicting p, q and s does less damage than s and r,
+    and the shared claim is freed by p and q together."""
+    names = ["a0", "a1", "a2"]
+    objects: list[Json] = dra_form(
+        [nodes.node(n, nodes.hgx(), labels={keys.LEAF: "leaf-a"}) for n in names]
+    )
+    objects += [
+        claim("shared", ("p", "q"), None, range(8), node="a0"),
+        claim("own-s", ("s",), "s", range(8), node="a1"),
+        claim("own-r", ("r",), "r", range(8), node="a2"),
+        running("p", "a0", 0, ("shared",)),
+        running("q", "a0", 0, ("shared",)),
+        running("s", "a1", 0, ("own-s",)),
+        running("r", "a2", 1, ("own-r",)),
+    ]
+    members = []
+    for i in range(2):
+        said = {keys.GANG: "urgent", keys.GANG_SIZE: "2"}
+        member = nodes.pod(f"urgent-{i}", rdma={}, annotations=said)
+        member["spec"]["priority"] = 10
+        members.append(member)
+    source = SnapshotSource([*objects, *members])
+    s = Scheduler(
+        source,
+        lambda: DEFAULT,
+        GangSettings(),
+        ("nvidia.com/gpu",),
+        ("rdma/*",),
+        disruptions=ModelDisruptions(source.cluster),
+    )
+    s.filter(members[0], names)
+    hold = s.holds.get(("team-a", "urgent"))
+    assert hold is not None
+    assert sorted(name for name, _ in hold.units) == [
+        "pod team-a/p",
+        "pod team-a/q",
+        "pod team-a/s",
+    ]
+    assert sorted(hold.nodes) == ["a0", "a1"]
+    await s.evictor.drain()
