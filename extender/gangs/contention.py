@@ -24,14 +24,15 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from extender.cluster.devices import DraNames
-from extender.cluster.model import Cluster, NodeInfo, PodKey, pod_key, pod_requests
+from extender.cluster.model import Cluster, NodeInfo, PodKey
 from extender.engine import Engine
 from extender.gangs.choose import Search
 from extender.gangs.freeing import Freeing, emptied
 from extender.gangs.holds import Hold, HoldBook
 from extender.gangs.identity import Gang, Singleton
-from extender.gangs.priority import Unit, may_preempt, pod_priority, started, unit_ends_by
+from extender.gangs.priority import Unit, may_preempt, pod_priority
 from extender.gangs.reservations import GangKey, Reservations
+from extender.gangs.units import Units
 from extender.gangs.victims import Room, VictimChoice, choose_victims
 from extender.levels.vocabularies import Levels
 from extender.podview import PodView
@@ -110,9 +111,9 @@ class Contention:
         start_preemption: Callable[[Hold], None],
         gpu_resources: tuple[str, ...] = ("nvidia.com/gpu",),
     ) -> None:
-        self._gpu_resources = gpu_resources
         self.freeing = Freeing(cluster, DraNames(gpu=gpu_resources[0]))
         """What evicting pods frees, their claims' devices included."""
+        self._gather = Units(cluster, gang_of, self.freeing, gpu_resources)
         self._cluster = cluster
         self._engine = engine
         self._book = book
@@ -208,7 +209,7 @@ class Contention:
     # Preemption
 
     def _preempt(self, entry: Waiting) -> Hold | None:
-        lower = self._units(lambda pod: pod_priority(pod) < entry.priority, entry.gang.key)
+        lower = self._gather.units(lambda pod: pod_priority(pod) < entry.priority, entry.gang.key)
         units = self._evictable(lower)
         if not units:
             return None
@@ -228,7 +229,7 @@ class Contention:
     # Holds
 
     def _hold(self, entry: Waiting) -> Hold | None:
-        units = self._units(lambda pod: True, entry.gang.key)
+        units = self._gather.units(lambda pod: True, entry.gang.key)
         choice = self._choose(entry, units, rank=_drain_rank)
         if choice is None:
             return None
@@ -302,40 +303,6 @@ class Contention:
             rooms[node.name] = Room(labels(node), free)
         return rooms
 
-    def _units(self, eligible: Callable[[Json], bool], own: GangKey) -> list[Unit]:
-        """Bound pods holding GPU or RDMA resources (requested, or through their resource
-        claims), as units: a gang whole, else a pod; those whose eviction frees nothing left
-        out."""
-        grouped: dict[str, list[Json]] = {}
-        for pod in self._cluster.pods():
-            spec = pod.get("spec") or {}
-            holds = pod_requests(pod) or spec.get("resourceClaims")
-            if not spec.get("nodeName") or not holds or not eligible(pod):
-                continue
-            gang = self._gang_of(pod)
-            if isinstance(gang, Gang) and gang.key == own:
-                continue
-            name = f"gang {gang}" if isinstance(gang, Gang) else f"pod {_name(pod)}"
-            grouped.setdefault(name, []).append(pod)
-        units = [self._unit(name, pods) for name, pods in grouped.items()]
-        return [u for u in units if u.shared or any(any(a.values()) for a in u.nodes.values())]
-
-    def _unit(self, name: str, pods: list[Json]) -> Unit:
-        found = self.freeing.freed(pods)
-        freed = found.resources
-        return Unit(
-            name=name,
-            priority=max(pod_priority(p) for p in pods),
-            pods=tuple(pod_key(p) for p in pods),
-            nodes=freed,
-            gpus=sum(a.get(r, 0) for a in freed.values() for r in self._gpu_resources),
-            started=max(started(p) for p in pods),
-            gang=name.startswith("gang "),
-            ends_by=unit_ends_by(pods),
-            uids=frozenset(str((p.get("metadata") or {}).get("uid") or "") for p in pods),
-            shared=found.shared,
-        )
-
     def _evictable(self, units: list[Unit]) -> list[Unit]:
         """The units no PodDisruptionBudget refused to let go of lately."""
         now = self._clock()
@@ -372,8 +339,3 @@ def _drain_rank(choice: VictimChoice) -> tuple[object, ...]:
 
 def _invert(text: str) -> tuple[int, ...]:
     return tuple(-ord(c) for c in text)
-
-
-def _name(pod: Json) -> str:
-    namespace, name = pod_key(pod)
-    return f"{namespace}/{name}"
