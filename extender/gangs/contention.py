@@ -118,7 +118,6 @@ class Contention:
         self._engine = engine
         self._book = book
         self.holds = holds
-        self._gang_of = gang_of
         self._levels = levels
         """The planner's levels (it is built after this, so they are asked for when used)."""
         self.settings = settings
