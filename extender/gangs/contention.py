@@ -33,7 +33,7 @@ from extender.gangs.identity import Gang, Singleton
 from extender.gangs.priority import Unit, may_preempt, pod_priority
 from extender.gangs.reservations import GangKey, Reservations
 from extender.gangs.units import Units
-from extender.gangs.victims import Room, VictimChoice, choose_victims
+from extender.gangs.victims import Room, Slices, VictimChoice, choose_victims
 from extender.levels.vocabularies import Levels
 from extender.podview import PodView
 from kube_rdma.core.objects import Json
@@ -272,7 +272,8 @@ class Contention:
         rank: Callable[[VictimChoice], tuple[object, ...]] | None,
     ) -> VictimChoice | None:
         """Among the gang's own levels, narrowest first: a gang requiring a level gets a
-        domain of that level or of one below it, never a wider one, and never the cluster."""
+        domain of that level or of one below it, never a wider one, and never the cluster; a
+        sliced gang, one where each slice has room inside one domain of its level."""
         requirements = self._levels()
         levels = requirements.levels()
         search = requirements.search(entry.member, entry.gang, levels)
@@ -281,8 +282,11 @@ class Contention:
             return None
         member = entry.member
         need = {member.gpu_resource: member.gpus, **member.rdma}
+        slices = None
+        if search.sliced and search.slice_level is not None:
+            slices = Slices(search.slice_level, search.slice_size)
         size = entry.gang.size
-        return choose_victims(rooms, units, need, size, search.levels, rank, search.cluster)
+        return choose_victims(rooms, units, need, size, search.levels, rank, search.cluster, slices)
 
     def _rooms(
         self, entry: Waiting, labels: Callable[[NodeInfo], Mapping[str, str]]

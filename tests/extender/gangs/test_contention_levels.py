@@ -180,3 +180,18 @@ def test_a_gang_requiring_a_spine_too_wide_for_a_leaf_holds_a_spine() -> None:
     assert (hold.domain, hold.gpus) == ("spine-00", 80)
     assert sorted(NAMES.index(n) for n in hold.nodes)[:8] == list(range(8))
     assert all(NAMES.index(n) < 32 for n in hold.nodes)
+
+
+def test_a_sliced_gang_holds_a_domain_where_each_slice_fits_inside_one_clique() -> None:
+    """32 members in slices of 16, each slice inside one NVLink domain, every node busy: a
+    spine (32 nodes) has room for 32 members but parts of two or three cliques, so no slice
+    fits twice; the zone is held, one clique per slice."""
+    sliced = {keys.TOPOLOGY_SLICE_REQUIRED: "nvlink", keys.TOPOLOGY_SLICE_SIZE: "16"}
+    members = gang(32, 0, sliced)
+    busy = [occupant(i, 0) for i in range(len(NAMES))]
+    s = scheduler([*busy, *members], Clock(), hold_after=0, preemption=False)
+    s.filter(members[0], NAMES)
+    hold = s.holds.get(GANG)
+    assert hold is not None
+    assert (hold.domain, hold.gpus) == ("zone-0", 128)
+    assert sorted(Counter(clique_of(n) for n in hold.nodes).values()) == [16, 16]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from extender.gangs.priority import SharedClaim, Unit, least_damage_first
-from extender.gangs.victims import Room, choose_victims, members_on
+from extender.gangs.victims import Room, Slices, choose_victims, members_on
 
 GPU = "nvidia.com/gpu"
 NEED = {GPU: 8}
@@ -136,4 +136,25 @@ def test_a_claim_shared_across_units_is_freed_once_every_unit_using_it_is_taken(
     assert alone is not None
     assert ([u.name for u in alone.units], alone.nodes) == (["pod r"], ("a1",)), (
         "q stays: the shared claim is not freed"
+    )
+
+
+def test_a_sliced_gang_takes_what_frees_a_whole_slice_in_one_domain() -> None:
+    """Two members in one slice of 2 inside one clique: evicting the two cheapest pods frees
+    one node in each clique, which is not enough; the pod of priority 1 goes too, and the one
+    whose node does not help is given back."""
+    free = {
+        n: Room({LEAF: "l1", "clique": c}, {GPU: 0})
+        for n, c in [("x0", "c1"), ("x1", "c1"), ("y0", "c2"), ("y1", "c2")]
+    }
+    x0, y0 = unit("pod x0", 0, {"x0": 8}), unit("pod y0", 0, {"y0": 8})
+    x1, y1 = unit("pod x1", 1, {"x1": 8}), unit("pod y1", 2, {"y1": 8})
+    unsliced = choose_victims(free, [x0, y0, x1, y1], NEED, 2, [LEAF])
+    assert unsliced is not None
+    assert sorted(u.name for u in unsliced.units) == ["pod x0", "pod y0"]
+    sliced = choose_victims(free, [x0, y0, x1, y1], NEED, 2, [LEAF], slices=Slices("clique", 2))
+    assert sliced is not None
+    assert (sorted(u.name for u in sliced.units), sorted(sliced.nodes)) == (
+        ["pod x0", "pod x1"],
+        ["x0", "x1"],
     )
