@@ -1,15 +1,15 @@
-"""The units holds and preemption weigh, gathered from the pod cache: the bound pods holding
-GPUs or RDMA NICs (requested, or through their resource claims), a gang whole (all its bound
-members, wherever they run), else a pod alone, each with what its eviction frees
-(extender/gangs/freeing.py). A unit whose eviction frees nothing, alone or with others, is
-left out: taking it would only do damage.
+"""The units holds and preemption weigh, gathered from the pod cache: the bound pods, not
+finished, holding GPUs or RDMA NICs (requested, or through their resource claims), a gang
+whole (all its bound members, wherever they run), else a pod alone, each with what its
+eviction frees (extender/gangs/freeing.py). A unit whose eviction frees nothing, alone or with
+others, is left out: taking it would only do damage.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from extender.cluster.model import Cluster, pod_key, pod_requests
+from extender.cluster.model import TERMINAL_PHASES, Cluster, pod_key, pod_requests
 from extender.gangs.freeing import Freeing
 from extender.gangs.identity import Gang, Singleton
 from extender.gangs.priority import Unit, pod_priority, started, unit_ends_by
@@ -36,7 +36,7 @@ class Units:
         for pod in self._cluster.pods():
             spec = pod.get("spec") or {}
             holds = pod_requests(pod) or spec.get("resourceClaims")
-            if not spec.get("nodeName") or not holds or not eligible(pod):
+            if not spec.get("nodeName") or not holds or _finished(pod) or not eligible(pod):
                 continue
             gang = self._gang_of(pod)
             if isinstance(gang, Gang) and gang.key == own:
@@ -61,6 +61,11 @@ class Units:
             uids=frozenset(str((p.get("metadata") or {}).get("uid") or "") for p in pods),
             shared=found.shared,
         )
+
+
+def _finished(pod: Json) -> bool:
+    """A pod that ran to its end holds nothing (the model counts it nowhere)."""
+    return (pod.get("status") or {}).get("phase") in TERMINAL_PHASES
 
 
 def _name(pod: Json) -> str:

@@ -18,6 +18,7 @@ from extender.gangs.contention import ContentionSettings
 from extender.gangs.freeing import owning_pod
 from extender.gangs.holds import Victims
 from extender.gangs.planner import GangSettings
+from extender.gangs.units import Units
 from extender.scheduling import Scheduler
 from extender.weights import DEFAULT
 from kube_rdma.core import keys
@@ -203,3 +204,26 @@ async def test_a_generated_cluster_gives_the_same_victims_in_both_forms() -> Non
     assert found["DRA"] == found["device plugins"]
     domain, held, gpus, units = found["DRA"]
     assert (domain, len(held), gpus, len(units)) == ("leaf-000", 12, 96, 10)
+
+
+def test_the_units_weighed_are_the_same_in_both_forms_and_never_a_finished_pod() -> None:
+    """Every unit with the same pods, priority and what its eviction frees on each node. A
+    finished pod (Succeeded, Failed) still names its node but holds nothing: no unit."""
+    found = {}
+    for form in FORMS:
+        s = scheduler(generated(), form, Clock())
+        gather = Units(s._source.cluster, s.gang, s.contention.freeing, ("nvidia.com/gpu",))
+        units = gather.units(lambda pod: True, ("team-a", "none"))
+        found[form] = sorted((u.name, u.priority, u.pods, u.gpus, dict(u.nodes)) for u in units)
+    assert found["DRA"] == found["device plugins"]
+    finished = [
+        o
+        for o in generated()
+        if o.get("kind") == "Pod" and o["status"].get("phase") in ("Succeeded", "Failed")
+    ]
+    assert finished, "the generated cluster has finished pods"
+    names = {name for name, *_ in found["DRA"]}
+    assert not any(
+        f"pod {p['metadata']['namespace']}/{p['metadata']['name']}" in names for p in finished
+    )
+    assert len(found["DRA"]) > 50
