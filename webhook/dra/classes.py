@@ -94,7 +94,8 @@ class ClassKinds:
         for expression in selectors:
             if self._selectors.matches([expression], device):
                 continue
-            if self._selectors.matches([f"!({expression})"], device):
+            # On lines of its own: a `//` comment must not swallow the closing parenthesis.
+            if self._selectors.matches([f"!(\n{expression}\n)"], device):
                 return Outcome.REJECTS
             errored = True
         return Outcome.ERRORS if errored else Outcome.ACCEPTS

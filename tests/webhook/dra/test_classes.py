@@ -107,6 +107,9 @@ H100 = "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H100 80GB HBM
             ),
             id="does-not-compile",
         ),
+        pytest.param(
+            (f"{NVIDIA} // whole GPUs only\n&& {WHOLE_GPU}",), Verdict(GPU), id="with-a-comment"
+        ),
         pytest.param(('device.driver == "dra.cpu"',), Verdict(None), id="another-driver"),
         pytest.param(
             (),
