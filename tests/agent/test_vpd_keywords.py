@@ -156,10 +156,15 @@ def test_read_vpd_records_a_vpd_it_cannot_read_and_still_succeeds(
     gb300_tree.gb300_node(tmp_path / "sys")
     vpd = tmp_path / "sys/bus/pci/devices/0008:03:00.0/vpd"
     SysfsTree.unreadable(vpd)
+    garbage = tmp_path / "sys/bus/pci/devices/0009:03:00.0/vpd"
+    garbage.write_bytes(b"\xff" * 16)
     assert read_vpd(tmp_path / "sys", tmp_path / "k.json") == 0
     written = json.loads((tmp_path / "k.json").read_text())
-    assert written["unreadable"] == {"0008:03:00.0": f"cannot read {vpd}: Is a directory"}
-    assert "0008:03:00.0" not in written["functions"]
+    assert written["unreadable"] == {
+        "0008:03:00.0": f"cannot read {vpd}: Is a directory",
+        "0009:03:00.0": f"{garbage}: no read-only section (large resource tag 0x90)",
+    }
+    assert len(written["functions"]) == 6
     messages = [json.loads(line)["msg"] for line in capsys.readouterr().err.splitlines()]
     assert messages[0] == f"read-vpd: 0008:03:00.0: cannot read {vpd}: Is a directory"
 
@@ -241,6 +246,13 @@ def test_without_the_file_an_unreadable_vpd_is_reported_with_what_to_do(tray: Pa
     )
 
 
+def break_vpds(sysfs: Path) -> None:
+    """Every VPD unreadable for any user (a directory where the file was), so that the
+    fallback to the file runs in this process, root or not."""
+    for vpd in sysfs.glob("bus/pci/devices/*/vpd"):
+        SysfsTree.unreadable(vpd.resolve())
+
+
 @pytest.mark.parametrize(
     ("text", "problem"),
     [
@@ -257,58 +269,59 @@ def test_without_the_file_an_unreadable_vpd_is_reported_with_what_to_do(tray: Pa
     ids=["missing", "not-json", "other-version", "wrong-shape", "not-strings"],
 )  # fmt: skip
 def test_a_keywords_file_that_cannot_be_used_is_named(
-    tray: Path, text: str | None, problem: str, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, text: str | None, problem: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    sysfs, out = tray / "sys", tray / "keywords.json"
+    sysfs, out = tmp_path / "sys", tmp_path / "keywords.json"
+    gb300_tree.gb300_node(sysfs)
     if text is not None:
         out.write_text(text)
-    os.chmod(tray, 0o755)
-    lock_vpds(sysfs)
+    break_vpds(sysfs)
     why = problem.format(file=out)
-
-    def agent() -> list[str]:
-        problems: list[str] = []
-        levels(sysfs, vpd_reader(sysfs, out), problems)
-        return problems
-
+    problems: list[str] = []
     with caplog.at_level(logging.INFO, logger="kube_rdma.agent"):
-        problems = as_agent_user(agent)
+        assert levels(sysfs, vpd_reader(sysfs, out), problems) == UNPAIRED
     vpd = sysfs / "bus/pci/devices/0008:03:00.0/vpd"
     assert (
-        f"0008:03:00.0 (ConnectX-8 Data Direct): cannot read {vpd}: Permission denied, and "
-        f"{why}; {FALLBACK}"
+        f"0008:03:00.0 (ConnectX-8 Data Direct): cannot read {vpd}: Is a directory, and {why}; "
+        f"{FALLBACK}"
     ) in problems
-    if os.geteuid() != 0:  # the forked child's log records stay in the child
-        assert [r.getMessage() for r in caplog.records] == [
-            "vpd: 4 ConnectX-8 Data Direct functions; this process cannot read VPD files "
-            f"(Permission denied) and {why}: their NICs pair with GPUs through the NICs' own "
-            f"functions, which is wrong on these trays; {FIX}"
-        ]
+    assert len(problems) == 8
+    # A VPD that is a directory is that function's trouble, not root's: the scan says it.
+    assert [r.getMessage() for r in caplog.records] == [
+        "vpd: 4 ConnectX-8 Data Direct functions: VPDs read from sysfs"
+    ]
 
 
-def test_what_the_file_lacks_or_could_not_read_is_said(tray: Path) -> None:
-    sysfs, out = tray / "sys", tray / "keywords.json"
+def test_what_the_file_lacks_or_could_not_read_is_said(tmp_path: Path) -> None:
+    sysfs, out = tmp_path / "sys", tmp_path / "keywords.json"
+    gb300_tree.gb300_node(sysfs)
     assert read_vpd(sysfs, out) == 0
     body = json.loads(out.read_text())
     del body["functions"]["0008:03:00.0"]
     body["functions"].pop("0009:03:00.0")
     body["unreadable"]["0009:03:00.0"] = "cannot read X: Input/output error"
     out.write_text(json.dumps(body))
-    lock_vpds(sysfs)
-
-    def agent() -> list[str]:
-        problems: list[str] = []
-        levels(sysfs, VpdReader(load(out)), problems)
-        return problems
-
+    break_vpds(sysfs)
+    problems: list[str] = []
+    levels(sysfs, VpdReader(load(out)), problems)
     devices = sysfs / "bus/pci/devices"
-    assert as_agent_user(agent) == [
+    assert problems == [
         f"0008:03:00.0 (ConnectX-8 Data Direct): cannot read {devices}/0008:03:00.0/vpd: "
-        f"Permission denied, and {out} has no entry for it (a function that appeared after the "
+        f"Is a directory, and {out} has no entry for it (a function that appeared after the "
         f"pod started: restart the agent's pod); {FALLBACK}",
         f"0009:03:00.0 (ConnectX-8 Data Direct): cannot read {devices}/0009:03:00.0/vpd: "
-        f"Permission denied, nor could read-vpd: cannot read X: Input/output error; {FALLBACK}",
+        f"Is a directory, nor could read-vpd: cannot read X: Input/output error; {FALLBACK}",
     ]
+
+
+def test_the_file_stands_in_for_every_vpd_sysfs_cannot_give(tmp_path: Path) -> None:
+    sysfs, out = tmp_path / "sys", tmp_path / "keywords.json"
+    gb300_tree.gb300_node(sysfs)
+    assert read_vpd(sysfs, out) == 0
+    break_vpds(sysfs)
+    problems: list[str] = []
+    assert levels(sysfs, VpdReader(load(out)), problems) == PAIRED
+    assert problems == []
 
 
 def test_sysfs_wins_where_it_can_be_read(tmp_path: Path) -> None:
