@@ -87,17 +87,13 @@ class ClassKinds:
         return found
 
     def outcome(self, selectors: Sequence[str], device: Device) -> Outcome:
-        """All selectors hold, one is false, or (none false) one errors. The shared evaluation
-        counts an error as no match, so an expression that matches neither as written nor
-        negated errored."""
+        """All selectors hold, one is false, or (none false) one errors."""
         errored = False
         for expression in selectors:
-            if self._selectors.matches([expression], device):
-                continue
-            # On lines of its own: a `//` comment must not swallow the closing parenthesis.
-            if self._selectors.matches([f"!(\n{expression}\n)"], device):
+            judged = self._selectors.judge([expression], device)
+            if judged is False:
                 return Outcome.REJECTS
-            errored = True
+            errored = errored or judged is not True
         return Outcome.ERRORS if errored else Outcome.ACCEPTS
 
     def _possible(
