@@ -187,7 +187,7 @@ def _choice(
     except SelectorError as e:
         problems.append(f"claim {label} request {request}: {e}")
         return None
-    kind = index.kind_of_class(device_class.selectors, selectors)
+    kind = index.kind_of_class(device_class.selectors, selection.selectors, selectors)
     if kind is None:
         return None
     return Choice(kind, expressions, selection.all_devices, selection.count)
