@@ -1,4 +1,4 @@
-"""`kube-rdma agent inspect|run` and `kube-rdma nccl-conf`: the node agent's commands."""
+"""`kube-rdma agent inspect|run|read-vpd` and `kube-rdma nccl-conf`: the node agent's commands."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from agent.error_rules import ErrorRule
+    from kube_rdma.core.topology import Topology
 
 log = logging.getLogger("kube_rdma.agent")
 NCCL_NAME = re.compile(r"^NCCL_[A-Z0-9_]+$")
@@ -39,6 +40,12 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
             "--topo-file",
             type=Path,
             help="`nvidia-smi topo -m` output to take GPUs and GPU-NIC levels from",
+        )
+        parser.add_argument(
+            "--vpd-file",
+            type=Path,
+            help="the VPD keywords `agent read-vpd` wrote, for the VPD files this process "
+            "cannot read (they are root's)",
         )
 
     inspect = verbs.add_parser("inspect", help="print this node's topology document and exit")
@@ -71,6 +78,15 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="taint the Node kube-rdma.io/rdma-unhealthy:NoSchedule while its rails are "
         "unhealthy, for pods of other schedulers",
     )
+    read_vpd = verbs.add_parser(
+        "read-vpd",
+        help="write the VPD keywords ConnectX-8 Data Direct matching needs, for an agent that "
+        "is not root (run as user 0 in an init container)",
+    )
+    read_vpd.add_argument("--sysfs-root", type=Path, default=Path("/sys"))
+    read_vpd.add_argument("--out", type=Path, required=True, help="the file to write")
+    read_vpd.set_defaults(run=run_read_vpd)
+
     where = run.add_mutually_exclusive_group()
     where.add_argument("--kubeconfig", type=Path)
     where.add_argument("--in-cluster", action="store_true")
@@ -138,17 +154,25 @@ def setting(text: str) -> tuple[str, str]:
     return name, value
 
 
+def run_read_vpd(args: argparse.Namespace) -> int:
+    from agent.vpd_command import run_read_vpd as run
+
+    return run(args)
+
+
 def run_inspect(args: argparse.Namespace) -> int:
     from agent.discovery import discover
     from agent.publisher import ScanError
+    from agent.vpd_command import vpd_reader
     from kube_rdma.core.topology import encode
 
     problem = _sources_problem(args)
     if problem:
         print(f"kube-rdma agent inspect: {problem}", file=sys.stderr)
         return 2
+    vpd = vpd_reader(args.sysfs_root, args.vpd_file, quiet=True)
     try:
-        document = encode(discover(args.sysfs_root, args.topo_file, args.proc_root))
+        document = encode(discover(args.sysfs_root, args.topo_file, args.proc_root, vpd=vpd))
     except (*ScanError, OSError) as e:
         print(f"kube-rdma agent inspect: {e}", file=sys.stderr)
         return 2
@@ -251,11 +275,19 @@ async def _serve(
 ) -> int:
     from kubernetes_asyncio import client
 
+    from agent.discovery import discover
     from agent.error_rules import error_rules
     from agent.publisher import Agent, AgentSettings
+    from agent.sysfs import Problems
+    from agent.vpd_command import vpd_reader
     from kube_rdma.kube.kubeconfig import load_config
 
     await load_config(args.kubeconfig)
+    vpd = vpd_reader(args.sysfs_root, args.vpd_file)
+
+    def scan(problems: Problems) -> Topology:
+        return discover(args.sysfs_root, args.topo_file, args.proc_root, problems, vpd)
+
     settings = AgentSettings(
         node_name=args.node_name,
         sysfs_root=args.sysfs_root,
@@ -268,5 +300,6 @@ async def _serve(
     rules = error_rules(args.error_threshold)
     async with client.ApiClient() as api:
         log.info("agent started", extra={"node": args.node_name})
-        await Agent(client.CoreV1Api(api), settings, sleep=sleep, error_rules=rules).run()
+        agent = Agent(client.CoreV1Api(api), settings, scan, sleep=sleep, error_rules=rules)
+        await agent.run()
     return 0

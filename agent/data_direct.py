@@ -21,37 +21,40 @@ Which NIC a function serves is recognised by function, never by model name:
   functions (all functions of one adapter carry it).
 
 So a function counts when its VPD holds a `VU` (the kernel uses it) and a `V3` that a NIC's
-functions carry. Anything else is a warning, and the NIC pairs through its own function as on
-any other node: a VPD that cannot be read (the file is root's), one without those keywords, a
-`V3` that no NIC carries, two functions that claim one NIC.
+functions carry. Only Mellanox functions are candidates (the kernel binds mlx5 devices only).
+Anything else is a warning, and the NIC pairs through its own function as on any other node,
+which on these trays is the wrong pairing, so the warning says how to fix it: a VPD that can be
+read neither from sysfs (the file is root's) nor from the init container's keywords file
+(agent/vpd_keywords.py), one without those keywords, a `V3` that no NIC carries, two functions
+that claim one NIC.
 """
 
 from __future__ import annotations
 
-import errno
 import logging
-import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from agent.attributes import read_attribute
 from agent.pci import PciFunction, Problems, pci_function
-from agent.vpd import VpdError, read_only_keywords, read_vpd
+from agent.vpd import VpdError
+from agent.vpd_keywords import MELLANOX, VpdReader, VpdUnreadable, data_direct_present
 
 log = logging.getLogger("kube_rdma.agent")
 
-VENDOR = "0x15b3"
-DEVICE = "0x2100"
 FALLBACK = "its NIC pairs with GPUs through the NIC's own function"
 UNMATCHABLE = "no Data Direct function can be matched to it"
 
 
 def data_direct_functions(
-    root: Path, nics: Mapping[str, PciFunction], problems: Problems | None
+    root: Path,
+    nics: Mapping[str, PciFunction],
+    problems: Problems | None,
+    reader: VpdReader | None = None,
 ) -> dict[str, PciFunction]:
     """The Data Direct function each NIC (by RDMA device name) reaches GPU memory through,
-    where it has one. What cannot be matched goes to `problems`, or to the log without a list:
-    it never fails a scan."""
+    where it has one; VPDs read by `reader` (sysfs alone by default). What cannot be matched
+    goes to `problems`, or to the log without a list: it never fails a scan."""
 
     def warn(message: str) -> None:
         if problems is None:
@@ -61,7 +64,7 @@ def data_direct_functions(
 
     directories = {name: root / "bus/pci/devices" / f.address for name, f in nics.items()}
     found = {}
-    for name, path in find_data_direct(root, directories, warn).items():
+    for name, path in find_data_direct(root, directories, warn, reader or VpdReader()).items():
         function = pci_function(root, path, problems)
         if function is not None:
             found[name] = function
@@ -69,17 +72,17 @@ def data_direct_functions(
 
 
 def find_data_direct(
-    root: Path, nics: Mapping[str, Path], warn: Callable[[str], None]
+    root: Path, nics: Mapping[str, Path], warn: Callable[[str], None], reader: VpdReader
 ) -> dict[str, Path]:
     """For each NIC (RDMA device name -> its PCI function's directory) that a Data Direct
     function serves, that function's directory; `warn` hears what could not be matched."""
-    functions = _data_direct_functions(root)
+    functions = data_direct_present(root)
     if not functions:
         return {}
-    adapters = _adapter_ids(nics, warn)
+    adapters = _adapter_ids(nics, warn, reader)
     claims: dict[str, list[Path]] = {}
     for function in functions:
-        for name in _served(function, adapters, warn):
+        for name in _served(function, adapters, warn, reader):
             claims.setdefault(name, []).append(function)
     found = {}
     for name, claimants in claims.items():
@@ -94,48 +97,34 @@ def find_data_direct(
     return found
 
 
-def _data_direct_functions(root: Path) -> list[Path]:
-    devices = root / "bus" / "pci" / "devices"
-    return [
-        devices / entry
-        for entry in (sorted(os.listdir(devices)) if devices.is_dir() else [])
-        if read_attribute(devices / entry / "vendor") == VENDOR
-        and read_attribute(devices / entry / "device") == DEVICE
-    ]
-
-
-def _adapter_ids(nics: Mapping[str, Path], warn: Callable[[str], None]) -> dict[str, str]:
-    """Each NIC's adapter UUID (VPD `V3`). A NIC without a VPD file (not a ConnectX PF, a VF)
-    or without `V3` is no candidate; one whose VPD cannot be read is named."""
+def _adapter_ids(
+    nics: Mapping[str, Path], warn: Callable[[str], None], reader: VpdReader
+) -> dict[str, str]:
+    """Each NIC's adapter UUID (VPD `V3`). A NIC of another vendor, without a VPD file (a
+    VF) or without `V3` is no candidate; one whose VPD cannot be read is named."""
     ids = {}
     for name, function in nics.items():
-        vpd = function / "vpd"
-        if not vpd.exists():
+        if read_attribute(function / "vendor") != MELLANOX or not (function / "vpd").exists():
             continue
         try:
-            keywords = read_only_keywords(read_vpd(vpd))
-        except OSError as e:
-            warn(f"{name}: {unreadable_message(vpd, e)}; {UNMATCHABLE}")
-            continue
-        except VpdError as e:
-            warn(f"{name}: {vpd}: {e}; {UNMATCHABLE}")
+            keywords = reader.keywords(function)
+        except (VpdUnreadable, VpdError) as e:
+            warn(f"{name}: {e}; {UNMATCHABLE}")
             continue
         if keywords.get("V3"):
             ids[name] = keywords["V3"]
     return ids
 
 
-def _served(function: Path, adapters: Mapping[str, str], warn: Callable[[str], None]) -> list[str]:
+def _served(
+    function: Path, adapters: Mapping[str, str], warn: Callable[[str], None], reader: VpdReader
+) -> list[str]:
     """The NICs `function` serves; none, with a warning, when it cannot be matched."""
     where = f"{function.name} (ConnectX-8 Data Direct)"
-    vpd = function / "vpd"
     try:
-        keywords = read_only_keywords(read_vpd(vpd))
-    except OSError as e:
-        warn(f"{where}: {unreadable_message(vpd, e)}; {FALLBACK}")
-        return []
-    except VpdError as e:
-        warn(f"{where}: {vpd}: {e}; {FALLBACK}")
+        keywords = reader.keywords(function)
+    except (VpdUnreadable, VpdError) as e:
+        warn(f"{where}: {e}; {FALLBACK}")
         return []
     if "VU" not in keywords:
         warn(f"{where}: its VPD has no VU keyword, so the mlx5 driver does not use it; {FALLBACK}")
@@ -148,9 +137,3 @@ def _served(function: Path, adapters: Mapping[str, str], warn: Callable[[str], N
     if not served:
         warn(f"{where}: no NIC's VPD carries its V3 {adapter!r}; {FALLBACK}")
     return served
-
-
-def unreadable_message(path: Path, error: OSError) -> str:
-    root_only = error.errno in (errno.EACCES, errno.EPERM)
-    hint = " (VPD files are root's: docs/agent.md)" if root_only else ""
-    return f"cannot read {path}: {error.strerror}{hint}"

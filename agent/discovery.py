@@ -16,6 +16,7 @@ from pathlib import Path
 
 from agent.nvtopo import TopoMatrix, parse_topo
 from agent.sysfs import PROC, Problems, scan
+from agent.vpd_keywords import VpdReader
 from kube_rdma.core.topology import Gpu, Nic, Pair, Topology
 
 NVIDIA_SMI_TIMEOUT_SECONDS = 30
@@ -30,10 +31,11 @@ def discover(
     topo_file: Path | None = None,
     proc_root: Path = PROC,
     problems: Problems | None = None,
+    vpd: VpdReader | None = None,
 ) -> Topology:
     """The node's topology; with `problems`, sysfs that cannot be read is left out and noted
-    there (agent/sysfs.py) instead of failing the scan."""
-    topology = scan(sysfs_root, proc_root, problems)
+    there (agent/sysfs.py) instead of failing the scan; `vpd` as agent/sysfs.py's scan takes."""
+    topology = scan(sysfs_root, proc_root, problems, vpd)
     text = _topo_text(topo_file) if topo_file else None
     if text is None and not topology.gpus and shutil.which("nvidia-smi"):
         text = _run_nvidia_smi()

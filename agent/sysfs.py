@@ -39,6 +39,7 @@ from agent.pci import PciFunction, find_gpus, pci_function
 from agent.pci import Problems as Problems
 from agent.pci import left_out as _left_out
 from agent.pcie import pcie_level
+from agent.vpd_keywords import VpdReader
 from kube_rdma.core.topology import DataDirect, Gid, Gpu, Nic, Pair, Port, Topology
 
 PROC = Path("/proc")
@@ -216,12 +217,19 @@ def _rdma_device(root: Path, device_dir: Path, problems: Problems | None) -> Rdm
     return RdmaDevice(nic, pci)
 
 
-def scan(root: Path, proc_root: Path = PROC, problems: Problems | None = None) -> Topology:
+def scan(
+    root: Path,
+    proc_root: Path = PROC,
+    problems: Problems | None = None,
+    vpd: VpdReader | None = None,
+) -> Topology:
     """The node topology as sysfs under `root` describes it (and /proc, for the GPUDirect RDMA
-    paths); with `problems`, what it could read, and there what it could not."""
+    paths); with `problems`, what it could read, and there what it could not. `vpd` reads the
+    VPDs Data Direct matching needs (sysfs alone by default)."""
     gpus = find_gpus(root, problems)
     devices = find_rdma_devices(root, problems)
-    dma = data_direct_functions(root, {d.nic.name: d.pci for d in devices if d.pci}, problems)
+    functions = {d.nic.name: d.pci for d in devices if d.pci}
+    dma = data_direct_functions(root, functions, problems, vpd)
     pairs = [
         Pair(gpu=index, nic=d.nic.name, level=pcie_level(g.path, g.numa, f.path, f.numa))
         for index, g in enumerate(gpus)

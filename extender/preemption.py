@@ -3,13 +3,15 @@
 kube-scheduler calls the verb for a pod it wants to preempt for, with each candidate node and
 the victims it chose there (pkg/scheduler/framework/preemption/preemption.go, callExtenders),
 and afterwards picks one node of those the extender kept. Kept here are the nodes where the pod
-would pass the extender's own checks (RDMA fit, the capacity gang plans hold) once that node's
-victims are gone, and that no hold of the same or a higher priority covers. Victims are
-answered as the pods of that node among those kube-scheduler named; a node left with none is
-dropped (kube-scheduler fails the whole preemption on an empty list). Nodes whose victims
-include no gang member are preferred: where any such node is kept, the others are dropped, so
-a gang is broken only where nothing else would do; and then the rest of that gang is torn down
-when its member is seen deleted (extender/scheduling.py).
+would pass the extender's own checks (RDMA fit, DRA devices, the capacity gang plans hold)
+once that node's victims are gone, and that no hold of the same or a higher priority covers.
+What victims free is counted by extender/gangs/freeing.py: their requests, and the devices of
+the resource claims that go with them. Victims are answered as the pods of that node among
+those kube-scheduler named; a node left with none is dropped (kube-scheduler fails the whole
+preemption on an empty list). Nodes whose victims include no gang member are preferred: where
+any such node is kept, the others are dropped, so a gang is broken only where nothing else
+would do; and then the rest of that gang is torn down when its member is seen deleted
+(extender/scheduling.py).
 
 Gang members get no node at all: a gang preempts whole, through the extender's own gang
 preemption (extender/gangs/contention.py).
@@ -18,10 +20,11 @@ preemption (extender/gangs/contention.py).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 
-from extender.cluster.model import Cluster, NodeInfo, pod_requests
+from extender.cluster.devices import DEFAULT_DRA_NAMES
+from extender.cluster.model import Cluster, NodeInfo
 from extender.engine import Engine
+from extender.gangs.freeing import Freeing
 from extender.gangs.holds import HoldBook
 from extender.gangs.identity import Gang, Singleton
 from extender.gangs.priority import pod_priority
@@ -38,7 +41,9 @@ def preemption_candidates(
     view: PodView,
     pod: Json,
     victims: Mapping[str, MetaVictims],
+    freeing: Freeing | None = None,
 ) -> dict[str, MetaVictims]:
+    freeing = freeing or Freeing(cluster, DEFAULT_DRA_NAMES)
     priority = pod_priority(pod)
     kept: dict[str, MetaVictims] = {}
     breaks_gang: set[str] = set()
@@ -48,7 +53,7 @@ def preemption_candidates(
             continue
         on_node = _pods_by_uid(cluster, node)
         pods = [on_node[uid] for uid in asked.uids if uid in on_node]
-        if not pods or not engine.verdict_on(view, _without(node, pods)).ok:
+        if not pods or not engine.verdict_on(view, freeing.without(node, pods)).ok:
             continue
         kept[name] = MetaVictims(tuple(_uid(p) for p in pods), asked.pdb_violations)
         if any(isinstance(gang_of(p), Gang) for p in pods):
@@ -68,12 +73,3 @@ def _pods_by_uid(cluster: Cluster, node: NodeInfo) -> dict[str, Json]:
 
 def _uid(pod: Json) -> str:
     return str((pod.get("metadata") or {}).get("uid") or "")
-
-
-def _without(node: NodeInfo, pods: list[Json]) -> NodeInfo:
-    """The node as it would be with `pods` gone."""
-    requested = dict(node.requested)
-    for pod in pods:
-        for resource, amount in pod_requests(pod).items():
-            requested[resource] = requested.get(resource, 0) - amount
-    return replace(node, requested=requested, state=0)

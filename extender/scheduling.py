@@ -32,6 +32,7 @@ from extender.gangs.broken import BrokenGangs
 from extender.gangs.contention import Contention, ContentionSettings, Waiting
 from extender.gangs.evictor import Evictor
 from extender.gangs.explain import gang_summary, mark_held
+from extender.gangs.fences import plan_fences
 from extender.gangs.holds import Hold, HoldBook
 from extender.gangs.identity import Gang, Singleton, gang_of
 from extender.gangs.ownership import owner_gang
@@ -76,7 +77,10 @@ class Scheduler:
         self._weights = weights
         self._resources = (tuple(gpu_resources), tuple(rdma_resources))
         cluster = source.cluster
-        book = Reservations(gangs.domains[0] if gangs.domains else None)
+        book = Reservations(
+            gangs.domains[0] if gangs.domains else None,
+            plan_fences(cluster, lambda: self.planner.plans, lambda: self.planner.requirements),
+        )
         self.engine = Engine(cluster, weights, book, require_acceptance)
         records = records or MemoryRecords()
         self.holds = HoldBook(records)
@@ -89,7 +93,7 @@ class Scheduler:
             book,
             self.holds,
             self.gang,
-            gangs.domains,
+            lambda: self.planner.requirements,
             contention,
             clock,
             self.evictor.start,
@@ -223,7 +227,14 @@ class Scheduler:
                 self.upkeep.decide(self.contention.note(gang, view, pod))
             return {}
         return preemption_candidates(
-            self.engine, self._source.cluster, self.holds, self.gang, self.view(pod), pod, victims
+            self.engine,
+            self._source.cluster,
+            self.holds,
+            self.gang,
+            self.view(pod),
+            pod,
+            victims,
+            self.contention.freeing,
         )
 
     def _refused(self, hold: Hold, reason: str, pods: list[PodKey]) -> None:

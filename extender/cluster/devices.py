@@ -65,12 +65,19 @@ def add_devices(
 
 
 def signature(devices: NodeDevices | None) -> Any:
-    """What the DRA filter reads of a node's devices, without their identities."""
+    """What the DRA filter reads of a node's devices (attributes and capacities, which selectors
+    compare), without their identities."""
     if devices is None:
         return None
     return (
         tuple(
-            (d.name, kind, d.id in devices.held, _described(d.attributes))
+            (
+                d.name,
+                kind,
+                d.id in devices.held,
+                _described(d.attributes),
+                tuple(sorted(d.capacity.items())),
+            )
             for d, kind in devices.devices
         ),
         devices.notes,

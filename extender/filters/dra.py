@@ -1,6 +1,7 @@
 """DRA: whether the node's free GPUs and RDMA NICs can satisfy what the pod's resource claims
-ask, with their DeviceClass and request CEL selectors, and whether a claim already allocated
-elsewhere ties the pod to another node. These are nodes kube-scheduler's DynamicResources
+ask, with their DeviceClass and request CEL selectors and the claims' `matchAttribute` and
+`distinctAttribute` constraints, and whether a claim already allocated elsewhere ties the pod
+to another node. These are nodes kube-scheduler's DynamicResources
 filter refuses too; the extender says so itself, in its own answer and in explain.
 
 The counts alone are judged by the RDMA filter, which runs first and reads a DRA node's devices

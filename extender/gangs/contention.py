@@ -7,6 +7,11 @@ A gang that cannot preempt, and has waited `hold_after` seconds, holds the domai
 fewest GPUs still freed, and waits for it to drain. Either way its members fail as
 unresolvable meanwhile, with the reason, and the gang is planned whole once the room is there.
 
+Both choose among the gang's own levels, as its plan will (a gang requiring the NVLink domain
+holds and preempts inside one NVLink domain, never wider), and count what a pod's eviction
+frees with the devices of its resource claims (extender/gangs/freeing.py), so that DRA nodes
+are judged as device-plugin nodes are.
+
 Decisions look at the whole cache, so each gang is reconsidered at most every
 `recheck` seconds; a filter call in between answers from the last decision.
 """
@@ -14,16 +19,22 @@ Decisions look at the whole cache, so each gang is reconsidered at most every
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
 
-from extender.cluster.model import Cluster, NodeInfo, PodKey, pod_key, pod_requests
+from extender.cluster.devices import DraNames
+from extender.cluster.model import Cluster, NodeInfo, PodKey
 from extender.engine import Engine
+from extender.gangs.choose import Search
+from extender.gangs.freeing import Freeing, emptied
 from extender.gangs.holds import Hold, HoldBook
 from extender.gangs.identity import Gang, Singleton
-from extender.gangs.priority import Unit, may_preempt, pod_priority, started, unit_ends_by
+from extender.gangs.priority import Unit, may_preempt, pod_priority
 from extender.gangs.reservations import GangKey, Reservations
-from extender.gangs.victims import Room, VictimChoice, choose_victims
+from extender.gangs.units import Units
+from extender.gangs.victims import Room, Slices, VictimChoice, choose_victims
+from extender.levels.vocabularies import Levels
 from extender.podview import PodView
 from kube_rdma.core.objects import Json
 
@@ -37,6 +48,17 @@ DISCOVERED = 8
 AHEAD = 8
 """Waiting gangs of a higher priority whose needs are set aside before a gang is planned."""
 GangOf = Callable[[Json], "Gang | Singleton"]
+
+
+class GangLevels(Protocol):
+    """The network levels each gang is planned over (extender/gangs/requirements.py): holds
+    and preemption choose their domain among the same levels as the gang's plan will."""
+
+    def levels(self) -> Levels: ...
+
+    def search(self, pod: PodView, gang: Gang, levels: Levels | None = None) -> Search: ...
+
+    def labels(self, node: NodeInfo, levels: Levels) -> Mapping[str, str]: ...
 
 
 @dataclass(frozen=True)
@@ -83,19 +105,21 @@ class Contention:
         book: Reservations,
         holds: HoldBook,
         gang_of: GangOf,
-        domains: tuple[str, ...],
+        levels: Callable[[], GangLevels],
         settings: ContentionSettings,
         clock: Callable[[], float],
         start_preemption: Callable[[Hold], None],
         gpu_resources: tuple[str, ...] = ("nvidia.com/gpu",),
     ) -> None:
-        self._gpu_resources = gpu_resources
+        self.freeing = Freeing(cluster, DraNames(gpu=gpu_resources[0]))
+        """What evicting pods frees, their claims' devices included."""
+        self._gather = Units(cluster, gang_of, self.freeing, gpu_resources)
         self._cluster = cluster
         self._engine = engine
         self._book = book
         self.holds = holds
-        self._gang_of = gang_of
-        self._domains = domains
+        self._levels = levels
+        """The planner's levels (it is built after this, so they are asked for when used)."""
         self.settings = settings
         self._clock = clock
         self._start = start_preemption
@@ -184,7 +208,7 @@ class Contention:
     # Preemption
 
     def _preempt(self, entry: Waiting) -> Hold | None:
-        lower = self._units(lambda pod: pod_priority(pod) < entry.priority, entry.gang.key)
+        lower = self._gather.units(lambda pod: pod_priority(pod) < entry.priority, entry.gang.key)
         units = self._evictable(lower)
         if not units:
             return None
@@ -204,7 +228,7 @@ class Contention:
     # Holds
 
     def _hold(self, entry: Waiting) -> Hold | None:
-        units = self._units(lambda pod: True, entry.gang.key)
+        units = self._gather.units(lambda pod: True, entry.gang.key)
         choice = self._choose(entry, units, rank=_drain_rank)
         if choice is None:
             return None
@@ -247,14 +271,26 @@ class Contention:
         units: list[Unit],
         rank: Callable[[VictimChoice], tuple[object, ...]] | None,
     ) -> VictimChoice | None:
-        rooms = self._rooms(entry)
+        """Among the gang's own levels, narrowest first: a gang requiring a level gets a
+        domain of that level or of one below it, never a wider one, and never the cluster; a
+        sliced gang, one where each slice has room inside one domain of its level."""
+        requirements = self._levels()
+        levels = requirements.levels()
+        search = requirements.search(entry.member, entry.gang, levels)
+        rooms = self._rooms(entry, lambda node: requirements.labels(node, levels))
         if not rooms:
             return None
         member = entry.member
         need = {member.gpu_resource: member.gpus, **member.rdma}
-        return choose_victims(rooms, units, need, entry.gang.size, self._domains, rank)
+        slices = None
+        if search.sliced and search.slice_level is not None:
+            slices = Slices(search.slice_level, search.slice_size)
+        size = entry.gang.size
+        return choose_victims(rooms, units, need, size, search.levels, rank, search.cluster, slices)
 
-    def _rooms(self, entry: Waiting) -> dict[str, Room]:
+    def _rooms(
+        self, entry: Waiting, labels: Callable[[NodeInfo], Mapping[str, str]]
+    ) -> dict[str, Room]:
         """Nodes the members could use once emptied: every check but capacity passes, and no
         hold of the same or a higher priority covers them."""
         rooms = {}
@@ -262,27 +298,13 @@ class Contention:
         for node in self._cluster.nodes():
             if self.holds.blocking(node.name, entry.priority, entry.gang.key):
                 continue
-            if not self._engine.verdict_on(entry.member, _emptied(node)).ok:
+            if not self._engine.verdict_on(entry.member, emptied(node)).ok:
                 continue
             held = self._book.held(node.name, entry.gang.key)
             taken = nominated.get(node.name, {})
             free = {r: node.free(r) - held.get(r, 0) - taken.get(r, 0) for r in node.allocatable}
-            rooms[node.name] = Room(node.labels, free)
+            rooms[node.name] = Room(labels(node), free)
         return rooms
-
-    def _units(self, eligible: Callable[[Json], bool], own: GangKey) -> list[Unit]:
-        """Bound pods holding GPU or RDMA resources, as units: a gang whole, else a pod."""
-        grouped: dict[str, list[Json]] = {}
-        for pod in self._cluster.pods():
-            node = (pod.get("spec") or {}).get("nodeName")
-            if not node or not pod_requests(pod) or not eligible(pod):
-                continue
-            gang = self._gang_of(pod)
-            if isinstance(gang, Gang) and gang.key == own:
-                continue
-            name = f"gang {gang}" if isinstance(gang, Gang) else f"pod {_name(pod)}"
-            grouped.setdefault(name, []).append(pod)
-        return [_unit(name, pods, self._gpu_resources) for name, pods in grouped.items()]
 
     def _evictable(self, units: list[Unit]) -> list[Unit]:
         """The units no PodDisruptionBudget refused to let go of lately."""
@@ -320,30 +342,3 @@ def _drain_rank(choice: VictimChoice) -> tuple[object, ...]:
 
 def _invert(text: str) -> tuple[int, ...]:
     return tuple(-ord(c) for c in text)
-
-
-def _emptied(node: NodeInfo) -> NodeInfo:
-    return replace(node, requested={}, state=0)
-
-
-def _name(pod: Json) -> str:
-    namespace, name = pod_key(pod)
-    return f"{namespace}/{name}"
-
-
-def _unit(name: str, pods: list[Json], gpu_resources: tuple[str, ...]) -> Unit:
-    nodes: dict[str, dict[str, int]] = {}
-    for pod in pods:
-        held = nodes.setdefault(str(pod["spec"]["nodeName"]), {})
-        for resource, amount in pod_requests(pod).items():
-            held[resource] = held.get(resource, 0) + amount
-    return Unit(
-        name=name,
-        priority=max(pod_priority(p) for p in pods),
-        pods=tuple(pod_key(p) for p in pods),
-        nodes=nodes,
-        gpus=sum(pod_requests(p).get(r, 0) for p in pods for r in gpu_resources),
-        started=max(started(p) for p in pods),
-        gang=name.startswith("gang "),
-        ends_by=unit_ends_by(pods),
-    )

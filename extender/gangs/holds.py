@@ -2,14 +2,14 @@
 
 All-or-nothing placement has a cost: a gang needing many nodes waits until that many are free
 at once, and on a busy cluster a stream of small jobs keeps taking each node as it frees. After
-`hold_after` seconds without a plan, the gang gets a hold: one domain, chosen as the one that
-needs the fewest GPUs still freed, then whose occupants have the lowest priority, then the one
-drained soonest at the latest where every occupant has activeDeadlineSeconds, then the
-youngest. No pod of the same or lower priority that is not a member may start on a held node:
-its filter answer there is unresolvable, naming the gang, so kube-scheduler does not preempt
-for it either. As the occupants finish, the nodes drain, and the gang is planned on them and
-placed whole. A gang preempting lower-priority pods holds the nodes it freed the same way,
-until its victims are gone.
+`hold_after` seconds without a plan, the gang gets a hold: one domain of the levels it is
+planned over (those it requires or prefers), chosen as the one that needs the fewest GPUs
+still freed, then whose occupants have the lowest priority, then the one drained soonest at
+the latest where every occupant has activeDeadlineSeconds, then the youngest. No pod of the
+same or lower priority that is not a member may start on a held node: its filter answer there
+is unresolvable, naming the gang, so kube-scheduler does not preempt for it either. As the
+occupants finish, the nodes drain, and the gang is planned on them and placed whole. A gang
+preempting lower-priority pods holds the nodes it freed the same way, until its victims are gone.
 
 Holds take at most `hold_share` of the cluster's GPUs, except for the oldest waiting gang of the
 highest priority, which takes what it needs (otherwise the widest gangs, the ones that starve,

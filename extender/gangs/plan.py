@@ -2,7 +2,8 @@
 members stand at the bind barrier.
 
 The planner (extender/gangs/planner.py) makes and keeps plans; the bind barrier
-(extender/gangs/barrier.py) records arrivals in them and opens them.
+(extender/gangs/barrier.py) records arrivals in them and opens them; `record_of` is what a plan
+writes to the API (extender/gangs/records.py).
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ from dataclasses import dataclass, field
 from extender.cluster.model import PodKey
 from extender.cluster.source import BindError
 from extender.gangs.identity import Gang
+from extender.gangs.records import PlanRecord
 from extender.podview import PodView
 from kube_rdma.core.nodeconstraints import NodeConstraints
+from kube_rdma.core.objects import Json
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,9 @@ class Plan:
     """Nodes kube-scheduler ruled out for this gang: plans redone for it avoid them too."""
     slice_size: int = 0
     """Slots per slice (slice k: slots k x size to (k+1) x size - 1); 0: not sliced."""
+    group_specs: dict[Hashable, Json] = field(default_factory=dict)
+    """Each group's constraints (by key) as the pod spec fields they were compiled from, for
+    the plan's record (extender/gangs/records.py)."""
 
     @property
     def mixed(self) -> bool:
@@ -66,10 +72,15 @@ class Plan:
         return {c.key for c in distinct.values()}
 
     def slot_of(
-        self, pod: PodKey, group: Hashable | None = None, rank: int | None = None
+        self,
+        pod: PodKey,
+        group: Hashable | None = None,
+        rank: int | None = None,
+        node: str | None = None,
     ) -> int | None:
         """The pod's slot, assigning it the first free one planned for its `group` (any free
-        one when None); in a sliced plan, one of its rank's slice first."""
+        one when None), on `node` when given; in a sliced plan, one of its rank's slice
+        first."""
         index = self.assigned.get(pod)
         if index is None:
             taken = set(self.assigned.values())
@@ -77,7 +88,13 @@ class Plan:
             if self.slice_size and rank is not None:
                 first = rank // self.slice_size * self.slice_size
                 order = order[first : first + self.slice_size] + order
-            free = (i for i in order if i not in taken and self._for(i, group))
+            free = (
+                i
+                for i in order
+                if i not in taken
+                and self._for(i, group)
+                and (node is None or self.slots[i] == node)
+            )
             index = next(free, None)
             if index is not None:
                 self.assigned[pod] = index
@@ -95,3 +112,26 @@ class Plan:
     def describe(self) -> str:
         nodes = len(set(self.slots))
         return f"plan: {len(self.slots)} pods on {nodes} nodes in {self.domain}"
+
+
+def record_of(plan: Plan) -> PlanRecord:
+    keys: list[Hashable] = []
+    slot_groups: list[int | None] = []
+    for index in range(len(plan.slots)):
+        constraints = plan.constraints[index] if index < len(plan.constraints) else None
+        if constraints is None or constraints.key not in plan.group_specs:
+            slot_groups.append(None)
+            continue
+        if constraints.key not in keys:
+            keys.append(constraints.key)
+        slot_groups.append(keys.index(constraints.key))
+    groups = tuple(plan.group_specs[k] for k in keys)
+    return PlanRecord(
+        plan.gang.key,
+        plan.gang.size,
+        plan.domain,
+        tuple(plan.slots),
+        slice_size=plan.slice_size,
+        groups=groups,
+        slot_groups=tuple(slot_groups) if groups else (),
+    )

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import replace
 from functools import partial
 
@@ -38,9 +38,9 @@ from extender.gangs.choose import (
 from extender.gangs.fitting import FitMeasure
 from extender.gangs.holds import HoldBook
 from extender.gangs.identity import Gang
-from extender.gangs.plan import Plan
+from extender.gangs.plan import Plan, record_of
 from extender.gangs.pools import MemberGroup, member_groups
-from extender.gangs.records import MemoryRecords, PlanRecord, PlanRecords
+from extender.gangs.records import MemoryRecords, PlanRecords, constraint_spec
 from extender.gangs.requirements import LevelSettings, Requirements
 from extender.gangs.reservations import GangKey, Reservations
 from extender.gangs.sampling import ruled_out_reason, sampled, sampled_reason
@@ -278,6 +278,7 @@ class Planner:
             plan.assigned[key] = i
         planned_for = choice.groups or [0] * len(choice.nodes)
         plan.constraints = [None] * len(bound) + [groups[g].constraints for g in planned_for]
+        plan.group_specs = self._group_specs(gang, pod, bound, groups)
         self.plans[gang.key] = plan
         self._reserve(plan)
         self.records.put(record_of(plan))
@@ -297,6 +298,31 @@ class Planner:
         waiting = [p for p in self._members(gang) if pod_key(p) not in bound]
         settled = [p for key in bound if (p := self._cluster.pod(*key)) is not None]
         return member_groups(waiting, settled, needed, self._cluster.pod(*pod.key) or {})
+
+    def _group_specs(
+        self, gang: Gang, pod: PodView, bound: dict[PodKey, str], groups: list[MemberGroup]
+    ) -> dict[Hashable, Json]:
+        """Each group's constraints as a member of it has them in its pod spec (for the plan's
+        record)."""
+        wanted = {g.constraints.key for g in groups}
+        found: dict[Hashable, Json] = {}
+        candidates = [self._cluster.pod(*pod.key), *self._members(gang)]
+        candidates += [self._cluster.pod(*key) for key in bound]
+        for member in candidates:
+            if member is not None and wanted - found.keys():
+                key = NodeConstraints.of(member).key
+                if key in wanted:
+                    found.setdefault(key, constraint_spec(member))
+        return found
+
+    def member_hint(self, plan: Plan, key: PodKey) -> tuple[Hashable | None, int | None]:
+        """The member's group (in a plan of several) and its rank (in a sliced plan), to give
+        it a slot of its own when a recorded plan is taken over."""
+        cached = self._cluster.pod(*key)
+        if cached is None:
+            return None, None
+        group = NodeConstraints.of(cached).key if plan.mixed else None
+        return group, self._rank(plan, cached)
 
     def _fits(
         self, pod: PodView, gang: Gang, excluded: Iterable[str], groups: list[MemberGroup]
@@ -448,7 +474,3 @@ def _need_of(member: PodView) -> dict[str, int]:
 
 def _replica_type(pod: Json) -> str:
     return str(((pod.get("metadata") or {}).get("labels") or {}).get(KUBEFLOW_TYPE, "")).lower()
-
-
-def record_of(plan: Plan) -> PlanRecord:
-    return PlanRecord(plan.gang.key, plan.gang.size, plan.domain, tuple(plan.slots))

@@ -52,6 +52,20 @@ def ends_by(pod: Json) -> str | None:
 
 
 @dataclass(frozen=True)
+class SharedClaim:
+    """A resource claim a unit's pods share with pods outside it: its devices are freed only
+    once every one of `users` is evicted, whichever units they belong to."""
+
+    name: str
+    """`<namespace>/<name>`."""
+    node: str
+    amounts: Mapping[str, int]
+    """What its devices count as, in the resources device-plugin pods request."""
+    users: frozenset[str]
+    """The UIDs of the pods whose going frees it."""
+
+
+@dataclass(frozen=True)
 class Unit:
     """Pods that are evicted together, or not at all."""
 
@@ -67,6 +81,9 @@ class Unit:
     gang: bool
     ends_by: str | None = None
     """When its last pod ends at the latest (RFC 3339), when every pod has a deadline."""
+    uids: frozenset[str] = frozenset()
+    shared: tuple[SharedClaim, ...] = ()
+    """Claims freed only with pods of other units as well."""
 
 
 def unit_ends_by(pods: Sequence[Json]) -> str | None:

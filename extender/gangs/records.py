@@ -5,10 +5,15 @@ the gangs in flight without double-booking their nodes or binding a gang partly:
 plan (the node of every member slot, the domain) and which members are bound. Members bound
 are in the pods themselves (spec.nodeName); the plan is written here once per plan made, one
 ConfigMap per gang in the extender's namespace, labelled `kube-rdma.io/gang-plan`, and removed
-when the gang is bound whole or the plan is dropped. Which member takes which slot is not
-written: members bound take the slot of their node, the others the free slots in turn, as
-they are filtered. Arrivals at the bind barrier are not written either: kube-scheduler retries
-every member whose bind failed, and the retried binds arrive again.
+when the gang is bound whole or the plan is dropped. What decides which member may take which
+slot is written with it: a sliced plan's slice size (slice k's ranks take slice k's slots), and
+for each slot the node constraints of the member group it was planned for (node selector,
+required node affinity, tolerations; kept as those pod spec fields, compiled again when read).
+Which member took which slot is not: members bound take a slot of their node, the others the
+free slots meant for them, as they are filtered. A record written before slices and groups
+were recorded has neither, and resumes as such records always did: any member, any free slot.
+Arrivals at the bind barrier are not written either: kube-scheduler retries every member whose
+bind failed, and the retried binds arrive again.
 
 Each record names the extender process that wrote it (`holder`). A record written by another
 process tells an extender that someone else acted since (a takeover, or a restart of its own):
@@ -48,6 +53,28 @@ class PlanRecord:
     hold: Json | None = None
     """Set when the record holds nodes for a gang without a plan (extender/gangs/holds.py):
     its priority, GPUs and the units being evicted for it; the slots are then the held nodes."""
+    slice_size: int = 0
+    """Slots per slice of a sliced plan; 0: not sliced."""
+    groups: tuple[Json, ...] = ()
+    """Each member group's node constraints, as the pod spec fields they are read from
+    (`constraint_spec`)."""
+    slot_groups: tuple[int | None, ...] = ()
+    """Per slot, the index in `groups` of the group it was planned for; None: any member.
+    Empty when `groups` is."""
+
+
+def constraint_spec(pod: Json) -> Json:
+    """The fields of a pod's spec its node constraints are compiled from
+    (kube_rdma.core.nodeconstraints.NodeConstraints.of), as the pod has them."""
+    spec = pod.get("spec") or {}
+    kept: Json = {k: spec[k] for k in ("nodeSelector", "tolerations") if k in spec}
+    node_affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
+    if REQUIRED in node_affinity:
+        kept["affinity"] = {"nodeAffinity": {REQUIRED: node_affinity[REQUIRED]}}
+    return kept
+
+
+REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 
 
 def record_name(gang: GangKey) -> str:
@@ -80,7 +107,18 @@ def encode(record: PlanRecord, namespace: str) -> Json:
             "slots": orjson.dumps(list(record.slots)).decode(),
             "holder": record.holder,
             **({"hold": orjson.dumps(record.hold).decode()} if record.hold is not None else {}),
+            **({"sliceSize": str(record.slice_size)} if record.slice_size else {}),
+            **_encoded_groups(record),
         },
+    }
+
+
+def _encoded_groups(record: PlanRecord) -> dict[str, str]:
+    if not record.groups:
+        return {}
+    return {
+        "groups": orjson.dumps(list(record.groups)).decode(),
+        "slotGroups": orjson.dumps(list(record.slot_groups)).decode(),
     }
 
 
@@ -97,10 +135,37 @@ def decode(configmap: Json) -> PlanRecord | None:
             tuple(str(s) for s in slots),
             str(data.get("holder") or ""),
             hold if isinstance(hold, dict) else None,
+            _slice_size(data),
+            *_decoded_groups(data, len(slots)),
         )
     except (KeyError, ValueError, TypeError):
         return None
     return record
+
+
+def _slice_size(data: Mapping[str, str]) -> int:
+    size = int(data.get("sliceSize") or 0)
+    if size < 0:
+        raise ValueError(f"sliceSize is negative: {size}")
+    return size
+
+
+def _decoded_groups(
+    data: Mapping[str, str], slots: int
+) -> tuple[tuple[Json, ...], tuple[int | None, ...]]:
+    """The groups and each slot's group; ValueError when they do not fit together."""
+    if "groups" not in data:
+        return (), ()
+    groups = orjson.loads(data["groups"])
+    slot_groups = orjson.loads(data["slotGroups"])
+    if not isinstance(groups, list) or not all(isinstance(g, dict) for g in groups):
+        raise ValueError("groups is not a list of objects")
+    if not isinstance(slot_groups, list) or len(slot_groups) != slots:
+        raise ValueError("slotGroups does not give one group per slot")
+    for index in slot_groups:
+        if index is not None and (type(index) is not int or not 0 <= index < len(groups)):
+            raise ValueError(f"slotGroups names no group: {index!r}")
+    return tuple(groups), tuple(slot_groups)
 
 
 class PlanRecords(Protocol):

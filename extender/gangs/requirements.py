@@ -9,7 +9,9 @@ once with the numbers, while a requirement that only the cluster's load defeats 
 
 A node's NVLink domain is its own level (`nvlink`), not the narrowest fabric level: an NVLink
 partition need not sit under one leaf, and a domain whose nodes carry two tier-0 values is
-logged, once per domain.
+logged, once per domain. A member with a ComputeDomain claim makes its gang require the NVLink
+domain (extender/levels/compute_domains.py), resolved through the DRA objects the cluster
+model keeps.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from extender.cluster.model import Cluster, NodeInfo
 from extender.gangs.choose import Search
 from extender.gangs.identity import Gang
 from extender.gangs.pools import MemberGroup, open_groups
+from extender.levels.compute_domains import nvlink_claim
 from extender.levels.placement import Placement, placement_of
 from extender.levels.vocabularies import NVLINK, Levels, auto_levels
 from extender.podview import PodView
@@ -75,14 +78,17 @@ class Requirements:
             self._auto_levels = (generation, levels)
         return self._auto_levels[1]
 
-    def placement(self, pod: PodView, gang: Gang) -> Placement:
+    def placement(self, pod: PodView, gang: Gang, levels: Levels | None = None) -> Placement:
         """What the gang asks, read off the member (another member of the gang while the
         cache lacks it: a filter call may come before the watch delivers the pod)."""
         raw = self._cluster.pod(*pod.key) or next(iter(self._members(gang)), None) or {}
-        return placement_of(raw, self._top_owner(raw) if raw else None)
+        asked = placement_of(raw, self._top_owner(raw) if raw else None)
+        claim = nvlink_claim(raw, self._cluster.dra, self._cluster.selectors) if raw else None
+        return asked if claim is None else asked.needing_nvlink(claim, levels or self.levels())
 
     def search(self, pod: PodView, gang: Gang, levels: Levels | None = None) -> Search:
-        return self.placement(pod, gang).search(levels or self.levels())
+        levels = levels or self.levels()
+        return self.placement(pod, gang, levels).search(levels)
 
     def labels(self, node: NodeInfo, levels: Levels) -> Mapping[str, str]:
         """The node's labels, with its NVLink domain under the `nvlink` level."""
@@ -93,12 +99,12 @@ class Requirements:
         self, pod: PodView, gang: Gang, needed: int, groups: Callable[[], list[MemberGroup]]
     ) -> str | None:
         """Why the gang can never be placed as it asks; None when it can, or asks nothing."""
-        placement = self.placement(pod, gang)
+        levels = self.levels()
+        placement = self.placement(pod, gang, levels)
         if placement.problem is not None:
             return f"gang {gang}: {placement.problem}"
         if placement.required is None and placement.slice_level is None:
             return None
-        levels = self.levels()
         search = placement.search(levels)
         checks = [] if search.cluster else [(search.levels[-1], needed, "")]
         if search.sliced and search.slice_level is not None:
@@ -106,8 +112,11 @@ class Requirements:
         if not checks:
             return None
         totals = self._allocatable(pod, groups(), levels)
+        why = f" for ComputeDomain claim {placement.nvlink_claim}" if placement.nvlink_claim else ""
         for level, want, what in checks:
-            if (reason := _too_big(totals, level, want, what, pod, str(gang))) is not None:
+            subject = f"gang {gang} requires {what}{want} x ({pod.gpus} GPU, {pod.rails} rails)"
+            subject += f" inside one {level} domain{why if level == NVLINK else ''}"
+            if (reason := _too_big(totals, level, want, subject, levels)) is not None:
                 return reason
         return None
 
@@ -154,11 +163,11 @@ class Requirements:
     def explain(self, pod: PodView, gang: Gang, nodes: Iterable[str]) -> Json:
         """The levels in use, what the gang asks, and where its planned `nodes` lie."""
         levels = self.levels()
-        body: Json = {
-            "source": levels.source,
-            "inUse": levels.in_use(node.labels for node in self._cluster.nodes()),
-            "asks": self.placement(pod, gang).describe(),
-        }
+        placement = self.placement(pod, gang, levels)
+        in_use = levels.in_use(node.labels for node in self._cluster.nodes())
+        body: Json = {"source": levels.source, "inUse": in_use, "asks": placement.describe()}
+        if placement.needs_nvlink(levels) and NVLINK not in in_use:
+            body["nvlink"] = f"not in use: no node {nvlink_absent(levels)}"
         if nodes:
             body["domains"] = self.domains_of(nodes, levels)
         return body
@@ -174,6 +183,14 @@ class Requirements:
         return result
 
 
+def nvlink_absent(levels: Levels) -> str:
+    """What a node lacks to have an NVLink domain in the levels in use (after "no node ...")."""
+    if not levels.nvlink:
+        return f"has an NVLink domain: the levels in use ({levels.source}) name no NVLink label"
+    labels = " or ".join(levels.nvlink)
+    return f"carries an NVLink domain label of the levels in use ({levels.source}: {labels})"
+
+
 def members_when_empty(pod: PodView, node: NodeInfo) -> int:
     """How many pods like `pod` the node's allocatable takes, with nothing else running."""
     counts = []
@@ -187,18 +204,16 @@ def _too_big(
     totals: list[tuple[int, Mapping[str, str]]],
     level: str,
     want: int,
-    what: str,
-    pod: PodView,
-    gang: str,
+    subject: str,
+    levels: Levels,
 ) -> str | None:
     per: dict[str, int] = {}
     for count, labels in totals:
         if (value := labels.get(level)) is not None:
             per[value] = per.get(value, 0) + count
-    ask = f"{want} x ({pod.gpus} GPU, {pod.rails} rails)"
-    subject = f"gang {gang} requires {what}{ask} inside one {level} domain"
     if not per:
-        return f"{subject}: no node it may use carries {level}; it can never be placed"
+        carried = nvlink_absent(levels) if level == NVLINK else f"carries {level}"
+        return f"{subject}: no node it may use {carried}; it can never be placed"
     value, most = max(per.items(), key=lambda item: (item[1], item[0]))
     if most >= want:
         return None

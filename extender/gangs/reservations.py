@@ -5,17 +5,27 @@ The planner writes this book; the engine and the locality scorer read it through
 a read-only view they are given at construction. The engine counts what other gangs hold as
 used on a node; the locality score keeps a member on its plan's nodes and other pods away from
 the domains plans are filling. Neither needs to know the planner exists.
+
+Which domain a plan fences off from other pods is its gang's own: the domain it fills at the
+narrowest level the gang is planned over (its NVLink domain for a gang that requires one, the
+leaf for a gang that asks nothing), told by the `fence_of` given at construction
+(extender/gangs/fences.py); a plan that had to go wider fences only the nodes it holds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Container, Iterable, Mapping
+from collections.abc import Callable, Collection, Container, Iterable, Mapping
 from typing import Protocol
 
 from extender.cluster.model import NodeInfo, PodKey
 
 GangKey = tuple[str, str]
 """(namespace, name) of a gang."""
+Fence = tuple[tuple[str, ...], str]
+"""A domain a plan fences off: the node labels that name its level (the first a node carries
+counts), and its value."""
+FenceOf = Callable[[GangKey, str], "Fence | None"]
+"""The fence of a gang's plan filling a domain (named as plans name domains); None: none."""
 
 
 class GangPlans(Protocol):
@@ -42,12 +52,8 @@ class GangPlans(Protocol):
         """The nodes the gang's plan chose; None when the gang has no plan."""
         ...
 
-    def domains(self) -> Collection[str]:
-        """The network domains the plans in force fill."""
-        ...
-
-    def domain_of(self, node: NodeInfo) -> str | None:
-        """The narrowest network domain the node is in, named as plans name domains."""
+    def fenced(self, node: NodeInfo) -> bool:
+        """Whether the node lies in a domain some plan fills at its gang's narrowest level."""
         ...
 
 
@@ -68,11 +74,8 @@ class NoPlans:
     def planned_nodes(self, gang: GangKey) -> Collection[str] | None:
         return None
 
-    def domains(self) -> Collection[str]:
-        return ()
-
-    def domain_of(self, node: NodeInfo) -> str | None:
-        return None
+    def fenced(self, node: NodeInfo) -> bool:
+        return False
 
 
 NO_PLANS = NoPlans()
@@ -81,8 +84,13 @@ NO_PLANS = NoPlans()
 class Reservations:
     """The book the planner keeps; a `GangPlans` for everyone else."""
 
-    def __init__(self, narrowest_label: str | None) -> None:
+    def __init__(self, narrowest_label: str | None, fence_of: FenceOf | None = None) -> None:
+        """Without `fence_of`, every plan fences its domain under `narrowest_label`."""
         self._label = narrowest_label
+        self._fence_of = fence_of or self._narrowest_fence
+        self._fences: dict[GangKey, Fence] = {}
+        self._fenced: dict[tuple[str, ...], frozenset[str]] = {}
+        """Node labels -> the values plans fence under them (what `fenced` reads)."""
         self.by_node: dict[str, dict[GangKey, dict[str, int]]] = {}
         """node -> gang -> resources held for the gang's members not yet bound there."""
         self._plans: dict[GangKey, tuple[str, frozenset[str]]] = {}
@@ -106,6 +114,7 @@ class Reservations:
         self._unhold(gang)
         self._plans[gang] = (domain, frozenset(nodes))
         self._domains = frozenset(domain for domain, _ in self._plans.values())
+        self._fence(gang, self._fence_of(gang, domain))
         for node in pending:
             held = self.by_node.setdefault(node, {}).setdefault(gang, {})
             for resource, amount in need.items():
@@ -131,9 +140,23 @@ class Reservations:
         """Forget the gang's plan, what it holds and its members."""
         self._plans.pop(gang, None)
         self._domains = frozenset(domain for domain, _ in self._plans.values())
+        self._fence(gang, None)
         self._unhold(gang)
         for member in [k for k, g in self._members.items() if g == gang]:
             del self._members[member]
+
+    def _fence(self, gang: GangKey, fence: Fence | None) -> None:
+        if fence is None:
+            self._fences.pop(gang, None)
+        else:
+            self._fences[gang] = fence
+        grouped: dict[tuple[str, ...], set[str]] = {}
+        for labels, value in self._fences.values():
+            grouped.setdefault(labels, set()).add(value)
+        self._fenced = {labels: frozenset(values) for labels, values in grouped.items()}
+
+    def _narrowest_fence(self, gang: GangKey, domain: str) -> Fence | None:
+        return None if self._label is None else ((self._label,), domain)
 
     def _unhold(self, gang: GangKey) -> None:
         for node in list(self.by_node):
@@ -166,7 +189,12 @@ class Reservations:
         return None if plan is None else plan[1]
 
     def domains(self) -> Collection[str]:
+        """The network domains the plans in force fill."""
         return self._domains
 
-    def domain_of(self, node: NodeInfo) -> str | None:
-        return node.labels.get(self._label) if self._label else None
+    def fenced(self, node: NodeInfo) -> bool:
+        for labels, values in self._fenced.items():
+            value = next((node.labels[k] for k in labels if node.labels.get(k)), None)
+            if value is not None and value in values:
+                return True
+        return False

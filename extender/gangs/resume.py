@@ -3,16 +3,19 @@
 When this process starts serving after another one served (a takeover, a restart), what it may
 hold in memory is stale and what the records say is current. It forgets its own plans (their
 waiting binds fail and are retried) and adopts every record: the plan's slots and domain as
-recorded, each bound member in the slot of its node, the capacity of the other slots held
-again. So the gang is finished on the nodes it was planned on: nothing is booked twice, and a
-gang the previous process had begun to bind is completed rather than planned anew. A record
-whose gang has no pod left is removed, and so is one whose gang is bound whole.
+recorded, its slice size and the member group each slot is for, each bound member in a slot of
+its node (of its group and its rank's slice, where the record has them), the capacity of the
+other slots held again. So the gang is finished on the nodes it was planned on: nothing is
+booked twice, a gang the previous process had begun to bind is completed rather than planned
+anew, slice k's ranks still go to slice k's domain, and a member pinned to a pool still gets a
+slot in it. A record whose gang has no pod left is removed, and so is one whose gang is bound
+whole.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 
 from extender.cluster.model import PodKey
@@ -22,6 +25,7 @@ from extender.gangs.planner import Planner
 from extender.gangs.records import PlanRecord
 from extender.gangs.reservations import GangKey
 from extender.podview import PodView
+from kube_rdma.core.nodeconstraints import NodeConstraints
 
 log = logging.getLogger("kube_rdma.extender")
 
@@ -50,22 +54,28 @@ def resume(
         if found is None:
             planner.records.remove(key)
             continue
-        planner.adopt(rebuilt(record, found), found.bound)
+        planner.adopt(rebuilt(record, found, planner.member_hint), found.bound)
         if planner.complete(found.gang):
             planner.drop(key)
     log.info("took over %d gang plans from their records", len(planner.plans))
 
 
-def rebuilt(record: PlanRecord, members: Members) -> Plan:
-    """The recorded plan, each bound member in a slot of its node."""
+Hint = Callable[[Plan, PodKey], tuple[Hashable | None, int | None]]
+"""A member's group (None: any) and rank (None: unknown), as the planner reads them."""
+
+
+def rebuilt(
+    record: PlanRecord, members: Members, hint: Hint = lambda plan, pod: (None, None)
+) -> Plan:
+    """The recorded plan, each bound member in a slot of its node: of its group and its
+    rank's slice first, any of the node's otherwise."""
     plan = Plan(members.gang, members.member, list(record.slots), record.domain, 0.0, 0.0)
+    plan.slice_size = record.slice_size
+    compiled = [NodeConstraints.of({"spec": spec}) for spec in record.groups]
+    plan.constraints = [compiled[i] if i is not None else None for i in record.slot_groups]
+    plan.group_specs = {c.key: spec for c, spec in zip(compiled, record.groups, strict=True)}
     for pod, node in members.bound.items():
-        free = (
-            i
-            for i, slot in enumerate(plan.slots)
-            if slot == node and i not in plan.assigned.values()
-        )
-        index = next(free, None)
-        if index is not None:
-            plan.assigned[pod] = index
+        group, rank = hint(plan, pod)
+        if plan.slot_of(pod, group, rank, node) is None:
+            plan.slot_of(pod, node=node)
     return plan

@@ -16,12 +16,16 @@ Read, first match wins:
 
 A level's value is a node label, or `nvlink` for the NVLink domain; a label that names NVLink
 domains in the cluster's vocabulary (`nvidia.com/gpu.clique`) means the NVLink level too.
+
+A pod with a ComputeDomain claim (extender/levels/compute_domains.py) needs multi-node NVLink,
+whatever its annotations say: each slice inside one NVLink domain when slices are asked, else
+the whole gang. The level its annotations gave instead is set aside, and explain says so.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from extender.gangs.choose import Search
 from extender.levels.vocabularies import NVLINK, Levels
@@ -57,6 +61,28 @@ class Placement:
     """Whose annotations asked: `kube-rdma.io`, `kai.scheduler`, `kueue`, `kueue-placed`."""
     problem: str | None = None
     """An annotation value that cannot be read: the gang is not planned, and this says why."""
+    nvlink_claim: str | None = None
+    """`<namespace>/<name>` of the ComputeDomain claim that makes the gang need the NVLink
+    domain."""
+    set_aside: str | None = None
+    """What the annotations asked that the ComputeDomain claim replaced."""
+
+    def needing_nvlink(self, claim: str, levels: Levels) -> Placement:
+        """This placement for a gang whose ComputeDomain `claim` needs multi-node NVLink: each
+        slice inside one NVLink domain when it is sliced, else the whole gang."""
+        if self.problem is not None:
+            return self
+        if self.slice_level is not None:
+            said = _level(self.slice_level, levels)
+            aside = None if said == NVLINK else f"slices in {self.slice_level}"
+            return replace(self, slice_level=NVLINK, nvlink_claim=claim, set_aside=aside)
+        said = _level(self.required, levels)
+        aside = None if said in (None, NVLINK) else f"required {self.required}"
+        return replace(self, required=NVLINK, nvlink_claim=claim, set_aside=aside)
+
+    def needs_nvlink(self, levels: Levels) -> bool:
+        """The gang, or each of its slices, must be inside one NVLink domain."""
+        return NVLINK in (_level(self.required, levels), _level(self.slice_level, levels))
 
     def search(self, levels: Levels) -> Search:
         """The levels the gang is planned over, narrowest first."""
@@ -64,7 +90,11 @@ class Placement:
         preferred = _level(self.preferred, levels)
         chain = _chain(required, levels) if required else _preferred_chain(preferred, levels)
         if required and preferred and preferred not in chain:
-            chain = (preferred, *chain)
+            # Tried first, a domain of the preferred level holding the whole gang is taken
+            # as it is: never when that level is a switch tier wider than the required one
+            # (any tier, for the NVLink level), which it need not nest in.
+            wider = preferred in levels.fabric and (required == NVLINK or required in levels.fabric)
+            chain = chain if wider else (preferred, *chain)
         return Search(chain, required is None, _level(self.slice_level, levels), self.slice_size)
 
     def describe(self) -> str:
@@ -73,7 +103,12 @@ class Placement:
         if self.slice_level:
             parts.append(f"slices of {self.slice_size} in one {self.slice_level}")
         said = ", ".join(p for p in parts if p) or "no level asked"
-        return f"{said} ({self.source})"
+        if self.nvlink_claim is None:
+            return f"{said} ({self.source})"
+        whose = [] if self.source == "none" else [self.source]
+        whose.append(f"ComputeDomain claim {self.nvlink_claim}")
+        aside = f"; {self.set_aside} set aside" if self.set_aside else ""
+        return f"{said} ({', '.join(whose)}{aside})"
 
 
 def placement_of(pod: Json, top_owner: Json | None = None) -> Placement:

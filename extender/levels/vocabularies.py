@@ -13,7 +13,12 @@ numbers them in) and the labels that name a node's NVLink domain. Sources:
   exists; v0.1 (same file at v0.1.0) wrote `/block`, `/spine` and `/datacenter` instead.
 - EKS (docs.aws.amazon.com/eks/latest/userguide/ml-workload-topology.html):
   `topology.k8s.aws/network-node-layer-1` is the top of the hierarchy, layer 3 the bottom for
-  most instance types, layer 4 the bottom on types with four layers.
+  most instance types, layer 4 the bottom on types with four layers. On P6e-GB200 UltraServer
+  nodes, `topology.k8s.aws/ultraserver-id` labels "each of the instances belonging to the same
+  NVLink domain in an UltraServer" (AWS SageMaker developer guide, sagemaker-hyperpod-topology,
+  "EKS topology label"). The clique, where GPU feature discovery writes it, is read first: the
+  fabric manager may split one UltraServer into several NVLink partitions (NVIDIA/topograph
+  issue 293 reports several cliques within one UltraServer capacity block).
 - GKE (cloud.google.com/ai-hypercomputer, "schedule GKE workloads with TAS"):
   `cloud.google.com/gce-topology-block`, `-subblock`, `-host`, widest to narrowest.
 - OCI (oracle-quickstart/oci-hpc-oke, "Using RDMA network locality"): `oci.oraclecloud.com/
@@ -39,6 +44,7 @@ TOPOGRAPH_DOMAIN = "accelerator.topograph.run/domain"
 TOPOGRAPH_SUB_DOMAIN = "accelerator.topograph.run/sub-domain"
 TOPOGRAPH_V0 = "network.topology.nvidia.com/"
 EKS_LAYERS = tuple(f"topology.k8s.aws/network-node-layer-{n}" for n in (4, 3, 2, 1))
+EKS_ULTRASERVER = "topology.k8s.aws/ultraserver-id"
 GKE_LEVELS = tuple(f"cloud.google.com/gce-topology-{n}" for n in ("host", "subblock", "block"))
 OCI_LEVELS = tuple(
     f"oci.oraclecloud.com/rdma.{n}" for n in ("local_block_id", "network_block_id", "hpc_island_id")
@@ -77,7 +83,7 @@ PRESETS: dict[str, Levels] = {
         (TOPOGRAPH_V0 + "accelerator", CLIQUE),
         "topograph-v0",
     ),
-    "eks": Levels(EKS_LAYERS, source="eks"),
+    "eks": Levels(EKS_LAYERS, (CLIQUE, EKS_ULTRASERVER), "eks"),
     "gke": Levels(GKE_LEVELS, source="gke"),
     "oci": Levels(OCI_LEVELS, source="oci"),
 }

@@ -2,8 +2,10 @@
 kept out of the room a planned gang needs.
 
 A gang member scores 10 on the nodes its gang's plan chose and 0 elsewhere. While some gang is
-planned, any other pod scores 0 on the nodes plans hold capacity on and on every node of the
-narrowest network domain a plan fills, 10 elsewhere. With no plan, every node is equally local.
+planned, any other pod scores 0 on the nodes plans hold capacity on and on every node of a
+domain a plan fills at its gang's own narrowest level (the NVLink domain of a gang that
+requires one; the leaf of one that asks nothing), 10 elsewhere. With no plan, every node is
+equally local.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ def criterion(plans: GangPlans) -> Criterion:
             return NEUTRAL if nodes is None or node.name in nodes else AWAY
         if not plans.active():
             return NEUTRAL
-        if plans.domain_of(node) in plans.domains() or node.name in plans.held_nodes:
+        if node.name in plans.held_nodes or plans.fenced(node):
             return AWAY
         return NEUTRAL
 

@@ -3,7 +3,8 @@ and NICs come from resource claims (kubernetes pkg/scheduler/framework/plugins/
 dynamicresources):
 
 - Filter: a node passes when the pod's pending claims can be allocated from its free devices
-  (kube_rdma/core/dra: pools, CEL selectors, first fit), and a claim already allocated ties the
+  (kube_rdma/core/dra: pools, CEL selectors, the allocator's search with the claims'
+  constraints), and a claim already allocated ties the
   pod to that claim's node;
 - Reserve: the allocation chosen is kept in flight, so the next pods see those devices taken;
 - PreBind: each claim's `status.allocation` is written (for a claim not allocated yet) and the
@@ -21,8 +22,7 @@ by the pod) and named in the pod's `status.resourceClaimStatuses`
 (kubernetes pkg/controller/resourceclaim, controller.go handleClaim).
 
 Simplifications: the DRA objects are listed again before each cycle of a pod with claims (the
-emulator's clusters are small) rather than watched, and `matchAttribute` constraints are not
-checked.
+emulator's clusters are small) rather than watched.
 """
 
 from __future__ import annotations

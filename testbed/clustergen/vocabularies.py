@@ -5,7 +5,8 @@ clique where the nodes carry one) to another vocabulary's labels for the same sw
 that one cluster can be planned in every vocabulary and the plans compared. The label names
 and which end of each hierarchy is narrowest are extender/levels/vocabularies.py's (with its
 sources): Topograph v1 numbers tiers from the node outwards, EKS numbers layers from the top
-down, GKE names block, subblock and host.
+down and names an UltraServer's NVLink domain `topology.k8s.aws/ultraserver-id`, GKE names
+block, subblock and host.
 
 `nvl72` builds GB200 NVL72-style nodes: 4 GPUs and 4 rails each, 18 nodes to an NVLink
 partition (`nvidia.com/gpu.clique`, `<cluster uuid>.<clique id>` as NVIDIA's GPU feature
@@ -42,6 +43,7 @@ _MAPS: dict[str, dict[str, str]] = {
         keys.LEAF: "topology.k8s.aws/network-node-layer-3",
         keys.SPINE: "topology.k8s.aws/network-node-layer-2",
         v.ZONE: "topology.k8s.aws/network-node-layer-1",
+        v.CLIQUE: v.EKS_ULTRASERVER,
     },
     "gke": {keys.LEAF: v.GKE_LEVELS[1], keys.SPINE: v.GKE_LEVELS[2]},
     "oci": {keys.LEAF: v.OCI_LEVELS[0], keys.SPINE: v.OCI_LEVELS[1], v.ZONE: v.OCI_LEVELS[2]},

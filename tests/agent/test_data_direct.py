@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.data_direct import unreadable_message
 from agent.sysfs import scan
+from agent.vpd_keywords import unreadable_message
 from kube_rdma.core.topology import decode, encode
 from testbed.builders import gb300_tree
 from testbed.builders.sysfs_tree import GEN5_X16, MELLANOX, NIC_CLASS, SysfsTree, vpd_image
@@ -279,7 +279,10 @@ def test_a_function_that_is_no_data_direct_function_is_not_read(tmp_path: Path) 
     [
         (
             errno.EACCES,
-            "cannot read /sys/vpd: Permission denied (VPD files are root's: docs/agent.md)",
+            "cannot read /sys/vpd: Permission denied (VPD files are root's: run `kube-rdma "
+            "agent read-vpd` as user 0 in an init container and give the agent its file with "
+            "--vpd-file (manifests/agent/daemonset.yaml does), or run the agent as root; "
+            "docs/agent.md)",
         ),
         (errno.EIO, "cannot read /sys/vpd: Input/output error"),
     ],

@@ -18,6 +18,7 @@ from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
 from testbed.builders import nodes
 from testbed.builders.pod_strategies import JSON_VALUES, examples, mutated
+from testbed.clustergen.dra import dra_form
 from tests.extender.test_app import Client, serving
 
 
@@ -61,6 +62,32 @@ async def test_nodes_whose_victims_free_enough_are_kept_with_their_victims(
     status, answer = await client.post("preempt", args(PREEMPTOR, victims))
     # gpu-2 with only one of its two pods gone has 4 GPUs free: the pod needs 8.
     assert (status, answer) == (200, {"NodeNameToMetaVictims": {"gpu-1": meta("uid-solo-1")}})
+
+
+@pytest.mark.parametrize(
+    ("victims", "kept"),
+    [
+        (
+            {"gpu-1": meta("uid-solo-1"), "gpu-2": meta("uid-solo-2a", violations=1)},
+            {"gpu-1": meta("uid-solo-1")},
+        ),
+        (
+            {"gpu-2": meta("uid-solo-2a", "uid-solo-2b"), "gpu-3": meta("uid-member-3")},
+            {"gpu-2": meta("uid-solo-2a", "uid-solo-2b")},
+        ),
+    ],
+)
+async def test_dra_nodes_are_kept_as_their_device_plugin_form(victims: Json, kept: Json) -> None:
+    """The same cluster with every GPU and NIC a DRA device held by the pods' generated claims
+    (testbed/clustergen/dra.py), and the preemptor asking through a claim template: a victim's
+    claim frees its devices (kubernetes pkg/controller/resourceclaim/controller.go, syncClaim),
+    so the same nodes are kept with the same victims."""
+    found: dict[int, tuple[int, Any]] = {}
+    for objects in ([*NODES, *PODS, PREEMPTOR], dra_form([*NODES, *PODS, PREEMPTOR])):
+        pod = next(o for o in objects if o["metadata"]["name"] == "urgent")
+        async with serving(objects) as client:
+            found[len(found)] = await client.post("preempt", args(pod, victims))
+    assert found[0] == found[1] == (200, {"NodeNameToMetaVictims": kept})
 
 
 async def test_victims_not_on_their_node_are_dropped_and_an_empty_node_is_never_answered(

@@ -18,7 +18,8 @@ import pytest
 import yaml
 
 from kube_rdma.core.objects import Json
-from webhook.dra.kinds import DeviceKind, class_kind, device_requests
+from webhook.dra.classes import Verdict
+from webhook.dra.kinds import DeviceKind, alternative_verdict, device_requests
 from webhook.profiles import Dra
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "manifests" / "examples" / "dra"
@@ -67,10 +68,10 @@ def test_eight_pairs_each_under_its_own_pcie_root_constraint() -> None:
     }
 
 
-def test_the_webhook_counts_the_class_as_rdma_nics_by_its_driver() -> None:
+def test_the_webhook_counts_the_class_as_rdma_nics_by_its_cel() -> None:
     (device_class,) = documents("deviceclass.yaml")
     name = device_class["metadata"]["name"]
     (template,) = documents("resourceclaimtemplate.yaml")
-    assert class_kind(name, device_class, Dra()) is DeviceKind.NIC
-    assert class_kind(name, None, Dra()) is None, "known by its driver, not by name"
+    assert alternative_verdict(name, device_class, (), Dra()) == Verdict(DeviceKind.NIC)
+    assert alternative_verdict(name, None, (), Dra()) == Verdict(None), "not listed by name"
     assert len(device_requests(template)) == 16

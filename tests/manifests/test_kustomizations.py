@@ -193,8 +193,9 @@ def test_release_is_the_roots_build_with_the_version_stamped() -> None:
     ]
     version = PYPROJECT["project"]["version"]
     assert body.replace(f"{IMAGE}:9.9.9", f"{IMAGE}:{version}") == root
-    # Every kube-rdma image: three containers and the resolver image of the profiles.
-    assert IMAGE_REF.findall(body) == [f"{IMAGE}:9.9.9"] * 4
+    # Every kube-rdma image: four containers (the agent's read-vpd init container among them)
+    # and the resolver image of the profiles.
+    assert IMAGE_REF.findall(body) == [f"{IMAGE}:9.9.9"] * 5
     assert "registry.k8s.io/kube-scheduler:v1.30.14" in body  # the cluster's, not the release's
 
 

@@ -638,10 +638,50 @@ def test_webhook_pod_is_restricted(check: str) -> None:
 
 def test_agent_pod_needs_privileged_for_the_sys_volume_only() -> None:
     assert failures(BASELINE, agent_pod()) == ["no hostPath volumes"]
-    assert failures(LOCKED_DOWN, agent_pod()) == [
+    (init,) = agent_pod()["initContainers"]
+    alone = {**agent_pod(), "initContainers": []}
+    assert failures(LOCKED_DOWN, alone) == ["no hostPath volumes", "allowed volume types only"]
+    init_alone = {**agent_pod(), "initContainers": [], "containers": [init]}
+    assert failures(LOCKED_DOWN, init_alone) == [
         "no hostPath volumes",
         "allowed volume types only",
+        "runAsNonRoot",
+        "runAsUser not 0",
+        "runAsUser set (the kubelet checks non-root by number)",
     ]
+
+
+def test_the_init_container_is_user_0_with_no_capability_at_all() -> None:
+    """A VPD file is mode 0600 and root's, and the kernel's vpd_read checks no capability
+    (drivers/pci/vpd.c), so the owner's bits let user 0 read it with none."""
+    (init,) = agent_pod()["initContainers"]
+    assert init["securityContext"] == {
+        "runAsUser": 0,
+        "runAsGroup": 0,
+        "runAsNonRoot": False,
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    assert "hostUsers" not in agent_pod(), "user 0 must be the host's, the owner of /sys files"
+
+
+def test_the_init_container_writes_the_file_the_agent_reads() -> None:
+    (init,) = agent_pod()["initContainers"]
+    assert init["image"] == agent_container()["image"]
+    assert "command" not in init
+    read_vpd = build_parser().parse_args(init["args"])
+    assert (read_vpd.command, read_vpd.verb) == ("agent", "read-vpd")
+    agent = agent_args()
+    assert read_vpd.out == agent.vpd_file
+    assert read_vpd.sysfs_root == agent.sysfs_root
+    mounts = {m["name"]: m for m in init["volumeMounts"]}
+    assert mounts["vpd"] == {"name": "vpd", "mountPath": str(read_vpd.out.parent)}
+    assert mounts["sys"]["readOnly"] is True
+    assert mounts["sys"]["mountPath"] == str(read_vpd.sysfs_root)
+    volumes = {v["name"]: v for v in agent_pod()["volumes"]}
+    assert volumes["vpd"] == {"name": "vpd", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}}
 
 
 @pytest.mark.parametrize(
@@ -721,11 +761,14 @@ def test_agent_reads_the_hosts_sys_read_only_where_it_is_mounted() -> None:
             "mountPath": str(agent_args().sysfs_root),
             "readOnly": True,
             "recursiveReadOnly": "IfPossible",
-        }
+        },
+        {"name": "vpd", "mountPath": str(agent_args().vpd_file.parent), "readOnly": True},
     ]
-    assert agent_pod()["volumes"] == [
-        {"name": "sys", "hostPath": {"path": "/sys", "type": "Directory"}}
-    ]
+    assert agent_pod()["volumes"][0] == {
+        "name": "sys",
+        "hostPath": {"path": "/sys", "type": "Directory"},
+    }
+    assert [v["name"] for v in agent_pod()["volumes"]] == ["sys", "vpd"]
 
 
 def test_agent_node_name_comes_from_the_downward_api(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,32 +9,31 @@ class under `exactly`, v1beta1 on the request itself.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 
+from kube_rdma.core.dra.shapes import cel_expressions
 from kube_rdma.core.objects import Json
+from webhook.dra.classes import Verdict
+from webhook.dra.device_kind import DeviceKind as DeviceKind  # re-exported
 from webhook.profiles import Dra
 
-
-class DeviceKind(StrEnum):
-    GPU = "GPU"
-    NIC = "RDMA NIC"
-
-
-# The driver test that every published class starts its selector with, in either quote style.
-_DRIVER = re.compile(r"""^\s*\(?\s*device\.driver\s*==\s*(["'])([^"']+)\1\s*(\)|&&|$)""")
-
 Kinds = frozenset[DeviceKind]
+Alternative = tuple[str, tuple[str, ...]]
+"""One way a request may be satisfied: a DeviceClass and the request's own CEL selectors."""
 
 
-def request_classes(request: Json) -> list[str]:
-    """The DeviceClasses one request of a claim may be satisfied from."""
+def request_alternatives(request: Json) -> list[Alternative]:
+    """The DeviceClasses (each with the request's own selectors) one request of a claim may
+    be satisfied from: the exact request's, or each of `firstAvailable`."""
     chosen = request.get("exactly") or request
-    names = [chosen.get("deviceClassName")]
-    names += [sub.get("deviceClassName") for sub in request.get("firstAvailable") or []]
-    return [n for n in names if isinstance(n, str) and n]
+    found = [chosen] if chosen.get("deviceClassName") else []
+    found += [s for s in request.get("firstAvailable") or [] if isinstance(s, dict)]
+    return [
+        (name, cel_expressions(s.get("selectors")))
+        for s in found
+        if isinstance(name := s.get("deviceClassName"), str) and name
+    ]
 
 
 def device_requests(obj: Json) -> list[Json]:
@@ -46,17 +45,6 @@ def device_requests(obj: Json) -> list[Json]:
     return [r for r in requests if isinstance(r, dict)]
 
 
-def class_drivers(device_class: Json) -> list[str]:
-    """The drivers a DeviceClass's CEL selectors pin with a leading `device.driver == "..."`."""
-    drivers = []
-    for selector in (device_class.get("spec") or {}).get("selectors") or []:
-        expression = ((selector or {}).get("cel") or {}).get("expression")
-        found = _DRIVER.match(expression) if isinstance(expression, str) else None
-        if found:
-            drivers.append(found.group(2))
-    return drivers
-
-
 def known_kind(name: str, dra: Dra) -> DeviceKind | None:
     """The kind of a class listed by name in the profile."""
     if name in dra.gpu_classes:
@@ -66,17 +54,19 @@ def known_kind(name: str, dra: Dra) -> DeviceKind | None:
     return None
 
 
-def class_kind(name: str, device_class: Json | None, dra: Dra) -> DeviceKind | None:
-    """The kind of devices class `name` gives: listed by name, else by its driver."""
+def class_selectors(device_class: Json) -> tuple[str, ...]:
+    return cel_expressions((device_class.get("spec") or {}).get("selectors"))
+
+
+def alternative_verdict(
+    name: str, device_class: Json | None, request_selectors: tuple[str, ...], dra: Dra
+) -> Verdict:
+    """What class `name`, narrowed by a request's selectors, gives: listed by name, else
+    judged by its CEL (`webhook.dra.classes`); nothing when the class was not read."""
     kind = known_kind(name, dra)
     if kind is not None or device_class is None:
-        return kind
-    drivers = class_drivers(device_class)
-    if any(d in dra.gpu_drivers for d in drivers):
-        return DeviceKind.GPU
-    if any(d in dra.nic_drivers for d in drivers):
-        return DeviceKind.NIC
-    return None
+        return Verdict(kind)
+    return dra.class_kinds.verdict(class_selectors(device_class) + request_selectors)
 
 
 def request_count(request: Json) -> int:
@@ -100,12 +90,12 @@ class Devices:
 
 
 def request_devices(
-    requests: Iterable[Json], kinds: Mapping[str, DeviceKind | None]
+    requests: Iterable[Json], kinds: Mapping[Alternative, DeviceKind | None]
 ) -> dict[str, Devices]:
-    """Each request's devices, from the kind of each class (`kinds`, by class name)."""
+    """Each request's devices, from the kind of each of its alternatives (`kinds`)."""
     return {
         str(r.get("name")): Devices(
-            frozenset(k for k in (kinds.get(c) for c in request_classes(r)) if k is not None),
+            frozenset(k for k in (kinds.get(a) for a in request_alternatives(r)) if k is not None),
             request_count(r),
         )
         for r in requests

@@ -15,13 +15,14 @@ from kube_rdma.core.objects import Json
 from webhook.denied import Denied
 from webhook.dra.kinds import (
     NO_CLAIMS,
+    Alternative,
     DeviceKind,
     Devices,
     PodClaims,
-    class_kind,
+    alternative_verdict,
     device_requests,
     known_kind,
-    request_classes,
+    request_alternatives,
     request_devices,
 )
 from webhook.dra.source import CLAIMS, CLASSES, TEMPLATES, DraSource, DraUnavailable
@@ -41,10 +42,11 @@ class Resolver:
         self._source = source
         self._namespace = namespace
         self._dra = dra
-        self._classes: dict[str, DeviceKind | None] = {}
+        self._kinds: dict[Alternative, DeviceKind | None] = {}
+        self._warnings: list[str] = []
 
     async def pod_claims(self, pod: Json) -> Resolved:
-        out = Resolved()
+        out = Resolved(warnings=self._warnings)
         requests: dict[str, dict[str, Devices]] = {}
         for entry in (pod.get("spec") or {}).get("resourceClaims") or []:
             if not isinstance(entry, dict):
@@ -61,16 +63,28 @@ class Resolver:
         """What each request of a claim or template gives."""
         requests = device_requests(obj)
         for request in requests:
-            for name in request_classes(request):
-                if name not in self._classes:
-                    self._classes[name] = await self._class_kind(name)
-        return request_devices(requests, self._classes)
+            for alternative in request_alternatives(request):
+                if alternative not in self._kinds:
+                    self._kinds[alternative] = await self._kind(*alternative)
+        return request_devices(requests, self._kinds)
 
-    async def _class_kind(self, name: str) -> DeviceKind | None:
+    async def _kind(self, name: str, selectors: tuple[str, ...]) -> DeviceKind | None:
+        """A class listed by name is not read; another is read and judged by its CEL."""
         kind = known_kind(name, self._dra)
         if kind is not None:
             return kind
-        return class_kind(name, await self._get(CLASSES, None, name), self._dra)
+        device_class = await self._get(CLASSES, None, name)
+        verdict = alternative_verdict(name, device_class, selectors, self._dra)
+        if verdict.problem:
+            narrowed = " with a request's own selectors" if selectors else ""
+            warning = (
+                f"kube-rdma: DeviceClass {name}{narrowed} counts as neither GPU nor RDMA NIC: "
+                f"{verdict.problem}; list it in the profile's dra.gpuClasses or dra.nicClasses "
+                "to say which it gives"
+            )
+            if warning not in self._warnings:
+                self._warnings.append(warning)
+        return verdict.kind
 
     async def _claim_object(self, entry: Json, warnings: list[str]) -> Json | None:
         claim, template = entry.get("resourceClaimName"), entry.get("resourceClaimTemplateName")

@@ -4,34 +4,35 @@ template a profile attaches.
 In a DRA cluster a container gets devices through `resources.claims`, naming an entry of the
 pod's `spec.resourceClaims`, whose ResourceClaim (or ResourceClaimTemplate) requests devices of
 a DeviceClass. Whether such a container is a GPU container, and whether its RDMA NICs come from
-the claim, depends on the class. A class counts when its name is listed here, or when one of its
-CEL selectors starts with `device.driver == "<driver>"` for a driver listed here.
+the claim, depends on the class. A class counts when its name is listed here; any other class
+is judged by evaluating its CEL selectors (with the request's own) against representative
+devices of the published drivers (`webhook.dra.classes`), a device's kind being the extender's
+(`kube_rdma.core.dra.kinds`) unless its driver is listed here.
 
-The defaults are the published drivers' own names:
-- NVIDIA's GPU DRA driver (NVIDIA/k8s-dra-driver-gpu, deployments/helm/.../deviceclass-gpu.yaml
-  and deviceclass-mig.yaml): classes `gpu.nvidia.com` and `mig.nvidia.com`, both of driver
-  `gpu.nvidia.com`. Its `vfio.gpu.nvidia.com` (a GPU passed to a VM) and the ComputeDomain
-  classes (driver `compute-domain.nvidia.com`, IMEX channels) are not GPU containers.
-- dranet (kubernetes-sigs/dranet, cmd/dranet/app.go): driver `dra.net`. It ships no class; its
-  examples name theirs `dranet`, `dranet.net`, `dra.net` and `efa.networking.k8s.aws`, all
-  selecting `device.driver == "dra.net"`, so the driver is what is listed.
+The defaults:
+- NVIDIA's GPU DRA driver (NVIDIA/k8s-dra-driver-gpu, deployments/helm/.../deviceclass-gpu.yaml):
+  class `gpu.nvidia.com`, listed by name so that it is never read. Its `mig.nvidia.com` (a MIG
+  slice, not a whole GPU), `vfio.gpu.nvidia.com` (a GPU passed to a VM) and the ComputeDomain
+  classes (IMEX channels) give no GPU, as their CEL says.
 - The NVIDIA Network Operator's DRA driver for SR-IOV (k8snetworkplumbingwg/dra-driver-sriov,
-  pkg/consts/consts.go and its chart's deviceclass.yaml): class and driver
-  `sriovnetwork.k8snetworkplumbingwg.io`.
+  its chart's deviceclass.yaml): class `sriovnetwork.k8snetworkplumbingwg.io`, which takes
+  every VF of the driver, RDMA or not; listed because the Network Operator installs it for RDMA.
+- dranet (kubernetes-sigs/dranet) ships no class; its examples' classes are judged by CEL.
 """
 
 from __future__ import annotations
 
 import re
+from functools import cached_property
 from typing import Self
 
 from pydantic import Field, field_validator, model_validator
 
+from webhook.dra.classes import ClassKinds
 from webhook.profiles.base import ProfileModel
 
-NVIDIA_GPU_CLASSES = ("gpu.nvidia.com", "mig.nvidia.com")
-SRIOV_DRIVER = "sriovnetwork.k8snetworkplumbingwg.io"
-DRANET_DRIVER = "dra.net"
+NVIDIA_GPU_CLASS = "gpu.nvidia.com"
+SRIOV_CLASS = "sriovnetwork.k8snetworkplumbingwg.io"
 DEFAULT_CLAIM_NAME = "kube-rdma-gpu-nic"
 
 # A DNS subdomain (DeviceClass, driver and template names) and a DNS label (a pod's claim name).
@@ -47,14 +48,14 @@ def _check_names(value: tuple[str, ...]) -> tuple[str, ...]:
 
 
 class Dra(ProfileModel):
-    gpu_classes: tuple[str, ...] = NVIDIA_GPU_CLASSES
-    """DeviceClasses whose devices are GPUs."""
+    gpu_classes: tuple[str, ...] = (NVIDIA_GPU_CLASS,)
+    """DeviceClasses whose devices are GPUs, whatever their CEL says."""
     gpu_drivers: tuple[str, ...] = ()
-    """DRA drivers whose classes give GPUs (a class selecting `device.driver == "<driver>"`)."""
-    nic_classes: tuple[str, ...] = (SRIOV_DRIVER,)
-    """DeviceClasses whose devices are RDMA NICs."""
-    nic_drivers: tuple[str, ...] = (DRANET_DRIVER, SRIOV_DRIVER)
-    """DRA drivers whose classes give RDMA NICs."""
+    """DRA drivers every device of which is a GPU (a class is still judged by its CEL)."""
+    nic_classes: tuple[str, ...] = (SRIOV_CLASS,)
+    """DeviceClasses whose devices are RDMA NICs, whatever their CEL says."""
+    nic_drivers: tuple[str, ...] = ()
+    """DRA drivers every device of which is an RDMA NIC."""
     claim_templates: dict[int, str] = Field(default_factory=dict)
     """ResourceClaimTemplates of aligned GPU-NIC pairs by GPU count: a pod whose GPU container
     requests that many device-plugin GPUs gets the template instead (its requests for GPUs and
@@ -91,3 +92,8 @@ class Dra(ProfileModel):
                 "gives one kind of device"
             )
         return self
+
+    @cached_property
+    def class_kinds(self) -> ClassKinds:
+        """The judge of classes not listed by name, its verdicts kept while the profile is."""
+        return ClassKinds(self.gpu_drivers, self.nic_drivers)

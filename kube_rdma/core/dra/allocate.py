@@ -1,23 +1,34 @@
-"""Whether a node's free GPUs and NICs can satisfy a pod's pending device requests, and which
-devices they would get.
+"""Whether a node's free GPUs and NICs can satisfy a pod's pending device requests and their
+claims' constraints, and which devices they would get.
 
-The requests are taken in order, each choice of a `firstAvailable` list in order, and each
-takes the first free devices its selectors match, as kube-scheduler's allocator tries them
-(k8s.io/dynamic-resource-allocation/structured, allocator.go). The allocator backtracks when a
-later request cannot be met; this does not, which can only refuse a node the allocator would
-accept when requests of one pod overlap. `matchAttribute` constraints are not checked: the
-DynamicResources filter applies them, and the extender's scores rank the nodes it passes by
-PCIe level from the agent's topology.
+The devices are those kube-scheduler's allocator would choose
+(k8s.io/dynamic-resource-allocation/structured, allocator.go): requests in order, each choice
+of a `firstAvailable` list in order, each request's devices first-fit in the node's order,
+backtracking when a later request or a claim's `matchAttribute` or `distinctAttribute`
+constraint cannot be met (kube_rdma/core/dra/search.py, with its bound on the work). The
+constraints cover only the GPU and NIC requests kube-rdma models: devices of other requests
+(a ComputeDomain channel) are left to the DynamicResources filter, so a node refused here is
+refused there too.
+
+A refusal says why, and whether freeing devices could help (`resolvable`: the search succeeds
+on the node with nothing held): a short count, as the first request that cannot be met by
+first fit alone; else the first constraint that cannot be met even alone, naming its requests
+and attribute; else the constraints together. A selector that fails to evaluate on a device the
+search reaches, or a search past its bound, refuses the node as unresolvable.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from kube_rdma.core.dra.constraints import Constraint
 from kube_rdma.core.dra.demand import Choice, DeviceRequest, PodDemand
 from kube_rdma.core.dra.index import NodeDevices
+from kube_rdma.core.dra.kinds import Kind
+from kube_rdma.core.dra.search import STEP_LIMIT, Judged, Stuck, judge_choices, search
 from kube_rdma.core.dra.selectors import Selectors
-from kube_rdma.core.dra.shapes import DeviceId
+from kube_rdma.core.dra.shapes import Device, DeviceId
 
 
 @dataclass(frozen=True)
@@ -34,60 +45,96 @@ class Refusal:
 
 
 def allocate(
-    demand: PodDemand, node_name: str, node: NodeDevices | None, selectors: Selectors
+    demand: PodDemand,
+    node_name: str,
+    node: NodeDevices | None,
+    selectors: Selectors,
+    limit: int = STEP_LIMIT,
 ) -> Allocation | Refusal:
     for claim, pinned in demand.pinned:
         if pinned != node_name:
             return Refusal(f"claim {claim} is allocated on node {pinned}", resolvable=False)
+    devices = node.devices if node else ()
+    held = node.held if node else frozenset()
+    judged = judge_choices(demand.requests, devices, selectors)
+    found = search(demand.requests, demand.constraints, devices, held, judged, limit)
+    if isinstance(found, Stuck):
+        return Refusal(found.reason, resolvable=False)
+    if found is not None:
+        return Allocation(found)
+    return _refusal(demand, devices, held, judged, limit)
+
+
+def _refusal(
+    demand: PodDemand,
+    devices: Sequence[tuple[Device, Kind]],
+    held: frozenset[DeviceId],
+    judged: Judged,
+    limit: int,
+) -> Refusal:
+    def fits(constraints: Sequence[Constraint], busy: frozenset[DeviceId]) -> bool | Stuck:
+        found = search(demand.requests, constraints, devices, busy, judged, limit)
+        return found if isinstance(found, Stuck) else found is not None
+
+    resolvable = fits(demand.constraints, frozenset()) is True
+    unconstrained = fits((), held) if demand.constraints else False
+    if isinstance(unconstrained, Stuck):
+        return Refusal(unconstrained.reason, resolvable=False)
+    if not unconstrained:
+        return Refusal(_short(demand.requests, devices, held, judged), resolvable)
+    where = "free devices" if resolvable else "devices"
+    for constraint in demand.constraints:
+        if fits((constraint,), held) is not True:
+            return Refusal(
+                f"claim {constraint.claim}: constraint {constraint.describe()} cannot be met "
+                f"by the node's {where}",
+                resolvable,
+            )
+    together = "; ".join(f"{c.claim}: {c.describe()}" for c in demand.constraints)
+    return Refusal(
+        f"constraints cannot all be met together by the node's {where}: {together}", resolvable
+    )
+
+
+def _short(
+    requests: Sequence[DeviceRequest],
+    devices: Sequence[tuple[Device, Kind]],
+    held: frozenset[DeviceId],
+    judged: Judged,
+) -> str:
+    """Why first fit without constraints fails: the first request it cannot meet."""
     taken: set[DeviceId] = set()
-    picks: dict[tuple[str, str], tuple[DeviceId, ...]] = {}
-    for request in demand.requests:
-        found = _first_fit(request, node, taken, selectors)
-        if isinstance(found, Refusal):
-            return found
-        taken.update(found)
-        picks[request.claim, request.request] = found
-    return Allocation(picks)
-
-
-def _first_fit(
-    request: DeviceRequest, node: NodeDevices | None, taken: set[DeviceId], selectors: Selectors
-) -> tuple[DeviceId, ...] | Refusal:
-    refusals = []
-    for choice in request.choices:
-        found = _fit(choice, node, taken, selectors)
-        if not isinstance(found, Refusal):
-            return found
-        refusals.append(found)
-    first = refusals[0]
-    label = f"claim {request.claim} request {request.request}: "
-    return Refusal(label + first.reason, all(r.resolvable for r in refusals))
+    for request in requests:
+        reasons = []
+        for choice in request.choices:
+            found = _fit(choice, devices, held | taken, judged)
+            if isinstance(found, tuple):
+                taken.update(found)
+                break
+            reasons.append(found)
+        else:
+            return f"claim {request.claim} request {request.request}: {reasons[0]}"
+    return "the requests overlap: no order of first fit meets them all"
 
 
 def _fit(
-    choice: Choice, node: NodeDevices | None, taken: set[DeviceId], selectors: Selectors
-) -> tuple[DeviceId, ...] | Refusal:
+    choice: Choice,
+    devices: Sequence[tuple[Device, Kind]],
+    busy: frozenset[DeviceId],
+    judged: Judged,
+) -> tuple[DeviceId, ...] | str:
     kind = "GPU" if choice.kind == "gpu" else "RDMA NIC"
-    matching = [
-        d
-        for d, k in (node.devices if node else ())
-        if k == choice.kind and selectors.matches(choice.selectors, d)
-    ]
-    held = node.held if node else frozenset()
-    free = [d.id for d in matching if d.id not in held and d.id not in taken]
+    outcomes = judged[choice.selectors, choice.kind]
+    matching = [devices[i][0] for i, o in outcomes.items() if o is True]
+    free = [d.id for d in matching if d.id not in busy]
     if choice.all_devices:
         if not matching:
-            return Refusal(f"no matching {kind} published (allocationMode All)", False)
+            return f"no matching {kind} published (allocationMode All)"
         if len(free) < len(matching):
-            busy = len(matching) - len(free)
-            return Refusal(f"{busy} of {len(matching)} matching {kind}s in use (All)", True)
+            return f"{len(matching) - len(free)} of {len(matching)} matching {kind}s in use (All)"
         return tuple(free)
     if len(matching) < choice.count:
-        return Refusal(
-            f"node publishes {len(matching)} matching {kind}(s), needs {choice.count}", False
-        )
+        return f"node publishes {len(matching)} matching {kind}(s), needs {choice.count}"
     if len(free) < choice.count:
-        return Refusal(
-            f"{len(free)} of {len(matching)} matching {kind}(s) free, needs {choice.count}", True
-        )
+        return f"{len(free)} of {len(matching)} matching {kind}(s) free, needs {choice.count}"
     return tuple(free[: choice.count])

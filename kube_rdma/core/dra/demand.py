@@ -8,12 +8,16 @@ claim asks for nothing more: its devices are held already, and the pod can only 
 node. Each request's selectors are its DeviceClass's followed by its own, as the allocator
 applies them. Requests for devices that are neither GPUs nor RDMA NICs (a ComputeDomain
 channel, a CPU set) are left to kube-scheduler's DynamicResources plugin.
+
+A claim's `constraints` are read too (kube_rdma/core/dra/constraints.py); one that names a
+request the claim does not have is a problem, as API validation rejects it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from kube_rdma.core.dra.constraints import Constraint, read_constraints
 from kube_rdma.core.dra.index import DraIndex, ObjectKey
 from kube_rdma.core.dra.kinds import Kind
 from kube_rdma.core.dra.selectors import SelectorError, Selectors
@@ -29,6 +33,8 @@ class Choice:
     selectors: tuple[str, ...]
     all_devices: bool
     count: int
+    subrequest: str = ""
+    """The `firstAvailable` entry's name; empty for an exact request."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +52,8 @@ class PodDemand:
     """(claim, node) for each allocated claim: the pod can only run there."""
     problems: tuple[str, ...] = ()
     """Claims, templates or classes that are missing or unreadable."""
+    constraints: tuple[Constraint, ...] = ()
+    """The constraints of the claims still to allocate."""
 
     def count(self, kind: Kind) -> int:
         """Devices of `kind` the first choice of each request takes (allocationMode All
@@ -72,7 +80,9 @@ def pod_demand(pod: Json, index: DraIndex, selectors: Selectors) -> PodDemand:
     found = _Found()
     for entry in entries:
         _resolve(entry, namespace, generated, index, selectors, found)
-    return PodDemand(tuple(found.requests), tuple(found.pinned), tuple(found.problems))
+    return PodDemand(
+        tuple(found.requests), tuple(found.pinned), tuple(found.problems), tuple(found.constraints)
+    )
 
 
 class _Found:
@@ -80,6 +90,7 @@ class _Found:
         self.requests: list[DeviceRequest] = []
         self.pinned: list[tuple[str, str]] = []
         self.problems: list[str] = []
+        self.constraints: list[Constraint] = []
 
 
 def _resolve(
@@ -113,10 +124,29 @@ def _resolve(
 
 
 def _add(label: str, spec: Json, index: DraIndex, selectors: Selectors, found: _Found) -> None:
-    for request in read_requests(spec):
+    requests = read_requests(spec)
+    names = _subrequest_names(spec)
+    for request, subrequests in zip(requests, names, strict=True):
         resolved = _choices(label, request, index, selectors, found.problems)
         if resolved:
-            found.requests.append(DeviceRequest(label, request.name, resolved))
+            named = tuple(
+                replace(c, subrequest=n) for c, n in zip(resolved, subrequests, strict=True)
+            )
+            found.requests.append(DeviceRequest(label, request.name, named))
+    constraints = read_constraints(label, spec, [r.name for r in requests], names)
+    found.constraints.extend(c for c in constraints if isinstance(c, Constraint))
+    found.problems.extend(c for c in constraints if isinstance(c, str))
+
+
+def _subrequest_names(spec: Json) -> list[tuple[str, ...]]:
+    """Per request (as read_requests reads them), its `firstAvailable` names, or ("",)."""
+    raw = [r for r in (spec.get("devices") or {}).get("requests") or [] if isinstance(r, dict)]
+    return [
+        tuple(str(s.get("name") or "") if isinstance(s, dict) else "" for s in r["firstAvailable"])
+        if r.get("firstAvailable") and not isinstance(r.get("exactly"), dict)
+        else ("",)
+        for r in raw
+    ]
 
 
 def _choices(
@@ -157,7 +187,7 @@ def _choice(
     except SelectorError as e:
         problems.append(f"claim {label} request {request}: {e}")
         return None
-    kind = index.kind_of_class(device_class.selectors, selectors)
+    kind = index.kind_of_class(device_class.selectors, selection.selectors, selectors)
     if kind is None:
         return None
     return Choice(kind, expressions, selection.all_devices, selection.count)

@@ -65,8 +65,9 @@ class DraIndex:
         self.classes: dict[str, DeviceClass] = {}
         self.templates: dict[ObjectKey, Json] = {}
         self._nodes: dict[str, NodeDevices] = {}
-        self._samples: dict[tuple[str, Kind], tuple[Device, ...]] = {}
-        """(driver, kind) -> the devices of that kind the first node publishing one has."""
+        self._samples: dict[tuple[str, Kind | None], tuple[Device, ...]] = {}
+        """(driver, kind) -> the devices of that kind (None: neither a GPU nor an RDMA NIC, a
+        MIG slice or a plain netdev) the first node publishing one has."""
 
     # ResourceSlices
 
@@ -169,16 +170,27 @@ class DraIndex:
     def delete_template(self, key: ObjectKey) -> None:
         self.templates.pop(key, None)
 
-    def kind_of_class(self, class_selectors: tuple[str, ...], selectors: Selectors) -> Kind | None:
-        """GPU or NIC: the kind of the published devices a DeviceClass's selectors match,
-        judged on sample devices of each kind; None when they match devices of neither kind, or
-        of both."""
-        kinds = {
+    def kind_of_class(
+        self, class_selectors: tuple[str, ...], own: tuple[str, ...], selectors: Selectors
+    ) -> Kind | None:
+        """GPU or NIC: the kind of the published devices a request's DeviceClass's selectors
+        match, judged on sample devices of each kind, and where they match several kinds (a
+        class taking a driver's plain netdevs as well as its RDMA NICs) the kind its own
+        selectors narrow it to; None when they match devices of neither kind, or still of more
+        than one (the allocator may give either)."""
+        kinds = self._kinds_matching(class_selectors, selectors)
+        if len(kinds) > 1 and own:
+            kinds = self._kinds_matching(class_selectors + own, selectors)
+        return kinds.pop() if len(kinds) == 1 else None
+
+    def _kinds_matching(
+        self, expressions: tuple[str, ...], selectors: Selectors
+    ) -> set[Kind | None]:
+        return {
             kind
             for (_, kind), devices in self._samples.items()
-            if any(selectors.matches(class_selectors, d) for d in devices)
+            if any(selectors.matches(expressions, d) for d in devices)
         }
-        return kinds.pop() if len(kinds) == 1 else None
 
     # Views
 
@@ -200,20 +212,18 @@ class DraIndex:
         return names
 
     def _node_devices(self, keys: list[PoolKey]) -> NodeDevices:
-        devices: list[tuple[Device, Kind]] = []
+        published: list[tuple[Device, Kind | None]] = []
         notes: list[str] = []
         for key in sorted(keys):
             state = pool_state(key, [self._slices[s] for s in self._pools[key]])
             if state.incomplete:
                 notes.append(state.incomplete)
-            for device in state.devices:
-                kind = kind_of(device, self._rules)
-                if kind is not None:
-                    devices.append((device, kind))
-        for device, kind in devices:
+            published += [(device, kind_of(device, self._rules)) for device in state.devices]
+        for device, kind in published:
             if (device.driver, kind) not in self._samples:
                 self._samples[device.driver, kind] = tuple(
-                    d for d, k in devices if k == kind and d.driver == device.driver
+                    d for d, k in published if k == kind and d.driver == device.driver
                 )
+        devices = [(d, k) for d, k in published if k is not None]
         held = frozenset(d.id for d, _ in devices if d.id in self._holders)
         return NodeDevices(tuple(devices), held, tuple(notes))

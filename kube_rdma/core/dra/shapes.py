@@ -17,6 +17,14 @@ from typing import Any
 from kube_rdma.core.objects import Json
 from kube_rdma.core.quantity import QuantityError, parse_quantity
 
+
+class Version(str):
+    """A `version` attribute's value (a semantic version): compared as a version by CEL, and
+    never equal to a string attribute of the same text in a `matchAttribute` constraint."""
+
+    __slots__ = ()
+
+
 AttributeValue = str | int | bool
 DeviceId = tuple[str, str, str]
 """(driver, pool, device): how a claim's allocation names a device."""
@@ -90,6 +98,8 @@ def _attribute(wrapped: Any) -> AttributeValue | None:
     if not isinstance(wrapped, dict) or len(wrapped) != 1:
         return None
     [(key, value)] = wrapped.items()
+    if key == "version" and isinstance(value, str):
+        return Version(value)
     if key in _KINDS and isinstance(value, _SCALARS):
         return value
     return None

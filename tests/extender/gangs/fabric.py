@@ -3,6 +3,7 @@ the tests that compare where gangs land across vocabularies and on NVL72-style c
 
 from __future__ import annotations
 
+from extender.cluster import dra_objects
 from extender.cluster.model import Cluster
 from extender.engine import Engine, FilterOutcome
 from extender.gangs.identity import Gang
@@ -24,6 +25,8 @@ class Fabric:
     ) -> None:
         self.cluster = Cluster()
         self.cluster.replace_nodes([o for o in objects if o.get("kind") == "Node"])
+        for kind in sorted(dra_objects.KINDS):
+            dra_objects.replace(self.cluster, kind, [o for o in objects if o.get("kind") == kind])
         self.pods = [o for o in objects if o.get("kind") == "Pod"]
         self.cluster.replace_pods(self.pods)
         self.book = Reservations(settings.domains[0] if settings.domains else None)

@@ -12,9 +12,10 @@ import pytest
 
 from extender.gangs.planner import GangSettings
 from extender.gangs.settings import level_settings
+from extender.levels import vocabularies as v
 from extender.podview import pod_view
 from kube_rdma.core import keys
-from testbed.clustergen.vocabularies import CLUSTER_UUID, nvl72
+from testbed.clustergen.vocabularies import CLUSTER_UUID, nvl72, relabel
 from tests.extender.gangs.fabric import Fabric, gang_members
 
 NVLINK = {keys.TOPOLOGY_REQUIRED: "nvlink"}
@@ -149,3 +150,18 @@ def test_a_member_the_cache_lacks_yet_is_planned_as_its_gang_asks() -> None:
     assert len(outcome.passed) == 1
     plan = f.planner.plans[gang.key]
     assert len({clique_of(node) for node in plan.slots}) == 1
+
+
+def test_on_eks_each_gang_lands_in_one_ultraserver() -> None:
+    """The EKS vocabulary: the NVLink domain is `topology.k8s.aws/ultraserver-id` (no clique
+    label on the nodes), the switch layers network-node-layer-3 to -1."""
+    nodes = relabel(nvl72(4), "eks")
+    assert all(v.CLIQUE not in n["metadata"]["labels"] for n in nodes)
+    f = Fabric(nodes, level_settings(GangSettings(), "eks", None))
+    ultraservers = []
+    for n in range(4):
+        gang, members = gang_members(f"g{n}", 16, gpus=4, annotations=NVLINK)
+        placed = f.place(gang, members)
+        assert isinstance(placed, list)
+        ultraservers.append({clique_of(node) for node in placed})
+    assert sorted(map(sorted, ultraservers)) == [["0"], ["1"], ["2"], ["3"]]

@@ -12,10 +12,18 @@ import pytest
 from extender.cluster.snapshot import SnapshotSource
 from extender.gangs.configmaps import ConfigMapRecords
 from extender.gangs.planner import GangSettings
-from extender.gangs.records import MemoryRecords, PlanRecord, decode, encode, record_name
+from extender.gangs.records import (
+    MemoryRecords,
+    PlanRecord,
+    constraint_spec,
+    decode,
+    encode,
+    record_name,
+)
 from extender.scheduling import Scheduler
 from extender.weights import Weights
 from kube_rdma.core import keys
+from kube_rdma.core.nodeconstraints import NodeConstraints
 from kube_rdma.core.objects import Json
 from kube_rdma.core.resources import DEFAULT_RDMA_PATTERNS
 from testbed.builders import nodes
@@ -45,6 +53,90 @@ def test_a_record_is_one_configmap() -> None:
     assert encode(RECORD, "kube-rdma") == CONFIGMAP
     assert decode(CONFIGMAP) == RECORD
     assert decode({"data": {"gang": "x"}}) is None
+
+
+GROUPED = PlanRecord(
+    ("team-a", "llama"),
+    3,
+    "leaf-b",
+    ("b0", "b1", "b2"),
+    "extender-1",
+    slice_size=2,
+    groups=({"nodeSelector": {"pool": "a"}}, {}),
+    slot_groups=(0, 1, None),
+)
+
+
+def test_a_record_keeps_the_slice_size_and_each_slot_s_group() -> None:
+    data = encode(GROUPED, "kube-rdma")["data"]
+    assert data == {
+        **CONFIGMAP["data"],
+        "size": "3",
+        "slots": '["b0","b1","b2"]',
+        "sliceSize": "2",
+        "groups": '[{"nodeSelector":{"pool":"a"}},{}]',
+        "slotGroups": "[0,1,null]",
+    }
+    assert decode({"data": data}) == GROUPED
+
+
+def test_a_record_of_the_older_format_has_no_slices_and_no_groups() -> None:
+    """Written before slices and groups were recorded: read as it always was."""
+    record = decode(CONFIGMAP)
+    assert record is not None
+    assert (record.slice_size, record.groups, record.slot_groups) == (0, (), ())
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"sliceSize": "-1"},
+        {"sliceSize": "two"},
+        {"groups": '{"pool":"a"}'},
+        {"groups": "[1]"},
+        {"slotGroups": "[0,1]"},
+        {"slotGroups": "[0,2,null]"},
+        {"slotGroups": '[0,"1",null]'},
+        {"slotGroups": "[0,true,null]"},
+        {"groups": "[{}, {}"},
+    ],
+)
+def test_a_record_whose_slices_or_groups_do_not_add_up_is_not_read(change: dict[str, str]) -> None:
+    data = {**encode(GROUPED, "kube-rdma")["data"], **change}
+    assert decode({"data": data}) is None
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {},
+        {"nodeSelector": {}},
+        {"nodeSelector": {"pool": "a"}, "tolerations": [{"key": "t", "operator": "Exists"}]},
+        {"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": []}}},
+        {"affinity": {"podAntiAffinity": {}}, "tolerations": []},
+        {
+            "affinity": {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [
+                            {
+                                "matchExpressions": [
+                                    {"key": "pool", "operator": "In", "values": ["a"]}
+                                ]
+                            }
+                        ]
+                    }
+                }
+            },
+            "containers": [{"name": "c"}],
+        },
+    ],
+)
+def test_a_group_s_constraints_compile_the_same_from_the_record(spec: Json) -> None:
+    pod = {"metadata": {"name": "p"}, "spec": spec}
+    kept = constraint_spec(pod)
+    assert "containers" not in kept
+    assert NodeConstraints.of({"spec": kept}).key == NodeConstraints.of(pod).key
 
 
 def test_record_names_are_unique_and_short_enough() -> None:

@@ -67,16 +67,46 @@ def test_holding_again_replaces_and_release_forgets_everything() -> None:
     assert (held.by_node, held.active(), held.domains()) == ({}, False, frozenset())
 
 
-def test_a_node_is_in_the_domain_its_narrowest_label_names() -> None:
+def test_a_plan_fences_its_domain_under_the_narrowest_label_without_a_fence_of() -> None:
     cluster = Cluster()
-    cluster.replace_nodes([nodes.node("a0", None, labels={keys.LEAF: "leaf-a"})])
-    node = cluster.node("a0")
-    assert node is not None
-    assert book().domain_of(node) == "leaf-a"
-    assert Reservations(None).domain_of(node) is None
-    assert NO_PLANS.domain_of(node) is None
+    cluster.replace_nodes(
+        [
+            nodes.node("a0", None, labels={keys.LEAF: "leaf-a"}),
+            nodes.node("c0", None, labels={keys.LEAF: "leaf-c"}),
+        ]
+    )
+    a0, c0 = cluster.node("a0"), cluster.node("c0")
+    assert a0 is not None
+    assert c0 is not None
+    assert (book().fenced(a0), book().fenced(c0)) == (True, False)
+    held = book()
+    held.release(LLAMA)
+    assert held.fenced(a0) is False
+    assert Reservations(None).fenced(a0) is False
+    assert NO_PLANS.fenced(a0) is False
     assert (NO_PLANS.active(), NO_PLANS.held("a0"), "a0" in NO_PLANS.held_nodes) == (
         False,
         {},
         False,
     )
+
+
+def test_a_plan_fences_what_its_fence_of_says() -> None:
+    """The fence may name another level (an NVLink domain, under either label that names it),
+    or nothing (a plan that had to go wider than its narrowest level)."""
+    cliques = ("accelerator.topograph.run/domain", "nvidia.com/gpu.clique")
+    fences = {LLAMA: (cliques, "uuid.1"), GPT: None}
+    held = Reservations(keys.LEAF, lambda gang, domain: fences[gang])
+    held.hold(LLAMA, "uuid.1", ["a0"], ["a0"], EIGHT)
+    held.hold(GPT, "leaf-b", ["b0"], ["b0"], EIGHT)
+    cluster = Cluster()
+    cluster.replace_nodes(
+        [
+            nodes.node("x", None, labels={cliques[1]: "uuid.1", keys.LEAF: "leaf-z"}),
+            nodes.node("y", None, labels={cliques[0]: "uuid.1"}),
+            nodes.node("z", None, labels={cliques[0]: "uuid.2", cliques[1]: "uuid.1"}),
+            nodes.node("b1", None, labels={keys.LEAF: "leaf-b"}),
+        ]
+    )
+    fenced = {n.name: held.fenced(n) for n in cluster.nodes()}
+    assert fenced == {"x": True, "y": True, "z": False, "b1": False}

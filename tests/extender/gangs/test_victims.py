@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from extender.gangs.priority import Unit, least_damage_first
-from extender.gangs.victims import Room, choose_victims, members_on
+from dataclasses import replace
+
+from extender.gangs.priority import SharedClaim, Unit, least_damage_first
+from extender.gangs.victims import Room, Slices, choose_victims, members_on
 
 GPU = "nvidia.com/gpu"
 NEED = {GPU: 8}
@@ -116,3 +118,43 @@ def test_a_unit_taken_early_is_given_back_when_a_later_one_makes_it_needless() -
     choice = choose_victims(free, [low, mid], NEED, 1, [LEAF])
     assert choice is not None
     assert [u.name for u in choice.units] == ["pod mid"]
+
+
+def test_a_claim_shared_across_units_is_freed_once_every_unit_using_it_is_taken() -> None:
+    """Pods p and q share a claim holding a0's 8 GPUs (kubernetes
+    pkg/controller/resourceclaim/controller.go, syncClaim: it is deallocated when the last pod
+    it is reserved for is gone): taking both frees the node, and does less damage than r."""
+    claim = SharedClaim("team/shared", "a0", {GPU: 8}, frozenset({"uid-p", "uid-q"}))
+    p = replace(unit("pod p", 0, {}), uids=frozenset({"uid-p"}), shared=(claim,))
+    q = replace(unit("pod q", 0, {}), uids=frozenset({"uid-q"}), shared=(claim,))
+    r = unit("pod r", 1, {"a1": 8})
+    free = rooms(a0=("l1", 0), a1=("l1", 0))
+    choice = choose_victims(free, [r, q, p], NEED, 1, [LEAF])
+    assert choice is not None
+    assert (sorted(u.name for u in choice.units), choice.nodes) == (["pod p", "pod q"], ("a0",))
+    alone = choose_victims(free, [r, p], NEED, 1, [LEAF])
+    assert alone is not None
+    assert ([u.name for u in alone.units], alone.nodes) == (["pod r"], ("a1",)), (
+        "q stays: the shared claim is not freed"
+    )
+
+
+def test_a_sliced_gang_takes_what_frees_a_whole_slice_in_one_domain() -> None:
+    """Two members in one slice of 2 inside one clique: evicting the two cheapest pods frees
+    one node in each clique, which is not enough; the pod of priority 1 goes too, and the one
+    whose node does not help is given back."""
+    free = {
+        n: Room({LEAF: "l1", "clique": c}, {GPU: 0})
+        for n, c in [("x0", "c1"), ("x1", "c1"), ("y0", "c2"), ("y1", "c2")]
+    }
+    x0, y0 = unit("pod x0", 0, {"x0": 8}), unit("pod y0", 0, {"y0": 8})
+    x1, y1 = unit("pod x1", 1, {"x1": 8}), unit("pod y1", 2, {"y1": 8})
+    unsliced = choose_victims(free, [x0, y0, x1, y1], NEED, 2, [LEAF])
+    assert unsliced is not None
+    assert sorted(u.name for u in unsliced.units) == ["pod x0", "pod y0"]
+    sliced = choose_victims(free, [x0, y0, x1, y1], NEED, 2, [LEAF], slices=Slices("clique", 2))
+    assert sliced is not None
+    assert (sorted(u.name for u in sliced.units), sorted(sliced.nodes)) == (
+        ["pod x0", "pod x1"],
+        ["x0", "x1"],
+    )

@@ -168,3 +168,58 @@ def test_describe() -> None:
     assert Placement().describe() == "no level asked (none)"
     sliced = Placement(None, None, "nvlink", 18, "kube-rdma.io")
     assert sliced.describe() == "slices of 18 in one nvlink (kube-rdma.io)"
+
+
+CLAIM = "team-a/imex-channel-0"
+CLIQUE_SLICES = Placement(BLOCK, None, "nvidia.com/gpu.clique", 16, "kueue")
+
+
+@pytest.mark.parametrize(
+    ("asked", "needing", "search"),
+    [
+        (
+            Placement(),
+            Placement(required="nvlink", nvlink_claim=CLAIM),
+            Search(("nvlink",), cluster=False),
+        ),
+        # A switch tier preferred is not tried before the NVLink domain: it need not nest in
+        # one, and a domain of it holding the gang would be taken whole.
+        (
+            Placement(required=RACK, preferred=HOST, source="kube-rdma.io"),
+            Placement("nvlink", HOST, None, 0, "kube-rdma.io", None, CLAIM, f"required {RACK}"),
+            Search(("nvlink",), cluster=False),
+        ),
+        # A vocabulary's NVLink label is the NVLink level: nothing is set aside.
+        (
+            CLIQUE_SLICES,
+            Placement(BLOCK, None, "nvlink", 16, "kueue", None, CLAIM),
+            Search((HOST, RACK, BLOCK), False, "nvlink", 16),
+        ),
+        (
+            Placement(None, None, RACK, 8, "kube-rdma.io"),
+            Placement(None, None, "nvlink", 8, "kube-rdma.io", None, CLAIM, f"slices in {RACK}"),
+            Search((HOST, RACK, BLOCK), True, "nvlink", 8),
+        ),
+        # An annotation that cannot be read stays the reason the gang is not planned.
+        (Placement(source="kueue", problem="x"), Placement(source="kueue", problem="x"), None),
+    ],
+)
+def test_a_compute_domain_claim_requires_the_nvlink_domain(
+    asked: Placement, needing: Placement, search: Search | None
+) -> None:
+    found = asked.needing_nvlink(CLAIM, KUEUE_EXAMPLE)
+    assert found == needing
+    assert found.needs_nvlink(KUEUE_EXAMPLE) == (found.problem is None)
+    if search is not None:
+        assert found.search(KUEUE_EXAMPLE) == search
+
+
+def test_a_preferred_level_wider_than_the_required_one_is_not_tried_first() -> None:
+    """A block domain holding the gang may span racks: tried first, it would break the rack
+    requirement. A label outside the vocabulary may be anything, and is tried first."""
+    wider = placement_of(pod({keys.TOPOLOGY_REQUIRED: RACK, keys.TOPOLOGY_PREFERRED: BLOCK}))
+    assert wider.search(KUEUE_EXAMPLE) == Search((HOST, RACK), cluster=False)
+    other = placement_of(pod({keys.TOPOLOGY_REQUIRED: RACK, keys.TOPOLOGY_PREFERRED: "x/pod"}))
+    assert other.search(KUEUE_EXAMPLE) == Search(("x/pod", HOST, RACK), cluster=False)
+    nvlink = placement_of(pod({keys.TOPOLOGY_REQUIRED: "nvlink", keys.TOPOLOGY_PREFERRED: RACK}))
+    assert nvlink.search(KUEUE_EXAMPLE) == Search(("nvlink",), cluster=False)

@@ -44,7 +44,7 @@ def test_each_preset_lists_its_levels_narrowest_first() -> None:
         "network.topology.nvidia.com/accelerator",
         "nvidia.com/gpu.clique",
     )
-    assert PRESETS["eks"].nvlink == ("nvidia.com/gpu.clique",)
+    assert PRESETS["eks"].nvlink == ("nvidia.com/gpu.clique", "topology.k8s.aws/ultraserver-id")
 
 
 # Layer 1's value is the example in docs.aws.amazon.com/eks/latest/userguide/ml-workload-topology;
@@ -97,3 +97,23 @@ def test_levels_in_use_and_the_nvlink_domain() -> None:
     both = {"accelerator.topograph.run/domain": "nvl1", "nvidia.com/gpu.clique": "uuid.1"}
     assert levels.nvlink_domain(both) == "nvl1"
     assert custom_levels(["rack", "row"]) == Levels(("rack", "row"), source="--domain-label")
+
+
+def test_an_eks_ultraserver_is_the_nvlink_domain_where_no_clique_is_written() -> None:
+    """`topology.k8s.aws/ultraserver-id` as the AWS SageMaker developer guide describes it
+    (sagemaker-hyperpod-topology, "EKS topology label"); the clique, where GPU feature
+    discovery writes one, names the NVLink partition inside the UltraServer."""
+    levels = PRESETS["eks"]
+    ultraserver = {**EKS_NODE, "topology.k8s.aws/ultraserver-id": "us-0a1b2c3d"}
+    both = {**ultraserver, "nvidia.com/gpu.clique": "uuid.1"}
+    assert [levels.nvlink_domain(n) for n in (EKS_NODE, ultraserver, both)] == [
+        None,
+        "us-0a1b2c3d",
+        "uuid.1",
+    ]
+    assert levels.in_use([EKS_NODE]) == [
+        "topology.k8s.aws/network-node-layer-3",
+        "topology.k8s.aws/network-node-layer-2",
+        "topology.k8s.aws/network-node-layer-1",
+    ]
+    assert levels.in_use([ultraserver])[0] == "nvlink"

@@ -41,7 +41,15 @@ profiles:
       claimTemplates: {8: single-gpu}
 """
 PROFILES = parse_profiles(PROFILES_YAML, "test")
-TEMPLATES = ("rdma-gpu-nic-8", "single-gpu", "single-vf", "2-gpu-nic-aligned")
+TEMPLATES = (
+    "rdma-gpu-nic-8",
+    "single-gpu",
+    "single-vf",
+    "2-gpu-nic-aligned",
+    "1gpu-1nic",
+    "mig-devices",
+    "phy-interfaces-template",
+)
 INJECT = {"kube-rdma.io/inject": "true"}
 
 
@@ -112,7 +120,7 @@ def add(path: str, value: object) -> Json:
     return {"op": "add", "path": path, "value": value}
 
 
-PAIRS_DIGEST = "89740ede35c6"
+PAIRS_DIGEST = "12919a421c02"
 AUTO_ENV = [
     env("NCCL_IB_DISABLE", "0"),
     env("NCCL_IB_ROCE_VERSION_NUM", "2"),
@@ -247,6 +255,36 @@ CASES = [
         "gpus-and-nics-from-one-claim",
         with_claim(worker("team-a", INJECT, gpus=0), "gpu-nic", "2-gpu-nic-aligned"),
         NICS_FROM_CLAIM,
+    ),
+    Case(
+        # class dra.net takes every dranet interface; the request keeps the RDMA ones
+        "gpus-and-nics-from-an-oci-template",
+        with_claim(worker("team-a", INJECT, gpus=0), "gpu-nic", "1gpu-1nic"),
+        NICS_FROM_CLAIM,
+    ),
+    Case(
+        # class mig.nvidia.com takes MIG slices, not whole GPUs: nothing for RDMA to do
+        "mig-devices-are-not-gpus",
+        with_claim(worker("team-a", INJECT, gpus=0), "mig", "mig-devices"),
+        [],
+        [
+            "kube-rdma: no container requests nvidia.com/gpu or gets GPUs from a claim, so "
+            "nothing was added; name the containers in the kube-rdma.io/containers annotation"
+        ],
+    ),
+    Case(
+        # class multinic takes every dranet interface, and the request's selector reads an
+        # attribute dranet does not publish: RDMA or not is open, so the container keeps the
+        # device-plugin RDMA resource its nvidia.com/gpu request gets
+        "an-interface-of-any-kind-is-no-rdma-nic",
+        with_claim(worker("team-a", INJECT), "phy-interfaces", "phy-interfaces-template"),
+        GPUS_FROM_CLAIM,
+        [
+            "kube-rdma: DeviceClass multinic with a request's own selectors counts as neither "
+            "GPU nor RDMA NIC: it may give RDMA NICs (dranet's ConnectX VF with RDMA) and other "
+            "devices (dranet's ENA without RDMA); list it in the profile's dra.gpuClasses or "
+            "dra.nicClasses to say which it gives"
+        ],
     ),
     Case(
         "template-attached-by-the-profile",

@@ -6,13 +6,15 @@ import pytest
 
 from kube_rdma.core.objects import Json
 from tests.webhook.dra.objects import device_classes, example_template_list, template
+from webhook.dra.classes import Verdict
 from webhook.dra.kinds import (
+    Alternative,
     DeviceKind,
     Devices,
     PodClaims,
-    class_drivers,
-    class_kind,
+    alternative_verdict,
     device_requests,
+    request_alternatives,
     request_count,
     request_devices,
 )
@@ -22,40 +24,31 @@ GPU, NIC = DeviceKind.GPU, DeviceKind.NIC
 CLASSES = {c["metadata"]["name"]: c for c in device_classes()}
 
 
-@pytest.mark.parametrize(
-    ("name", "drivers", "kind"),
-    [
-        ("gpu.nvidia.com", ["gpu.nvidia.com"], GPU),
-        ("mig.nvidia.com", ["gpu.nvidia.com"], GPU),
-        ("vfio.gpu.nvidia.com", ["gpu.nvidia.com"], None),
-        ("compute-domain-daemon.nvidia.com", ["compute-domain.nvidia.com"], None),
-        ("compute-domain-default-channel.nvidia.com", ["compute-domain.nvidia.com"], None),
-        ("dranet", ["dra.net"], NIC),
-        ("dranet.net", ["dra.net"], NIC),
-        ("dra.net", ["dra.net"], NIC),
-        ("efa.networking.k8s.aws", ["dra.net"], NIC),
-        ("sriovnetwork.k8snetworkplumbingwg.io", ["sriovnetwork.k8snetworkplumbingwg.io"], NIC),
-        ("rdma-nic.dra.net", ["dra.net"], NIC),
-    ],
-)
-def test_published_classes_by_default(name: str, drivers: list[str], kind: DeviceKind) -> None:
-    assert class_drivers(CLASSES[name]) == drivers
-    assert class_kind(name, CLASSES[name], Dra()) is kind
+def test_a_class_listed_by_name_is_not_judged() -> None:
+    """Listed by name: its CEL does not matter, and it need not have been read."""
+    assert alternative_verdict("gpu.nvidia.com", None, (), Dra()) == Verdict(GPU)
+    dranet = CLASSES["dranet"]
+    assert alternative_verdict("dranet", dranet, (), Dra(nic_classes=("dranet",))) == Verdict(NIC)
+    assert alternative_verdict("dranet", None, (), Dra()) == Verdict(None)
 
 
-def test_a_gpu_driver_makes_its_classes_gpus() -> None:
-    """vfio.gpu.nvidia.com is left out by default (a GPU passed through to a VM); listing the
-    driver counts every class of it."""
-    dra = Dra(gpu_drivers=("gpu.nvidia.com",))
-    assert class_kind("vfio.gpu.nvidia.com", CLASSES["vfio.gpu.nvidia.com"], dra) is GPU
+def test_a_request_narrows_its_class() -> None:
+    """dranet's `dranet` class takes every interface; its demo's request keeps the RDMA ones,
+    and the two together give RDMA NICs, as the allocator applies them."""
+    (_, nic) = device_requests(template("2-gpu-nic-aligned"))
+    alternatives = request_alternatives(nic)
+    assert alternatives == [("dranet", ('device.attributes["dra.net"].rdma == true',))]
+    name, selectors = alternatives[0]
+    assert alternative_verdict(name, CLASSES[name], selectors, Dra()) == Verdict(NIC)
+    assert alternative_verdict(name, CLASSES[name], (), Dra()).kind is None
 
 
-def test_a_class_not_read_is_known_by_name_only() -> None:
-    assert class_kind("gpu.nvidia.com", None, Dra()) is GPU
-    assert class_kind("dranet", None, Dra()) is None
-
-
-KINDS = {name: class_kind(name, cls, Dra()) for name, cls in CLASSES.items()}
+def kinds_of(requests: list[Json]) -> dict[Alternative, DeviceKind | None]:
+    return {
+        (name, selectors): alternative_verdict(name, CLASSES.get(name), selectors, Dra()).kind
+        for r in requests
+        for name, selectors in request_alternatives(r)
+    }
 
 
 @pytest.mark.parametrize(
@@ -78,12 +71,13 @@ KINDS = {name: class_kind(name, cls, Dra()) for name, cls in CLASSES.items()}
 )
 def test_published_templates(name: str, api_version: str, expected: dict[str, Devices]) -> None:
     requests = device_requests(template(name, api_version))
-    assert request_devices(requests, KINDS) == expected
+    assert request_devices(requests, kinds_of(requests)) == expected
 
 
 def test_the_example_template_gives_eight_gpus_and_eight_nics() -> None:
     (example,) = example_template_list()
-    devices = request_devices(device_requests(example), KINDS)
+    requests = device_requests(example)
+    devices = request_devices(requests, kinds_of(requests))
     claims = PodClaims({"pairs": devices})
     container: Json = {"name": "c", "resources": {"claims": [{"name": "pairs"}]}}
     assert claims.of(container) == {GPU, NIC}
@@ -122,7 +116,9 @@ def test_first_available_gives_the_kinds_of_every_alternative() -> None:
             {"name": "vf", "deviceClassName": "sriovnetwork.k8snetworkplumbingwg.io"},
         ],
     }
-    assert request_devices([request], KINDS) == {"either": Devices(frozenset({GPU, NIC}), 1)}
+    assert request_devices([request], kinds_of([request])) == {
+        "either": Devices(frozenset({GPU, NIC}), 1)
+    }
 
 
 def test_claims_of_a_container() -> None:

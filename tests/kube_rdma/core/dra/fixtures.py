@@ -31,15 +31,17 @@ def gpu(index: int, node: str = "n1", **extra: Any) -> Json:
     return {"name": f"gpu-{index}", "attributes": attributes}
 
 
-def nic(index: int, rdma: bool = True) -> Json:
-    """A device as dranet publishes it."""
+def nic(index: int, rdma: bool = True, root: int | None = None) -> Json:
+    """A device as dranet publishes it; `root` places it under another PCIe root than the
+    GPU of the same index."""
+    root = index // 2 if root is None else root
     return {
         "name": f"pci-0000-{0x20 + index:02x}-00-0",
         "attributes": {
             "dra.net/rdma": {"bool": rdma},
             "dra.net/pciAddress": {"string": f"0000:{0x20 + index:02x}:00.0"},
             "dra.net/numaNode": {"int": index // 4},
-            "resource.kubernetes.io/pcieRoot": {"string": f"pci0000:{index // 2:02x}"},
+            "resource.kubernetes.io/pcieRoot": {"string": f"pci0000:{root:02x}"},
         },
     }
 
@@ -95,6 +97,7 @@ def claim(
     requests: list[Json],
     namespace: str = "default",
     allocated: list[tuple[str, str, str]] | None = None,
+    constraints: list[Json] | None = None,
 ) -> Json:
     obj: Json = {
         "apiVersion": "resource.k8s.io/v1",
@@ -102,6 +105,8 @@ def claim(
         "metadata": {"name": name, "namespace": namespace},
         "spec": {"devices": {"requests": requests}},
     }
+    if constraints is not None:
+        obj["spec"]["devices"]["constraints"] = constraints
     if allocated is not None:
         results = [{"request": "r", "driver": d, "pool": p, "device": n} for d, p, n in allocated]
         obj["status"] = {"allocation": {"devices": {"results": results}}}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kube_rdma.core.dra.allocate import Allocation, Refusal, allocate
+from kube_rdma.core.dra.constraints import Constraint
 from kube_rdma.core.dra.demand import Choice, DeviceRequest, PodDemand, pod_demand
 from kube_rdma.core.dra.index import DraIndex
 from kube_rdma.core.dra.selectors import SelectorError, Selectors
@@ -15,8 +16,10 @@ from tests.kube_rdma.core.dra.fixtures import (
     exactly,
     gpu_slice,
     load,
+    nic,
     nic_slice,
     pod,
+    slice_,
 )
 
 GPU_SELECTOR = GPU_CLASS["spec"]["selectors"][0]["cel"]["expression"]
@@ -49,7 +52,8 @@ def test_a_template_of_gpu_nic_pairs_asks_for_both_kinds(index: DraIndex) -> Non
         (
             DeviceRequest(label, "gpu", (Choice("gpu", (GPU_SELECTOR, index_rule), False, 2),)),
             DeviceRequest(label, "nic", (Choice("nic", (NIC_SELECTOR, RDMA), False, 2),)),
-        )
+        ),
+        constraints=(Constraint(label, "resource.kubernetes.io/pcieRoot", ()),),
     )
     assert (demand.count("gpu"), demand.count("nic")) == (2, 2)
     result = allocate(demand, "n1", index.node("n1"), selectors)
@@ -198,3 +202,26 @@ def test_selector_results_are_remembered_per_what_the_expression_can_see() -> No
     assert len(selectors._results) == 1
     with pytest.raises(SelectorError, match="does not compile"):
         selectors.check("device.driver ==")
+
+
+@pytest.mark.parametrize(
+    ("own", "kinds"),
+    [
+        ((), ()),
+        ((RDMA,), ("nic",)),
+        (('device.attributes["dra.net"].rdma == false',), ()),
+    ],
+)
+def test_a_class_taking_plain_netdevs_too_counts_as_a_nic_only_where_the_request_narrows_it(
+    own: tuple[str, ...], kinds: tuple[str, ...]
+) -> None:
+    """dranet's bare class takes every interface: where the node publishes plain netdevs beside
+    its RDMA NICs, the allocator may give either, so only a request that keeps RDMA NICs asks
+    for one."""
+    index = DraIndex()
+    plain = slice_("n1-plain", "n1", "dra.net", [nic(8, rdma=False)], pool="n1-plain")
+    index.replace_slices([gpu_slice("n1"), nic_slice("n1"), plain])
+    index.upsert_class(NIC_CLASS)
+    index.upsert_claim(claim("c", [exactly("n", "dranet", 1, *own)]))
+    demand = pod_demand(pod("p", [{"name": "c", "resourceClaimName": "c"}]), index, Selectors())
+    assert tuple(c.kind for r in demand.requests for c in r.choices) == kinds
