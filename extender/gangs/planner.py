@@ -234,7 +234,11 @@ class Planner:
         return FilterOutcome([], {}, dict.fromkeys(names, reason))
 
     def _still_fits(self, plan: Plan) -> bool:
-        settled = {i for key, i in plan.assigned.items() if self._bound(key)}
+        settled = {
+            i
+            for key, i in plan.assigned.items()
+            if self._bound(key) or self._claimed_on(key, plan.slots[i])
+        }
         open_slots = [i for i in range(len(plan.slots)) if i not in settled]
         for node in {plan.slots[i] for i in open_slots}:
             info = self._cluster.node(node)
@@ -400,6 +404,16 @@ class Planner:
         self._book.release(gang)
         if plan is not None:
             plan.fail_waiting(reason or f"the plan of gang {plan.gang} was dropped")
+
+    def _claimed_on(self, key: PodKey, node: str) -> bool:
+        """The member's resource claims are allocated on `node`: kube-scheduler's
+        DynamicResources plugin took its devices there (Reserve, PreBind) before calling the
+        extender's bind, so the devices the node now lacks are the member's own."""
+        pod = self._cluster.pod(*key)
+        if pod is None or not (pod.get("spec") or {}).get("resourceClaims"):
+            return False
+        pinned = self._cluster.claim_demand(pod).pinned
+        return bool(pinned) and all(on == node for _, on in pinned)
 
     def _bound(self, key: PodKey) -> bool:
         pod = self._cluster.pod(*key)

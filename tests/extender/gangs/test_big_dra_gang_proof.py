@@ -13,7 +13,7 @@ from typing import Any
 
 from kubernetes_asyncio import client
 
-from extender.app import Settings, create_app
+from extender.app import EXTENDER, Settings, create_app
 from extender.cluster.live import LiveSource
 from kube_rdma.core.objects import Json
 from kubesim.scheduler import EmulatedScheduler, Job, bound_node
@@ -84,6 +84,11 @@ async def test_a_dra_gang_is_placed_whole_with_every_claim_reserved(
                 return len(pods) == GANG.members and all(bound_node(p) for p in pods)
 
             assert await scheduler.run_until(all_bound, timeout=60.0)
+        planner = app[EXTENDER].planner
+        plans = [d for d in planner.history if d.gang.name == GANG.name]
+    # A member's claim is allocated on its planned node before its bind call (PreBind): the
+    # devices its node then lacks are its own, and must not make the plan look stale.
+    assert len(plans) == 1, f"placed from its first plan ({plans})"
     kept = {b.pod for b in scheduler.binds if "keeps its place" in b.error}
     assert len(kept) >= GANG.members // 2, "most members' first bind requests timed out"
     pods = {p["metadata"]["name"]: p for p in fake_api.objects("pods", GANG.namespace)}
