@@ -58,6 +58,8 @@ class PodView:
     in `gpus` and `rdma`)."""
     selectors: Selectors | None = field(default=None, compare=False, repr=False)
     """The CEL evaluator the DRA filter matches `demand` with."""
+    in_containers: tuple[tuple[str, int], ...] = ()
+    """The GPU and RDMA resources the pod's containers request (not its claims), sorted."""
 
     @property
     def key(self) -> tuple[str, str]:
@@ -108,6 +110,9 @@ def pod_view(
     gpus = sum(requests.get(n, 0) for n in gpu_names) + demand.count("gpu")
     patterns = tuple(rdma_patterns)
     rdma = {r: n for r, n in requests.items() if is_rdma(r, patterns)}
+    in_containers = tuple(
+        sorted(({r: requests[r] for r in gpu_names if requests.get(r)} | rdma).items())
+    )
     if demand.count("nic"):
         rdma[DRA_NIC_RESOURCE] = rdma.get(DRA_NIC_RESOURCE, 0) + demand.count("nic")
     problems: list[str] = list(demand.problems)
@@ -130,6 +135,7 @@ def pod_view(
         problems=tuple(problems),
         demand=demand,
         selectors=selectors,
+        in_containers=in_containers,
     )
 
 

@@ -4,9 +4,12 @@ whichever way the devices are published.
 
 A DRA GPU counts as one unit of the extender's first GPU resource (`nvidia.com/gpu`), an RDMA
 NIC as one unit of `rdma/hca`, the names kube-rdma's device-plugin clusters use for the same
-hardware (a NIC per unit), and a device an allocated claim holds counts as requested. The NVIDIA
-GPU driver's own DeviceClass names `nvidia.com/gpu` as its `extendedResourceName` (KEP-5004),
-so a pod asking for `nvidia.com/gpu` on a DRA node is counted against the same devices.
+hardware (a NIC per unit), and a device an allocated claim holds counts as requested. A pod
+that asks for `nvidia.com/gpu` or `rdma/hca` in its containers can have such devices only where
+a DeviceClass names the resource as its `extendedResourceName` (KEP-5004, alpha in 1.34; the
+apiserver drops the field while the feature is off): elsewhere kube-scheduler's NodeResourcesFit
+finds none of it on a DRA-only node, so the model keeps, per node, the part of each resource
+that only claims can have (`NodeInfo.claims_only`).
 """
 
 from __future__ import annotations
@@ -50,18 +53,22 @@ def add_devices(
     requested: dict[str, int],
     devices: NodeDevices | None,
     names: DraNames,
-) -> None:
-    """Adds the node's DRA devices to its extended resources, in place."""
+) -> dict[str, int]:
+    """Adds the node's DRA devices to its extended resources, in place; returns what it added
+    to `allocatable`."""
+    added: dict[str, int] = {}
     if devices is None:
-        return
+        return added
     kinds: list[tuple[Kind, str]] = [("gpu", names.gpu), ("nic", names.nic)]
     for kind, resource in kinds:
         total = devices.count(kind)
         if total:
+            added[resource] = total
             allocatable[resource] = allocatable.get(resource, 0) + total
             used = devices.in_use(kind)
             if used:
                 requested[resource] = requested.get(resource, 0) + used
+    return added
 
 
 def signature(devices: NodeDevices | None) -> Any:

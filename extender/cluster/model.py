@@ -117,6 +117,9 @@ class NodeInfo:
     devices: NodeDevices | None = field(default=None, compare=False)
     """The GPUs and RDMA NICs the node publishes as ResourceSlices (already counted in
     `allocatable`, and those allocated claims hold in `requested`); None without any."""
+    claims_only: Mapping[str, int] = field(default_factory=dict, compare=False)
+    """Of `allocatable`, the DRA devices no DeviceClass serves as an extended resource: only a
+    resource claim can have them, not a container's request for the resource."""
 
     def free(self, resource: str) -> int:
         return self.allocatable.get(resource, 0) - self.requested.get(resource, 0)
@@ -144,6 +147,8 @@ class Cluster:
         """ResourceSlices, ResourceClaims, DeviceClasses and claim templates."""
         self.selectors = Selectors()
         self._dra_names = dra_names
+        self._served: frozenset[str] = frozenset()
+        """The extended resources a DeviceClass serves (extendedResourceName)."""
         self._nodes: dict[str, _NodeEntry] = {}
         self._pods: dict[PodKey, Json] = {}
         self._bound: dict[PodKey, tuple[str, dict[str, int]]] = {}
@@ -294,6 +299,12 @@ class Cluster:
     # DRA objects (resource.k8s.io): each update rebuilds the views of the nodes it touched
 
     def dra_changed(self, nodes: set[str]) -> None:
+        served = self.dra.extended_resources()
+        if served != self._served:
+            # Which resources a DeviceClass serves changes what every DRA node offers a pod
+            # asking for them in its containers.
+            self._served = served
+            nodes = nodes | {n for n in self._nodes if self.dra.node(n) is not None}
         for name in nodes:
             self._refresh(name)
         self.generation += 1
@@ -344,7 +355,8 @@ class Cluster:
         meta = entry.obj.get("metadata") or {}
         allocatable = extended_resources((entry.obj.get("status") or {}).get("allocatable"))
         devices = self.dra.node(name)
-        add_devices(allocatable, requested, devices, self._dra_names)
+        published = add_devices(allocatable, requested, devices, self._dra_names)
+        claims_only = {r: n for r, n in published.items() if r not in self._served}
         labels = dict(meta.get("labels") or {})
         state = (
             entry.rails_key,
@@ -353,6 +365,7 @@ class Cluster:
             _sorted(requested),
             labels.get(keys.ACCEPTANCE),
             signature(devices),
+            _sorted(claims_only),
         )
         self._note(name)
         self._views[name] = NodeInfo(
@@ -368,6 +381,7 @@ class Cluster:
             rails_key=entry.rails_key,
             state=self._intern(state),
             devices=devices,
+            claims_only=claims_only,
         )
 
     def _intern(self, value: Any) -> int:

@@ -24,6 +24,7 @@ def registry(require_acceptance: bool = False) -> list[tuple[str, Filter]]:
     return [
         *checks,
         ("gdr", gdr.check),
+        ("dra-served", dra.served),
         ("rdma", rdma.check),
         ("dra", dra.check),
         ("affinity", affinity.check),

@@ -18,6 +18,22 @@ from extender.podview import PodView
 from kube_rdma.core.dra.allocate import Refusal, allocate
 
 
+def served(pod: PodView, node: NodeInfo, rails: Rails | None) -> Verdict:
+    """A container's request for `nvidia.com/gpu` or `rdma/hca` on a node that has them only as
+    DRA devices no DeviceClass serves by that name (`extendedResourceName`): kube-scheduler's
+    NodeResourcesFit finds too little of the resource there, however many devices are free."""
+    if not node.claims_only:
+        return PASS
+    for resource, amount in pod.in_containers:
+        only = node.claims_only.get(resource, 0)
+        if only and amount > node.allocatable.get(resource, 0) - only:
+            return never(
+                f"the node has its {resource} only as DRA devices, and no DeviceClass serves "
+                f"{resource} (extendedResourceName): ask for them through a resource claim"
+            )
+    return PASS
+
+
 def check(pod: PodView, node: NodeInfo, rails: Rails | None) -> Verdict:
     demand = pod.demand
     if (not demand.requests and not demand.pinned) or pod.selectors is None:

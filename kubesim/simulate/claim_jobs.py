@@ -55,7 +55,7 @@ def device_classes(index: DraIndex) -> tuple[str, str] | None:
     selectors = Selectors()
     found: dict[str, str] = {}
     for name in sorted(index.classes):
-        kind = index.kind_of_class(index.classes[name].selectors, selectors)
+        kind = index.kind_of_class(index.classes[name].selectors, (), selectors)
         if kind is not None:
             found.setdefault(kind, name)
     if "gpu" not in found or "nic" not in found:

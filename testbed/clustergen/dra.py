@@ -19,7 +19,7 @@ from collections.abc import Collection
 
 from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
-from kube_rdma.core.topology import Topology, decode
+from kube_rdma.core.topology import Nic, Topology, decode
 from testbed.clustergen.spec import GPU, RDMA_SHARED
 
 GPU_DRIVER = "gpu.nvidia.com"
@@ -131,7 +131,7 @@ def _gpu_slice(node: str, gpus: int, topology: Topology | None) -> Json:
             "productName": {"string": "NVIDIA H100 80GB HBM3"},
             "uuid": {"string": f"GPU-{node}-{i}"},
             "resource.kubernetes.io/pciBusID": {"string": pci},
-            "resource.kubernetes.io/pcieRoot": {"string": f"pci{pci[:4]}:{pci[5:7]}"},
+            "resource.kubernetes.io/pcieRoot": {"string": _root(pci)},
         }
         devices.append({"name": f"gpu-{i}", "attributes": attributes})
     return _slice(node, GPU_DRIVER, devices)
@@ -147,11 +147,30 @@ def _nic_slice(node: str, nics: int, topology: Topology | None) -> Json:
             "dra.net/pciAddress": {"string": pci},
             "dra.net/numaNode": {"int": (known.numa if known and known.numa else 0)},
             "dra.net/ifName": {"string": known.name if known else f"rdma{i}"},
+            "resource.kubernetes.io/pcieRoot": {"string": _nic_root(i, known, topology)},
         }
         devices.append(
             {"name": "pci-" + pci.replace(":", "-").replace(".", "-"), "attributes": attributes}
         )
     return _slice(node, NIC_DRIVER, devices)
+
+
+def _root(gpu_pci: str) -> str:
+    """The root a GPU is published under: one per GPU here, shared with its nearest NICs."""
+    return f"pci{gpu_pci[:4]}:{gpu_pci[5:7]}"
+
+
+def _nic_root(index: int, known: Nic | None, topology: Topology | None) -> str:
+    """Under the root of the GPU the NIC pairs best with (as dranet publishes
+    `resource.kubernetes.io/pcieRoot`, which a GPU and a NIC on one PCIe switch share); the
+    GPU of its own index without a topology."""
+    if known is not None and topology is not None:
+        paired = [p for p in topology.pairs if p.nic == known.name]
+        if paired:
+            best = min(paired, key=lambda p: (p.level.rank, p.gpu))
+            gpus = {g.index: g.pci for g in topology.gpus}
+            return _root(_pci(gpus.get(best.gpu), best.gpu))
+    return _root(_pci(None, index))
 
 
 def _pci(address: str | None, fallback: int) -> str:

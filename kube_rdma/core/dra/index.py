@@ -161,6 +161,10 @@ class DraIndex:
             name, cel_expressions(spec.get("selectors")), spec.get("extendedResourceName")
         )
 
+    def extended_resources(self) -> frozenset[str]:
+        """The extended resources DeviceClasses serve (`extendedResourceName`)."""
+        return frozenset(c.extended_resource for c in self.classes.values() if c.extended_resource)
+
     def delete_class(self, name: str) -> None:
         self.classes.pop(name, None)
 

@@ -122,20 +122,7 @@ def test_gangs_of_claim_pods_get_their_claims_and_free_them_when_they_end(
     }
 
 
-MIXED_EXTENDER_PLANS_DRA_NODES = pytest.mark.xfail(
-    strict=True,
-    reason="the extender plans the device-plugin gang onto a free DRA node (it counts the "
-    "node's published GPUs for an nvidia.com/gpu pod), which kube-scheduler, serving no "
-    "extended resource from a DeviceClass, rules out: the gang is planned again and again; "
-    "and the claim gang's plan is dropped once PreBind allocates a member's claim",
-)
-
-
-@pytest.mark.parametrize(
-    "variant",
-    [PLAIN, pytest.param(EXTENDER, marks=MIXED_EXTENDER_PLANS_DRA_NODES)],
-    ids=lambda v: v.name,
-)
+@pytest.mark.parametrize("variant", [PLAIN, EXTENDER], ids=lambda v: v.name)
 def test_a_mixed_cluster_runs_claim_pods_on_dra_nodes_and_the_others_on_device_plugins(
     tmp_path: Path, variant: Variant
 ) -> None:
