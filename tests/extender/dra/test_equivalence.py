@@ -87,7 +87,8 @@ async def test_filters_scores_and_gang_plans_are_the_same_in_both_forms() -> Non
 async def test_a_gang_spans_dra_and_device_plugin_nodes() -> None:
     """Four empty nodes, two publishing their devices through DRA: a gang of four 8-GPU pods
     asking for `nvidia.com/gpu` (which the DRA nodes serve through the GPU DeviceClass's
-    extendedResourceName) takes all four, one member each."""
+    extendedResourceName) takes all four, one member each. They ask for no `rdma/hca`, which
+    no DeviceClass serves: such a pod could have no DRA node."""
     spec = ClusterSpec(
         nodes=4,
         seed=3,
@@ -99,7 +100,8 @@ async def test_a_gang_spans_dra_and_device_plugin_nodes() -> None:
     cluster = [o for o in generate(spec) if o.get("kind") == "Node"]
     names = sorted(str(o["metadata"]["name"]) for o in cluster)
     gang = [
-        nodes.pod(f"m-{i}", annotations={keys.GANG: "m", keys.GANG_SIZE: "4"}) for i in range(4)
+        nodes.pod(f"m-{i}", rdma={}, annotations={keys.GANG: "m", keys.GANG_SIZE: "4"})
+        for i in range(4)
     ]
     mixed = dra_form([*cluster, *gang], nodes=names[:2])
     kinds = {o["spec"]["nodeName"] for o in mixed if o.get("kind") == "ResourceSlice"}
