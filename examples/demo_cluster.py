@@ -8,9 +8,11 @@ Every difference moves a verdict or a score the demo prints:
 - leaf-2: gpu-07, -08 and -10 as they should be; gpu-09 with every PCIe link trained at x8, so
   its 400 Gb/s rails move 252 (rate) and its GPUs reach their NICs a level worse (affinity);
   gpu-11 on RoCE, not InfiniBand, and gpu-12 where the node agent never ran (both unsuitable).
-  gpu-07 and gpu-08 publish their GPUs and RDMA NICs through DRA (ResourceSlices of NVIDIA's GPU
-  driver and dranet) rather than device plugins, as a cluster moving to DRA node by node has
-  them: their verdicts and scores are those of their device-plugin neighbours.
+  gpu-07 and gpu-08 publish their GPUs through DRA (ResourceSlices of NVIDIA's GPU driver, whose
+  DeviceClass serves `nvidia.com/gpu` through `extendedResourceName`) while their RDMA NICs stay
+  on the RDMA device plugin, as a cluster moving to DRA node by node has them: their verdicts
+  and scores are those of their device-plugin neighbours. (A pod asking for `rdma/hca` could
+  have no node whose NICs dranet publishes: no DeviceClass serves that resource.)
 
 The pending work: the PyTorchJob llama-70b (1 Master + 3 Workers, 8 GPUs each: a gang of 4,
 read off the job itself), whose pods are the webhook's patched worker as the training operator
@@ -121,5 +123,5 @@ def write_cluster(patched: Json, path: Path) -> list[str]:
     hardware = _hardware()
     pending = [member(patched, name) for name in MEMBERS] + [finetune(patched)]
     objects = [*hardware.values(), *_running(), pytorch_job(patched), *pending]
-    write_snapshot(dra_form(objects, DRA_NODES), path)
+    write_snapshot(dra_form(objects, DRA_NODES, nics=False), path)
     return list(hardware)

@@ -15,7 +15,7 @@ the GPU DeviceClass's `extendedResourceName` (KEP-5004), so one gang can span bo
 from __future__ import annotations
 
 import copy
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 
 from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
@@ -51,9 +51,13 @@ NIC_CLASS: Json = {
 RDMA_SELECTOR = 'device.attributes["dra.net"].rdma == true'
 
 
-def dra_form(objects: list[Json], nodes: Collection[str] | None = None) -> list[Json]:
+def dra_form(
+    objects: list[Json], nodes: Collection[str] | None = None, nics: bool = True
+) -> list[Json]:
     """`objects` (clustergen's output) with the devices of `nodes` (every node when None)
-    published through DRA; the input is not changed."""
+    published through DRA; the input is not changed. With `nics` False only the GPUs are (the
+    GPU driver first, the RDMA NICs left to their device plugin, as many clusters migrate)."""
+    ours = _ours if nics else _gpu
     every = nodes is None
     chosen = set(nodes or ())
     converted = {
@@ -65,11 +69,11 @@ def dra_form(objects: list[Json], nodes: Collection[str] | None = None) -> list[
     nic_names: dict[str, list[str]] = {}
     for obj in objects:
         if obj.get("kind") == "Node" and _name(obj) in converted:
-            found += _node(obj, nic_names)
+            found += _node(obj, nic_names, ours)
         elif obj.get("kind") == "Pod":
             node = (obj.get("spec") or {}).get("nodeName")
             if (node in converted) or (every and not node):
-                found += _pod(obj, node, templates, taken, nic_names)
+                found += _pod(obj, node, templates, taken, nic_names, ours)
             else:
                 found.append(obj)
         else:
@@ -81,29 +85,36 @@ def _name(obj: Json) -> str:
     return str((obj.get("metadata") or {}).get("name"))
 
 
-def _node(obj: Json, nic_names: dict[str, list[str]]) -> list[Json]:
+def _node(obj: Json, nic_names: dict[str, list[str]], ours: Callable[[str], bool]) -> list[Json]:
     node = copy.deepcopy(obj)
     status = node.setdefault("status", {})
-    counts = _devices(status.get("allocatable") or {})
+    counts = _devices(status.get("allocatable") or {}, ours)
     for field in ("capacity", "allocatable"):
         amounts = status.get(field) or {}
-        for resource in [r for r in amounts if _ours(r)]:
+        for resource in [r for r in amounts if ours(r)]:
             del amounts[resource]
     annotation = (node["metadata"].get("annotations") or {}).get(keys.TOPOLOGY)
     topology = decode(annotation) if annotation else None
     name = _name(node)
-    nics = _nic_slice(name, counts[1], topology)
-    nic_names[name] = [d["name"] for d in nics["spec"]["devices"]]
-    return [node, _gpu_slice(name, counts[0], topology), nics]
+    published = [node, _gpu_slice(name, counts[0], topology)]
+    if counts[1]:
+        nics = _nic_slice(name, counts[1], topology)
+        nic_names[name] = [d["name"] for d in nics["spec"]["devices"]]
+        published.append(nics)
+    return published
 
 
 def _ours(resource: str) -> bool:
     return resource == GPU or resource.startswith(RDMA_SHARED.split("/")[0] + "/")
 
 
-def _devices(amounts: Json) -> tuple[int, int]:
-    gpus = int(amounts.get(GPU, 0))
-    nics = sum(int(v) for r, v in amounts.items() if _ours(r) and r != GPU)
+def _gpu(resource: str) -> bool:
+    return resource == GPU
+
+
+def _devices(amounts: Json, ours: Callable[[str], bool]) -> tuple[int, int]:
+    gpus = int(amounts.get(GPU, 0)) if ours(GPU) else 0
+    nics = sum(int(v) for r, v in amounts.items() if ours(r) and r != GPU)
     return gpus, nics
 
 
@@ -183,9 +194,10 @@ def _pod(
     templates: dict[tuple[str, int, int], Json],
     taken: dict[str, list[int]],
     nic_names: dict[str, list[str]],
+    ours: Callable[[str], bool],
 ) -> list[Json]:
     pod = copy.deepcopy(obj)
-    gpus, nics = _strip(pod)
+    gpus, nics = _strip(pod, ours)
     if not gpus and not nics:
         return [pod]
     namespace = str(pod["metadata"].get("namespace") or "default")
@@ -199,24 +211,24 @@ def _pod(
     slots = taken.setdefault(node, [0, 0])
     results = [_result("gpu", GPU_DRIVER, node, f"gpu-{slots[0] + i}") for i in range(gpus)]
     slots[0] += gpus
-    held = nic_names[node][slots[1] : slots[1] + nics]
+    held = nic_names.get(node, [])[slots[1] : slots[1] + nics]
     slots[1] += nics
     results += [_result("nic", NIC_DRIVER, node, n) for n in held]
     return [pod, _claim(pod, claim_name, templates[namespace, gpus, nics], node, results)]
 
 
-def _strip(pod: Json) -> tuple[int, int]:
-    """Removes the GPU and RDMA requests; what they were."""
+def _strip(pod: Json, ours: Callable[[str], bool]) -> tuple[int, int]:
+    """Removes the GPU and RDMA requests (those `ours` names); what they were."""
     gpus = nics = 0
     for container in pod["spec"].get("containers") or []:
         resources = container.get("resources") or {}
         counted = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
-        gpus += int(counted.get(GPU, 0))
-        nics += sum(int(v) for r, v in counted.items() if _ours(r) and r != GPU)
+        gpus += int(counted.get(GPU, 0)) if ours(GPU) else 0
+        nics += sum(int(v) for r, v in counted.items() if ours(r) and r != GPU)
         for field in ("limits", "requests"):
-            for resource in [r for r in resources.get(field) or {} if _ours(r)]:
+            for resource in [r for r in resources.get(field) or {} if ours(r)]:
                 del resources[field][resource]
-        if any(_ours(r) for r in counted):
+        if any(ours(r) for r in counted):
             resources["claims"] = [{"name": CLAIM}]
     return gpus, nics
 
