@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from kube_rdma.core.objects import Json
 from testbed.builders import nodes
 from testbed.clustergen.dra import dra_form
 
@@ -26,7 +27,7 @@ def test_the_dra_form_publishes_what_it_is_asked(
     node = nodes.node("n", nodes.hgx(), rdma={"rdma/hca": 1})
     pod = {"kind": "Pod", **nodes.pod("p", gpus=8, network=None)}
     objects = dra_form([node, pod], nics=nics)
-    by_kind: dict[str, list[dict]] = {}
+    by_kind: dict[str, list[Json]] = {}
     for obj in objects:
         by_kind.setdefault(obj["kind"], []).append(obj)
     assert [s["metadata"]["name"] for s in by_kind["ResourceSlice"]] == slices
