@@ -1,5 +1,5 @@
-"""What a profile asks of the node a pod lands on: the GPUDirect RDMA annotation that the
-kube-rdma scheduler extender reads, and a required node affinity on the agent's
+"""What a profile asks of the node a pod lands on: the GPUDirect RDMA and network-level
+annotations that the kube-rdma scheduler extender reads, and a required node affinity on the agent's
 `kube-rdma.io/rdma-ready` label, which every scheduler honours.
 
 Both add only what is missing and never override the pod: an annotation the pod set itself is
@@ -20,6 +20,13 @@ def set_placement(pod: Json, scheduling: Scheduling, warnings: list[str]) -> Non
         require_gdr(mapping(pod, "metadata"), warnings)
     if scheduling.require_rdma_ready:
         require_rdma_ready(mapping(pod, "spec"))
+    levels = (
+        (keys.TOPOLOGY_REQUIRED, scheduling.topology_required, "scheduling.topologyRequired"),
+        (keys.TOPOLOGY_PREFERRED, scheduling.topology_preferred, "scheduling.topologyPreferred"),
+    )
+    for key, level, setting in levels:
+        if level is not None:
+            annotate(mapping(pod, "metadata"), key, level, setting, warnings)
 
 
 def require_gdr(metadata: Json, warnings: list[str]) -> None:
@@ -31,6 +38,18 @@ def require_gdr(metadata: Json, warnings: list[str]) -> None:
         warnings.append(
             f"kube-rdma: pod sets {keys.REQUIRE_GDR}={current!r}, which is kept; its profile "
             "asks for nodes with GPUDirect RDMA (scheduling.requireGdr)"
+        )
+
+
+def annotate(metadata: Json, key: str, value: str, setting: str, warnings: list[str]) -> None:
+    annotations = mapping(metadata, "annotations")
+    current = annotations.get(key)
+    if current is None:
+        annotations[key] = value
+    elif current != value:
+        warnings.append(
+            f"kube-rdma: pod sets {key}={current!r}, which is kept; its profile asks for "
+            f"{value!r} ({setting})"
         )
 
 

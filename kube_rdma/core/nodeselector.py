@@ -96,7 +96,7 @@ def _label_requirement(raw: Any) -> LabelTest | None:
     if not isinstance(raw, dict):
         return None
     key, op, values = raw.get("key"), raw.get("operator"), raw.get("values") or []
-    if not isinstance(key, str) or not _qualified_name(key) or not isinstance(values, list):
+    if not isinstance(key, str) or not qualified_name(key) or not isinstance(values, list):
         return None
     if not all(isinstance(v, str) and _label_value(v) for v in values):
         return None
@@ -179,7 +179,7 @@ def _int64(text: str | None) -> int | None:
     return number if INT64[0] <= number <= INT64[1] else None
 
 
-def _qualified_name(key: str) -> bool:
+def qualified_name(key: str) -> bool:
     """validation.IsQualifiedName: [prefix/]name, a DNS subdomain prefix and a 63-char name."""
     parts: Sequence[str] = key.split("/")
     if len(parts) > 2:

@@ -120,7 +120,7 @@ def test_every_file_is_reported_and_one_bad_file_fails_them_all(
     assert main(["validate", "profiles", *map(str, files)]) == 2
     assert main(["validate", "weights", str(tmp_path / "latin1.yaml")]) == 2
     assert capsys.readouterr().out.splitlines() == [
-        f"{files[0]}: ok (5 profiles: default, hostnet, rails8, rails8-pod, sriov)",
+        f"{files[0]}: ok (6 profiles: default, hostnet, mnnvl, rails8, rails8-pod, sriov)",
         f"{files[1]}: cannot read: No such file or directory",
         f"{tmp_path / 'latin1.yaml'}: not UTF-8 text (byte 13)",
     ]

@@ -24,6 +24,9 @@ profiles:
   default: {}
   gdr: {schedulerName: rdma-scheduler, scheduling: {requireGdr: true}}
   ready: {scheduling: {requireRdmaReady: true}}
+  mnnvl:
+    schedulerName: rdma-scheduler
+    scheduling: {topologyRequired: nvlink, topologyPreferred: kube-rdma.io/leaf}
 """,
     "test",
 )
@@ -198,3 +201,39 @@ def test_profiles_without_the_fields_keep_their_hash() -> None:
     plain = parse_profiles("profiles: {default: {scheduling: {}}}", "f").default
     assert plain.digest == PROFILES.default.digest == "ffbf4b31ccba"
     assert PROFILES.profiles["ready"].digest != PROFILES.default.digest
+
+
+REQUIRED_LEVEL = "kube-rdma.io/topology-required"
+PREFERRED_LEVEL = "kube-rdma.io/topology-preferred"
+LEVEL_CASES: list[tuple[str, Json | None, Json, list[str]]] = [
+    ("written", None, {REQUIRED_LEVEL: "nvlink", PREFERRED_LEVEL: "kube-rdma.io/leaf"}, []),
+    (
+        "the-pods-own-kept",
+        {REQUIRED_LEVEL: "kube-rdma.io/spine"},
+        {REQUIRED_LEVEL: "kube-rdma.io/spine", PREFERRED_LEVEL: "kube-rdma.io/leaf"},
+        [
+            "kube-rdma: pod sets kube-rdma.io/topology-required='kube-rdma.io/spine', which is "
+            "kept; its profile asks for 'nvlink' (scheduling.topologyRequired)"
+        ],
+    ),
+    (
+        "the-same-value-quietly",
+        {REQUIRED_LEVEL: "nvlink"},
+        {REQUIRED_LEVEL: "nvlink", PREFERRED_LEVEL: "kube-rdma.io/leaf"},
+        [],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("own", "written", "warnings"), [c[1:] for c in LEVEL_CASES], ids=[c[0] for c in LEVEL_CASES]
+)
+def test_topology_levels_write_the_annotations_the_extender_reads(
+    own: Json | None, written: Json, warnings: list[str]
+) -> None:
+    pod = trainer(own)
+    out = placed(pod, "mnnvl")
+    want = without_placement(pod, "mnnvl")
+    want["metadata"]["annotations"].update(written)
+    assert out.pod == want
+    assert out.warnings == warnings

@@ -35,6 +35,14 @@ LOAD_WARNINGS = [
     ("gdr-through-the-extender", "schedulerName: rdma, scheduling: {requireGdr: true}", ()),
     ("ready-default-scheduler", "scheduling: {requireRdmaReady: true}", ()),
     (
+        "levels-default-scheduler",
+        "scheduling: {topologyRequired: nvlink}",
+        (
+            "scheduling.topologyRequired or topologyPreferred without schedulerName: only the "
+            "kube-rdma scheduler extender reads the annotations they write; set schedulerName",
+        ),
+    ),
+    (
         "gdr-default-scheduler",
         "scheduling: {requireGdr: true}",
         (
@@ -251,6 +259,13 @@ INVALID = [
         "profiles: {default: {nccl: {extraEnv: {NCCL_NET: IB}}}}",
         "f.yaml: profiles.default.nccl.extraEnv: NCCL_NET is set from the profile's own "
         "fields (nccl, gid); set it there, not in extraEnv",
+    ),
+    (
+        "bad-level",
+        "profiles: {default: {scheduling: {topologyRequired: 'NVLink domain'}}}",
+        "f.yaml: profiles.default.scheduling.topologyRequired: 'NVLink domain' is not a level: "
+        "give `nvlink` or a node label key such as kube-rdma.io/leaf or "
+        "fabric.topograph.run/tier-1",
     ),
     (
         "bad-rdma-pattern",

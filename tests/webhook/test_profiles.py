@@ -122,5 +122,12 @@ def test_non_utf8_file_is_explained(tmp_path: Path) -> None:
 def test_example_profiles_load_without_warnings() -> None:
     example = Path(__file__).resolve().parents[2] / "examples" / "profiles.yaml"
     profiles = load_profiles(example)
-    assert sorted(profiles.profiles) == ["default", "hostnet", "rails8", "rails8-pod", "sriov"]
+    assert sorted(profiles.profiles) == [
+        "default",
+        "hostnet",
+        "mnnvl",
+        "rails8",
+        "rails8-pod",
+        "sriov",
+    ]
     assert profiles.load_warnings() == {}

@@ -162,6 +162,13 @@ class Profile(ProfileModel):
                 "extender reads the annotation it writes, so a pod that keeps the default "
                 "scheduler may land on a node without GPUDirect RDMA; set schedulerName"
             )
+        placed = self.scheduling.topology_required or self.scheduling.topology_preferred
+        if placed and self.scheduler_name is None:
+            warnings.append(
+                "scheduling.topologyRequired or topologyPreferred without schedulerName: only "
+                "the kube-rdma scheduler extender reads the annotations they write; set "
+                "schedulerName"
+            )
         return tuple(warnings)
 
     @cached_property
