@@ -130,6 +130,8 @@ class Admitter:
         if template is None:
             raise Denied(_missing_template(target.namespace, name, plan.template, plan.gpus))
         devices = await resolver.devices({**template, "kind": "ResourceClaimTemplate"})
+        # Judging the template's classes may warn too (a class that counts as neither kind).
+        warnings += [w for w in resolved.warnings if w not in warnings]
         given = {k for d in devices.values() for k in d.kinds}
         missing = [k.value for k in (DeviceKind.GPU, DeviceKind.NIC) if k not in given]
         if missing:

@@ -39,6 +39,9 @@ profiles:
   gpus-only-template:
     dra:
       claimTemplates: {8: single-gpu}
+  interfaces-template:
+    dra:
+      claimTemplates: {8: phy-interfaces-template}
 """
 PROFILES = parse_profiles(PROFILES_YAML, "test")
 TEMPLATES = (
@@ -398,6 +401,29 @@ async def test_a_template_without_nics_denies(serve: Serve, settings: Settings) 
         "attaches to pods with 8 GPUs, requests no RDMA NIC device class the profile knows "
         "(dra.gpuClasses, gpuDrivers, nicClasses, nicDrivers); fix the template or the profile"
     )
+
+
+async def test_a_template_judged_with_a_warning_denies_with_the_warning(
+    serve: Serve, settings: Settings
+) -> None:
+    """dranet's `multinic` class takes every interface: the template gives neither kind, and
+    the pod is told why as well as denied."""
+    pod = worker("team-a", {"kube-rdma.io/profile": "interfaces-template"})
+    async with serve(settings) as client:
+        response = await client.review(pods.request(pod))
+    warnings = response.pop("warnings")
+    assert response == denied(
+        "ResourceClaimTemplate team-a/phy-interfaces-template, which RDMA profile "
+        '"interfaces-template" attaches to pods with 8 GPUs, requests no GPU and no RDMA NIC '
+        "device class the profile knows (dra.gpuClasses, gpuDrivers, nicClasses, nicDrivers); "
+        "fix the template or the profile"
+    )
+    assert warnings == [
+        "kube-rdma: DeviceClass multinic with a request's own selectors counts as neither GPU "
+        "nor RDMA NIC: it may give RDMA NICs (dranet's ConnectX VF with RDMA) and other devices "
+        "(dranet's ENA without RDMA); list it in the profile's dra.gpuClasses or "
+        "dra.nicClasses to say which it gives"
+    ]
 
 
 async def test_a_claim_of_the_wrong_shape_is_named(serve: Serve, settings: Settings) -> None:
