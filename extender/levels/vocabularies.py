@@ -17,8 +17,8 @@ numbers them in) and the labels that name a node's NVLink domain. Sources:
   nodes, `topology.k8s.aws/ultraserver-id` labels "each of the instances belonging to the same
   NVLink domain in an UltraServer" (AWS SageMaker developer guide, sagemaker-hyperpod-topology,
   "EKS topology label"). The clique, where GPU feature discovery writes it, is read first: the
-  fabric manager may split one UltraServer into several NVLink partitions (NVIDIA/topograph
-  issue 293 reports several cliques within one UltraServer capacity block).
+  fabric manager may split one UltraServer into several NVLink partitions (NVIDIA Topograph's
+  users report several cliques within one UltraServer capacity block).
 - GKE (cloud.google.com/ai-hypercomputer, "schedule GKE workloads with TAS"):
   `cloud.google.com/gce-topology-block`, `-subblock`, `-host`, widest to narrowest.
 - OCI (oracle-quickstart/oci-hpc-oke, "Using RDMA network locality"): `oci.oraclecloud.com/
