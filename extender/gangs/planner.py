@@ -25,6 +25,7 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import replace
 from functools import partial
 
+from extender.cluster.claims import claim_names
 from extender.cluster.model import Cluster, PodKey, pod_key
 from extender.cluster.source import BindError
 from extender.engine import Engine, FilterOutcome
@@ -412,8 +413,10 @@ class Planner:
         pod = self._cluster.pod(*key)
         if pod is None or not (pod.get("spec") or {}).get("resourceClaims"):
             return False
-        pinned = self._cluster.claim_demand(pod).pinned
-        return bool(pinned) and all(on == node for _, on in pinned)
+        # Dictionary lookups only: this runs for every planned member at each member's filter.
+        dra = self._cluster.dra
+        nodes = {dra.claim_node((key[0], name)) for name in claim_names(pod)[0]}
+        return nodes - {None} == {node}
 
     def _bound(self, key: PodKey) -> bool:
         pod = self._cluster.pod(*key)
