@@ -25,11 +25,13 @@ import itertools
 from collections.abc import Callable, Iterable, Mapping
 
 from extender.cluster import dra_objects
+from kube_rdma.core.dra import shapes
+from kube_rdma.core.dra.shapes import DeviceId
 from kube_rdma.core.objects import Json
 from kube_rdma.kube.errors import Conflict, NotFound
 
 ObjectKey = tuple[str, str]
-DeviceKey = tuple[str, str, str]
+DeviceKey = DeviceId
 """(driver, pool, device), as an allocation result names a device."""
 ClaimListener = Callable[[str, Json], None]
 """(watch event type, claim): ADDED, MODIFIED or DELETED."""
@@ -163,12 +165,7 @@ class DraStore:
 
 def allocated_devices(claim: Json) -> list[DeviceKey]:
     """The devices a claim's allocation names; an `adminAccess` result takes none."""
-    allocation = (claim.get("status") or {}).get("allocation") or {}
-    return [
-        (str(r.get("driver")), str(r.get("pool")), str(r.get("device")))
-        for r in (allocation.get("devices") or {}).get("results") or []
-        if not r.get("adminAccess")
-    ]
+    return [device for device, admin in shapes.allocated_devices(claim) if not admin]
 
 
 def _owned_by(claim: Json, pod_meta: Json) -> bool:
