@@ -11,46 +11,23 @@ from typing import Any
 import pytest
 
 from extender.cluster import dra_objects
-from extender.cluster.disruptions import ModelDisruptions
 from extender.cluster.model import Cluster
-from extender.cluster.snapshot import SnapshotSource
-from extender.gangs.contention import ContentionSettings
 from extender.gangs.freeing import owning_pod
 from extender.gangs.holds import Victims
-from extender.gangs.planner import GangSettings
 from extender.gangs.units import Units
 from extender.scheduling import Scheduler
-from extender.weights import DEFAULT
 from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
 from testbed.builders import nodes
 from testbed.clustergen import ClusterSpec, generate
 from testbed.clustergen.dra import dra_form
+from tests.extender.gangs.test_contention import Clock, member
+from tests.extender.gangs.test_contention import scheduler as contention_scheduler
 
 LEAF = keys.LEAF
 NAMES = [f"a{i}" for i in range(4)] + [f"b{i}" for i in range(4)]
 URGENT = ("team-a", "urgent")
 FORMS = ["device plugins", "DRA"]
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def member(gang: str, index: int, size: int, priority: int, node: str | None = None) -> Json:
-    annotations = {keys.GANG: gang, keys.GANG_SIZE: str(size)}
-    found = nodes.pod(
-        f"{gang}-{index}",
-        annotations=annotations,
-        node_name=node,
-        phase="Running" if node else "Pending",
-    )
-    found["spec"]["priority"] = priority
-    return found
 
 
 def cluster() -> list[Json]:
@@ -67,17 +44,7 @@ def running() -> list[Json]:
 
 
 def scheduler(objects: list[Json], form: str, clock: Clock, **settings: Any) -> Scheduler:
-    source = SnapshotSource(dra_form(objects) if form == "DRA" else objects)
-    return Scheduler(
-        source,
-        lambda: DEFAULT,
-        GangSettings(),
-        ("nvidia.com/gpu",),
-        ("rdma/*",),
-        clock=clock,
-        contention=ContentionSettings(**settings),
-        disruptions=ModelDisruptions(source.cluster),
-    )
+    return contention_scheduler(dra_form(objects) if form == "DRA" else objects, clock, **settings)
 
 
 def claim_controller(cluster: Cluster) -> list[str]:

@@ -11,16 +11,13 @@ from typing import Any
 import pytest
 
 from extender.cluster.devices import DEFAULT_DRA_NAMES
-from extender.cluster.disruptions import ModelDisruptions
 from extender.cluster.snapshot import SnapshotSource
 from extender.gangs.freeing import Freeing, claim_freed, emptied, owning_pod
-from extender.gangs.planner import GangSettings
-from extender.scheduling import Scheduler
-from extender.weights import DEFAULT
 from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
 from testbed.builders import nodes
 from testbed.clustergen.dra import GPU_DRIVER, NIC_DRIVER, dra_form
+from tests.extender.gangs.test_contention import Clock, scheduler
 
 GPU = "nvidia.com/gpu"
 NIC = "rdma/hca"
@@ -237,15 +234,7 @@ async def test_a_gang_takes_every_unit_sharing_a_claim_when_that_is_least_damage
         member = nodes.pod(f"urgent-{i}", rdma={}, annotations=said)
         member["spec"]["priority"] = 10
         members.append(member)
-    source = SnapshotSource([*objects, *members])
-    s = Scheduler(
-        source,
-        lambda: DEFAULT,
-        GangSettings(),
-        ("nvidia.com/gpu",),
-        ("rdma/*",),
-        disruptions=ModelDisruptions(source.cluster),
-    )
+    s = scheduler([*objects, *members], Clock())
     s.filter(members[0], names)
     hold = s.holds.get(("team-a", "urgent"))
     assert hold is not None

@@ -19,7 +19,7 @@ from kubesim.simulate.metrics import measure
 from kubesim.simulate.run import Run, Settings, Variant, simulate
 from kubesim.simulate.workload import Shape, parse_generate
 from testbed.clustergen.dra import dra_form
-from tests.kubesim.simulate.clusters import leaf_node, snapshot
+from tests.kubesim.simulate.clusters import job, leaf_node, snapshot
 
 PLAIN = Variant("kube-scheduler", None)
 EXTENDER = Variant("extender", DEFAULT)
@@ -29,29 +29,7 @@ RUN = 300.0
 
 
 def claim_job(name: str, pods: int, arrival: float, gpus: int = 8) -> ClaimJob:
-    return ClaimJob(
-        name=name,
-        namespace="team",
-        members=pods,
-        gpus=gpus,
-        arrival=arrival,
-        duration=RUN,
-        cpu_per_gpu=0,
-        memory_per_gpu_gi=0,
-    )
-
-
-def plugin_job(name: str, pods: int, arrival: float) -> Job:
-    return Job(
-        name=name,
-        namespace="team",
-        members=pods,
-        gpus=8,
-        arrival=arrival,
-        duration=RUN,
-        cpu_per_gpu=0,
-        memory_per_gpu_gi=0,
-    )
+    return ClaimJob(**dataclasses.asdict(job(name, pods, gpus, arrival, RUN)))
 
 
 def claims_of_bound_pods(run: Run) -> dict[str, tuple[str, list[str], int, int]]:
@@ -137,7 +115,7 @@ def test_a_mixed_cluster_runs_claim_pods_on_dra_nodes_and_the_others_on_device_p
             obj["spec"].pop("extendedResourceName", None)
     cluster = snapshot(tmp_path, objects)
     assert (cluster.gpus(), cluster.shape().gpus) == (32, 32)
-    jobs = [claim_job("claims", 2, 10.0), plugin_job("plugins", 2, 10.001)]
+    jobs = [claim_job("claims", 2, 10.0), job("plugins", 2, 8, 10.001, RUN)]
     run = simulate(cluster, jobs, variant, Settings())
     gangs = run.emulator.recorder.gangs
     assert (gangs[("team", "claims")].nodes, gangs[("team", "plugins")].nodes) == (
