@@ -14,11 +14,11 @@ import argparse
 import statistics
 import time
 
+from extender.book.reservations import Reservations
 from extender.cluster.model import Cluster
 from extender.engine import Engine
 from extender.gangs.identity import Gang
 from extender.gangs.planner import GangSettings, Planner
-from extender.gangs.reservations import Reservations
 from extender.gangs.settings import level_settings
 from extender.levels.vocabularies import auto_levels
 from extender.podview import pod_view

@@ -29,13 +29,13 @@ from prometheus_client import (
 from certs.reload import CertificateReloader
 from certs.watch import watch_certificate
 from extender import protocol
+from extender.book.records import PlanRecords
 from extender.cluster.disruptions import Disruptions
 from extender.cluster.source import BindError, ClusterSource, LookupFailed
 from extender.contention_metrics import ContentionCollector
 from extender.explain import table
-from extender.gangs.contention import ContentionSettings
 from extender.gangs.planner import GangSettings, Planner
-from extender.gangs.records import PlanRecords
+from extender.preemption.contention import ContentionSettings
 from extender.scheduling import STARTING, NotReady, Scheduler
 from extender.weights import DEFAULT, Weights, parse_weights
 from kube_rdma.core.config_file import WatchedFile
@@ -165,7 +165,7 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
         asyncio.create_task(extender.weights.watch(extender.settings.reload_interval)),
         asyncio.create_task(_freeze_when_synced(extender.source)),
         asyncio.create_task(_sweep(extender)),
-        asyncio.create_task(extender.scheduler.planner.records.run()),
+        asyncio.create_task(extender.scheduler.records.run()),
     ]
     yield
     await cancelled(*tasks)

@@ -265,15 +265,15 @@ async def _extender_app(args: argparse.Namespace, tls: Any = None) -> Any:
     from kubernetes_asyncio import client
 
     from extender.app import Settings, create_app
+    from extender.book.configmaps import ConfigMapRecords
     from extender.cluster.devices import DraNames
     from extender.cluster.disruptions import LiveDisruptions, ModelDisruptions
     from extender.cluster.live import LiveSource
     from extender.cluster.model import Cluster
     from extender.cluster.snapshot import SnapshotSource
-    from extender.gangs.configmaps import ConfigMapRecords
-    from extender.gangs.contention import ContentionSettings
     from extender.gangs.planner import GangSettings
     from extender.gangs.settings import level_settings
+    from extender.preemption.contention import ContentionSettings
     from kube_rdma.core.dra.kinds import DEFAULT_KIND_RULES
     from kube_rdma.kube.kubeconfig import load_config
 

@@ -7,7 +7,7 @@ that, per shape, every node's verdict and total are kept current as nodes change
 (extender/answers.py), so a filter or prioritize call picks its names out of prebuilt tables
 with set and dict operations that run in C, not a Python step per node.
 
-Gang plans enter through a read-only view given at construction (extender/gangs/reservations.py):
+Gang plans enter through a read-only view given at construction (extender/book/reservations.py):
 what other gangs hold on a node counts as requested, which makes a node state of its own (laid
 over the tables for the names it concerns), and the locality criterion, which reads the plans,
 is scored per node only while some gang is planned (at its neutral score, cached with the
@@ -22,10 +22,10 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from extender.answers import Names, Totals, Verdicts
+from extender.book.reservations import NO_PLANS, GangKey, GangPlans
 from extender.cluster.model import Cluster, NodeInfo
 from extender.filters import Filter, Verdict, fail
 from extender.filters import registry as filter_registry
-from extender.gangs.reservations import NO_PLANS, GangKey, GangPlans
 from extender.notes import node_notes
 from extender.pairing import Rails, rails
 from extender.podview import PodView

@@ -2,14 +2,13 @@
 engine alone otherwise.
 
 `Scheduler` is built once, by create_app, around the cluster source and the weights, and builds
-its core once as well, like scheduler-plugins' coscheduling.New building its core.Manager: the
-book of gang plans, the engine reading that book, the planner writing it, and the bind barrier.
-The HTTP handlers decode a request, make one call here and encode the answer.
+its core once as well (extender/core.py), like scheduler-plugins' coscheduling.New building its
+core.Manager. The HTTP handlers decode a request, make one call here and encode the answer.
 
-Gang plans are also written to the API (extender/gangs/records.py). Before answering, the
+Gang plans are also written to the API (extender/book/records.py). Before answering, the
 scheduler checks whether another process has written records since it last looked: if so it
 serves after a takeover or a restart, and first adopts the recorded plans
-(extender/gangs/upkeep.py, extender/gangs/resume.py). A standby that is never called never
+(extender/upkeep.py, extender/gangs/resume.py). A standby that is never called never
 adopts, never sweeps and so never writes.
 """
 
@@ -18,38 +17,29 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 
 from extender.binding import node_settings
-from extender.cluster.disruptions import Disruptions, ModelDisruptions
+from extender.book.records import PlanRecords
+from extender.book.reservations import GangKey
+from extender.cluster.disruptions import Disruptions
 from extender.cluster.model import PodKey
 from extender.cluster.source import BindError, ClusterSource, LookupFailed
-from extender.engine import Engine, FilterOutcome
-from extender.explain import explanation
+from extender.core import DEFAULT_CONTENTION, Core
+from extender.engine import FilterOutcome
+from extender.explain import explanation, gang_summary, mark_held
 from extender.filtered_pods import WATCH_LAG_SECONDS, FilteredPods, until_cached
-from extender.gangs.barrier import Barrier
-from extender.gangs.broken import BrokenGangs
-from extender.gangs.contention import Contention, ContentionSettings, Waiting
-from extender.gangs.evictor import Evictor
-from extender.gangs.explain import gang_summary, mark_held
-from extender.gangs.fences import plan_fences
-from extender.gangs.holds import Hold, HoldBook
-from extender.gangs.identity import Gang, Singleton, gang_of
-from extender.gangs.ownership import owner_gang
-from extender.gangs.planner import GangSettings, Planner
-from extender.gangs.priority import pod_priority
-from extender.gangs.records import MemoryRecords, PlanRecords
-from extender.gangs.reservations import GangKey, Reservations
-from extender.gangs.top_owner import top_owner
-from extender.gangs.upkeep import Upkeep, gang_key
-from extender.podview import PodView, pod_view
-from extender.preemption import preemption_candidates
+from extender.gangs.identity import Gang
+from extender.gangs.planner import GangSettings
+from extender.podview import PodView
+from extender.preemption.contention import ContentionSettings, Waiting
+from extender.preemption.priority import pod_priority
+from extender.preemption.verb import preemption_candidates
 from extender.protocol import MetaVictims
+from extender.upkeep import gang_key
 from extender.weights import Weights
 from kube_rdma.core.objects import Json
 
 log = logging.getLogger("kube_rdma.extender")
-DEFAULT_CONTENTION = ContentionSettings()
 STARTING = "the kube-rdma extender is starting: cluster not read yet; the pod is retried"
 
 
@@ -75,88 +65,28 @@ class Scheduler:
         Without `disruptions` no gang preempts (holds still apply)."""
         self._source = source
         self._weights = weights
-        self._resources = (tuple(gpu_resources), tuple(rdma_resources))
-        cluster = source.cluster
-        book = Reservations(
-            gangs.domains[0] if gangs.domains else None,
-            plan_fences(cluster, lambda: self.planner.plans, lambda: self.planner.requirements),
-        )
-        self.engine = Engine(cluster, weights, book, require_acceptance)
-        records = records or MemoryRecords()
-        self.holds = HoldBook(records)
-        if disruptions is None:
-            contention = replace(contention, preemption=False)
-        self.evictor = Evictor(cluster, disruptions or ModelDisruptions(cluster), self._refused)
-        self.contention = Contention(
-            cluster,
-            self.engine,
-            book,
-            self.holds,
-            self.gang,
-            lambda: self.planner.requirements,
-            contention,
-            clock,
-            self.evictor.start,
-            tuple(gpu_resources),
-        )
-        self.broken = BrokenGangs(
-            contention.broken_grace, clock, self.gang, self.evictor.tear_down_gang
-        )
-        self.planner = Planner(
-            cluster,
-            self.engine,
-            book,
+        core = Core(
+            source,
+            weights,
             gangs,
-            clock,
+            (gpu_resources, rdma_resources),
+            self._bind_member,
             records,
-            self.holds,
-            self.contention.priority,
-            self.contention.ahead,
-            self._waiting_members,
-            lambda pod: top_owner(pod, source.owners),
+            require_acceptance,
+            clock,
+            contention,
+            disruptions,
         )
-        self._records = self.planner.records
-        self.upkeep = Upkeep(
-            cluster,
-            self.gang,
-            self.view,
-            self.planner,
-            self.contention,
-            self.holds,
-            self.evictor,
-            self.broken,
-        )
-        self._barrier = Barrier(self.planner, cluster, gangs.barrier_timeout, self._bind_member)
+        self.view, self.gang = core.view, core.gang
+        self.engine, self.planner, self.holds = core.engine, core.planner, core.holds
+        self.contention, self.evictor, self.upkeep = core.contention, core.evictor, core.upkeep
+        self.records, self.broken = core.records, core.broken
+        self._barrier = core.barrier
         self._filtered = FilteredPods(clock=clock)
-
-    def view(self, pod: Json) -> PodView:
-        cluster = self._source.cluster
-        return pod_view(pod, *self._resources, cluster.claim_demand(pod), cluster.selectors)
-
-    def gang(self, pod: Json) -> Gang | Singleton:
-        return gang_of(pod, self._source.cluster.podgroup_size, self._owner_gang)
-
-    def _owner_gang(self, pod: Json) -> Gang | Singleton | None:
-        return owner_gang(pod, self._source.owners, self._needs)
-
-    def _needs(self, template: Json) -> bool:
-        """Whether a workload's pod template requests GPUs or RDMA."""
-        return self.view(template).relevant
-
-    def _waiting_members(self, gang: Gang) -> list[Json]:
-        """The gang's pods in the cache that are not bound yet: the planner groups them by the
-        nodes they may use."""
-        return [
-            pod
-            for pod in self._source.cluster.pods()
-            if not (pod.get("spec") or {}).get("nodeName")
-            and (pod.get("metadata") or {}).get("namespace") == gang.namespace
-            and gang_key(self.gang(pod)) == gang.key
-        ]
 
     def ready(self) -> bool:
         """The cluster and the gang plan records have been read."""
-        return self._source.ready() and self._records.ready()
+        return self._source.ready() and self.records.ready()
 
     def filter(self, pod: Json, names: list[str]) -> FilterOutcome:
         """Raises NotReady until the cluster and the gang plan records have been read."""
@@ -184,7 +114,7 @@ class Scheduler:
         self, waiting: Waiting, outcome: FilterOutcome, names: list[str]
     ) -> FilterOutcome:
         """A gang member's answer: while the gang has no plan it may preempt or hold nodes
-        (extender/gangs/contention.py), and its members fail as unresolvable meanwhile, so
+        (extender/preemption/contention.py), and its members fail as unresolvable meanwhile, so
         that kube-scheduler's own preemption leaves gangs to the extender."""
         key = waiting.gang.key
         if key in self.planner.plans:
@@ -217,7 +147,7 @@ class Scheduler:
         )
 
     def preempt(self, pod: Json, victims: Mapping[str, MetaVictims]) -> dict[str, MetaVictims]:
-        """kube-scheduler's preemption for one pod (extender/preemption.py)."""
+        """kube-scheduler's preemption for one pod (extender/preemption/verb.py)."""
         self.upkeep.take_over()
         gang = self.gang(pod)
         if isinstance(gang, Gang):
@@ -237,17 +167,6 @@ class Scheduler:
             self.contention.freeing,
         )
 
-    def _refused(self, hold: Hold, reason: str, pods: list[PodKey]) -> None:
-        """A preemption's dry runs were refused: the gang holds nothing, and decides again,
-        without the units of the pods a budget protects."""
-        self.holds.remove(hold.gang)
-        for pod in pods:
-            self.contention.protect(pod)
-        waiting = self.contention.waiting.get(hold.gang)
-        if waiting is not None:
-            waiting.decided = None
-            waiting.reason = f"preemption refused: {reason}"
-
     def prioritize(self, pod: Json, names: list[str]) -> dict[str, float]:
         self.upkeep.take_over()
         return self.engine.prioritize(self.view(pod), names, gang_key(self.gang(pod)))
@@ -264,7 +183,7 @@ class Scheduler:
             if _bound_to(pod, uid) == node:
                 return {}  # the extender bound it when its gang's last member arrived
             await self._delivered(namespace, name, uid, gang)
-            if not await self._records.flush(gang.key):
+            if not await self.records.flush(gang.key):
                 raise BindError(f"gang {gang}: its plan could not be written to the API yet")
             # All or nothing: wait for every member to reach bind, or fail.
             relevant = self.view(pod).relevant
@@ -367,7 +286,7 @@ class Scheduler:
         return body
 
     def sweep(self) -> None:
-        """Gang plan upkeep as time passes and pods come and go (extender/gangs/upkeep.py)."""
+        """Gang plan upkeep as time passes and pods come and go (extender/upkeep.py)."""
         self.upkeep.sweep()
 
 

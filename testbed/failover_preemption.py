@@ -2,7 +2,7 @@
 
 The cluster is full of low-priority gangs, all running. A gang of a higher priority arrives, and
 the serving extender preempts for it: it records a hold naming its victims, whole gangs
-(extender/gangs/holds.py), and evicts them. The harness SIGKILLs the serving pod the moment
+(extender/book/holds.py), and evicts them. The harness SIGKILLs the serving pod the moment
 that record appears, while victims are still being evicted or the preemptor is not placed yet.
 The other pod's extender must adopt the hold, finish the evictions (whole victim gangs, never
 part of one) and place the preemptor whole.
@@ -21,7 +21,7 @@ from typing import Any
 
 from kubernetes_asyncio import client
 
-from extender.gangs.records import decode
+from extender.book.records import decode
 from kube_rdma.core import keys
 from kube_rdma.kube.client import call
 from kube_rdma.kube.reflector import Reflector

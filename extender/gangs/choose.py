@@ -24,10 +24,8 @@ from dataclasses import dataclass, field
 
 from extender.cluster.model import NodeInfo
 from extender.gangs.slices import mean_score, slice_fill
+from extender.levels.search import CLUSTER, Search
 from extender.podview import PodView
-
-CLUSTER = "cluster"
-"""The widest domain: every node, whatever its labels."""
 
 
 @dataclass(frozen=True)
@@ -54,22 +52,6 @@ class Choice:
     """One node per member (a node appears once for each member it takes), best first."""
     groups: list[int] = field(default_factory=list)
     """The member group each of `nodes` is for; empty when the gang is one group."""
-
-
-@dataclass(frozen=True)
-class Search:
-    """Where a gang may go: the levels tried, narrowest first, and whether the whole cluster
-    may take it when no domain of them does."""
-
-    levels: tuple[str, ...]
-    cluster: bool = True
-    slice_level: str | None = None
-    slice_size: int = 0
-    """Members per slice; 0: the gang is not sliced."""
-
-    @property
-    def sliced(self) -> bool:
-        return self.slice_level is not None and self.slice_size > 0
 
 
 def members_fitting(pod: PodView, node: NodeInfo, held: Mapping[str, int]) -> int:

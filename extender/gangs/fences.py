@@ -11,39 +11,25 @@ domain of it held the gang), the plan fences nothing beyond the nodes it holds.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-
+from extender.book.reservations import Fence
 from extender.cluster.model import Cluster
-from extender.gangs.contention import GangLevels
 from extender.gangs.plan import Plan
-from extender.gangs.reservations import Fence, FenceOf, GangKey
+from extender.gangs.requirements import GangLevels
 from extender.levels.vocabularies import NVLINK
 
 
-def plan_fences(
-    cluster: Cluster,
-    plans: Callable[[], Mapping[GangKey, Plan]],
-    levels: Callable[[], GangLevels],
-) -> FenceOf:
-    """The fence of each plan the planner keeps (`plans`, asked for when a plan is held: the
-    planner is built after the book it writes)."""
-
-    def fence_of(gang: GangKey, domain: str) -> Fence | None:
-        plan = plans().get(gang)
-        if plan is None:
+def plan_fence(cluster: Cluster, requirements: GangLevels, plan: Plan) -> Fence | None:
+    """The domain the plan fences off, at the narrowest level its gang is planned over; None
+    when the plan fills no single domain of that level."""
+    vocabulary = requirements.levels()
+    search = requirements.search(plan.member, plan.gang, vocabulary)
+    if not search.levels:
+        return None
+    first = search.levels[0]
+    labels = vocabulary.nvlink if first == NVLINK else (first,)
+    for name in set(plan.slots):
+        node = cluster.node(name)
+        carried = node.labels if node is not None else {}
+        if next((carried[k] for k in labels if carried.get(k)), None) != plan.domain:
             return None
-        requirements = levels()
-        vocabulary = requirements.levels()
-        search = requirements.search(plan.member, plan.gang, vocabulary)
-        if not search.levels:
-            return None
-        first = search.levels[0]
-        labels = vocabulary.nvlink if first == NVLINK else (first,)
-        for name in set(plan.slots):
-            node = cluster.node(name)
-            carried = node.labels if node is not None else {}
-            if next((carried[k] for k in labels if carried.get(k)), None) != domain:
-                return None
-        return labels, domain
-
-    return fence_of
+    return labels, plan.domain

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from extender.book.holds import HoldBook
+from extender.book.reservations import GangKey, Reservations
 from extender.cluster.model import Cluster
 from extender.engine import Engine
 from extender.gangs.choose import Fit, Fits, members_fitting
-from extender.gangs.holds import HoldBook
 from extender.gangs.identity import Gang
 from extender.gangs.pools import MemberGroup, open_groups
 from extender.gangs.requirements import Requirements
-from extender.gangs.reservations import GangKey, Reservations
 from extender.podview import PodView
 
 

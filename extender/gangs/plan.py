@@ -3,7 +3,7 @@ members stand at the bind barrier.
 
 The planner (extender/gangs/planner.py) makes and keeps plans; the bind barrier
 (extender/gangs/barrier.py) records arrivals in them and opens them; `record_of` is what a plan
-writes to the API (extender/gangs/records.py).
+writes to the API (extender/book/records.py).
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import asyncio
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
+from extender.book.records import PlanRecord
 from extender.cluster.model import PodKey
 from extender.cluster.source import BindError
 from extender.gangs.identity import Gang
-from extender.gangs.records import PlanRecord
 from extender.podview import PodView
 from kube_rdma.core.nodeconstraints import NodeConstraints
 from kube_rdma.core.objects import Json
@@ -59,7 +59,7 @@ class Plan:
     """Slots per slice (slice k: slots k x size to (k+1) x size - 1); 0: not sliced."""
     group_specs: dict[Hashable, Json] = field(default_factory=dict)
     """Each group's constraints (by key) as the pod spec fields they were compiled from, for
-    the plan's record (extender/gangs/records.py)."""
+    the plan's record (extender/book/records.py)."""
 
     @property
     def mixed(self) -> bool:

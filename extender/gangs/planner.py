@@ -6,7 +6,7 @@ for it, and its later members are steered to them.
   required affinity, taints, cordons: extender/gangs/pools.py); extender/gangs/choose.py then
   picks the domain and the nodes.
 - Reservation: later members are steered to their planned node, and every other pod sees the
-  planned capacity as used (extender/gangs/reservations.py).
+  planned capacity as used (extender/book/reservations.py).
 - Upkeep: a plan without progress for `plan_timeout` expires, and so does one whose members
   stopped arriving at the bind barrier for `barrier_progress_timeout`; a planned node that no
   longer fits, that kube-scheduler keeps leaving out of its sampled candidates, or that it ruled
@@ -25,29 +25,24 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import replace
 from functools import partial
 
+from extender.book.holds import HoldBook
+from extender.book.records import MemoryRecords, PlanRecords, constraint_spec
+from extender.book.reservations import NARROWEST, Fence, GangKey, Reservations
 from extender.cluster.claims import claim_names
 from extender.cluster.model import Cluster, PodKey, pod_key
 from extender.cluster.source import BindError
 from extender.engine import Engine, FilterOutcome
-from extender.gangs.choose import (
-    Fits,
-    Search,
-    choose_in,
-    narrowest_fit,
-    no_fit_reason,
-)
+from extender.gangs.choose import Fits, choose_in, narrowest_fit, no_fit_reason
 from extender.gangs.fitting import FitMeasure
-from extender.gangs.holds import HoldBook
 from extender.gangs.identity import Gang
 from extender.gangs.plan import Plan, record_of
 from extender.gangs.pools import MemberGroup, member_groups
-from extender.gangs.records import MemoryRecords, PlanRecords, constraint_spec
 from extender.gangs.requirements import LevelSettings, Requirements
-from extender.gangs.reservations import GangKey, Reservations
 from extender.gangs.sampling import ruled_out_reason, sampled, sampled_reason
 from extender.gangs.settings import Decision as Decision
 from extender.gangs.settings import GangSettings as GangSettings
 from extender.levels.ranks import KUBEFLOW_TYPE, rank_of
+from extender.levels.search import Search
 from extender.levels.vocabularies import Levels
 from extender.podview import PodView
 from kube_rdma.core.nodeconstraints import NodeConstraints
@@ -70,10 +65,12 @@ class Planner:
         ahead: Callable[[GangKey], list[tuple[Gang, PodView]]] = lambda gang: [],
         members: Callable[[Gang], Iterable[Json]] = lambda gang: (),
         top_owner: Callable[[Json], Json | None] = lambda pod: None,
+        requirements: Requirements | None = None,
+        fence_of: Callable[[Plan], Fence | None] | None = None,
     ) -> None:
         """`holds` keeps the nodes held for waiting gangs from lower-priority gangs' plans;
         `priority` gives a gang's priority, and `ahead` the waiting gangs of a higher one,
-        first first (extender/gangs/contention.py)."""
+        first first (extender/preemption/contention.py)."""
         self._holds = holds or HoldBook()
         self._priority = priority
         self._ahead = ahead
@@ -87,7 +84,8 @@ class Planner:
         self.settings = settings
         self._clock = clock
         levels = LevelSettings(settings.domains, settings.nvlink, settings.topology)
-        self.requirements = Requirements(cluster, levels, top_owner, members)
+        self.requirements = requirements or Requirements(cluster, levels, top_owner, members)
+        self._fence_of = fence_of
         """The levels in use and what each gang asks of them."""
         self._measure = FitMeasure(cluster, engine, book, self._holds, priority, self.requirements)
         self.plans: dict[GangKey, Plan] = {}
@@ -387,7 +385,8 @@ class Planner:
             for index, node in enumerate(plan.slots)
             if index not in owners or not self._bound(owners[index])
         ]
-        self._book.hold(plan.gang.key, plan.domain, plan.slots, pending, self._need(plan))
+        fence = NARROWEST if self._fence_of is None else self._fence_of(plan)
+        self._book.hold(plan.gang.key, plan.domain, plan.slots, pending, self._need(plan), fence)
 
     def _need(self, plan: Plan) -> dict[str, int]:
         """What one member holds on its planned node."""

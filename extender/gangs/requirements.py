@@ -19,13 +19,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from extender.cluster.model import Cluster, NodeInfo
-from extender.gangs.choose import Search
 from extender.gangs.identity import Gang
 from extender.gangs.pools import MemberGroup, open_groups
 from extender.levels.compute_domains import nvlink_claim
 from extender.levels.placement import Placement, placement_of
+from extender.levels.search import Search
 from extender.levels.vocabularies import NVLINK, Levels, auto_levels
 from extender.podview import PodView
 from kube_rdma.core.objects import Json
@@ -39,6 +40,17 @@ class LevelSettings:
     nvlink: tuple[str, ...]
     source: str
     """A preset's name, `--domain-label`, or `auto` (the levels read from the nodes)."""
+
+
+class GangLevels(Protocol):
+    """The network levels each gang is planned over (`Requirements`): holds
+    and preemption choose their domain among the same levels as the gang's plan will."""
+
+    def levels(self) -> Levels: ...
+
+    def search(self, pod: PodView, gang: Gang, levels: Levels | None = None) -> Search: ...
+
+    def labels(self, node: NodeInfo, levels: Levels) -> Mapping[str, str]: ...
 
 
 class Requirements:

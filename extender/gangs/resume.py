@@ -1,4 +1,4 @@
-"""Taking over the gangs in flight from their records (extender/gangs/records.py) and the pods.
+"""Taking over the gangs in flight from their records (extender/book/records.py) and the pods.
 
 When this process starts serving after another one served (a takeover, a restart), what it may
 hold in memory is stale and what the records say is current. It forgets its own plans (their
@@ -18,12 +18,12 @@ import logging
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 
+from extender.book.records import PlanRecord
+from extender.book.reservations import GangKey
 from extender.cluster.model import PodKey
 from extender.gangs.identity import Gang
 from extender.gangs.plan import Plan
 from extender.gangs.planner import Planner
-from extender.gangs.records import PlanRecord
-from extender.gangs.reservations import GangKey
 from extender.podview import PodView
 from kube_rdma.core.nodeconstraints import NodeConstraints
 

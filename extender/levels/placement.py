@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from extender.gangs.choose import Search
+from extender.levels.search import Search
 from extender.levels.vocabularies import NVLINK, Levels
 from kube_rdma.core import keys
 from kube_rdma.core.objects import Json

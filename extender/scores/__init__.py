@@ -12,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import import_module
 
+from extender.book.reservations import GangPlans
 from extender.cluster.model import NodeInfo
-from extender.gangs.reservations import GangPlans
 from extender.pairing import Rails
 from extender.podview import PodView
 from extender.weights import CRITERIA

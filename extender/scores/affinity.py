@@ -8,8 +8,8 @@ board, so a node whose other GPUs can take the pod at full speed loses nothing."
 
 from __future__ import annotations
 
+from extender.book.reservations import GangPlans
 from extender.cluster.model import NodeInfo
-from extender.gangs.reservations import GangPlans
 from extender.pairing import Rails, quality
 from extender.podview import PodView
 from extender.scores import Criterion, clamp

@@ -3,8 +3,8 @@ pods (the MostAllocated strategy, on GPUs)."""
 
 from __future__ import annotations
 
+from extender.book.reservations import GangPlans
 from extender.cluster.model import NodeInfo
-from extender.gangs.reservations import GangPlans
 from extender.pairing import Rails
 from extender.podview import PodView
 from extender.scores import Criterion, clamp

@@ -10,8 +10,8 @@ equally local.
 
 from __future__ import annotations
 
+from extender.book.reservations import GangPlans
 from extender.cluster.model import NodeInfo
-from extender.gangs.reservations import GangPlans
 from extender.pairing import Rails
 from extender.podview import PodView
 from extender.scores import Criterion

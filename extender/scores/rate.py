@@ -7,8 +7,8 @@ scores as the 252 Gb/s rail it is. The `min-rate-gbps` filter still reads the li
 
 from __future__ import annotations
 
+from extender.book.reservations import GangPlans
 from extender.cluster.model import NodeInfo
-from extender.gangs.reservations import GangPlans
 from extender.pairing import Rails
 from extender.podview import PodView
 from extender.scores import Criterion, clamp

@@ -1,7 +1,7 @@
 """How long gangs were held: read from the records the extender keeps in ConfigMaps.
 
 The extender records a gang's plan, or its hold, in a ConfigMap of its own namespace
-(extender/gangs/records.py); a record holding nodes for a gang carries the label
+(extender/book/records.py); a record holding nodes for a gang carries the label
 `kube-rdma.io/gang-hold` beside `kube-rdma.io/gang-plan`, and says which gang in its data
 (`namespace` and `gang`, or `gang` alone as "<namespace>/<name>"). A hold lasts from when such
 a ConfigMap appears (created, or its record turned into a hold) to when it goes (deleted, or
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from extender.gangs.records import MemoryRecords, PlanRecord, encode
-from extender.gangs.reservations import GangKey
+from extender.book.records import MemoryRecords, PlanRecord, encode
+from extender.book.reservations import GangKey
 from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
 from kube_rdma.kube.errors import NotFound

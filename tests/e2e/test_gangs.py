@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import time
 
-from extender.gangs.records import record_name
+from extender.book.records import record_name
 from kube_rdma.core import keys
 from testbed.controlplane.audit import writes
 from testbed.controlplane.components import NAMESPACE, SCHEDULER_ACCOUNT, Stack, user

@@ -14,8 +14,8 @@ import orjson
 import pytest
 
 from extender.app import EXTENDER, Settings, create_app
+from extender.book.configmaps import ConfigMapRecords
 from extender.cluster.snapshot import SnapshotSource
-from extender.gangs.configmaps import ConfigMapRecords
 from kube_rdma.core import keys
 from testbed import net
 from testbed.builders import nodes

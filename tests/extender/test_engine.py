@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from extender.book.reservations import Reservations
 from extender.cluster.model import Cluster
 from extender.engine import Assessment, Engine, FilterOutcome
 from extender.filters import Verdict
-from extender.gangs.reservations import Reservations
 from extender.podview import pod_view
 from extender.weights import DEFAULT
 from kube_rdma.core import keys

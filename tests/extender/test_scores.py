@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from extender.book.reservations import NO_PLANS
 from extender.cluster.model import Cluster
 from extender.engine import Engine
-from extender.gangs.reservations import NO_PLANS
 from extender.pairing import chosen_nics, pcie_gbps, profile, quality, rails
 from extender.podview import pod_view
 from extender.scores import registry

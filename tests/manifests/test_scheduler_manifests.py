@@ -35,11 +35,11 @@ from aiohttp import web
 
 from extender import app as extender_app
 from extender.app import Settings, create_app
+from extender.book.configmaps import ConfigMapRecords
+from extender.book.records import PlanRecord
 from extender.cluster.disruptions import LiveDisruptions
 from extender.cluster.live import BIND_TIMEOUT_SECONDS, LiveSource
 from extender.cluster.snapshot import SnapshotSource
-from extender.gangs.configmaps import ConfigMapRecords
-from extender.gangs.records import PlanRecord
 from extender.levels.watched import TopologyRef, TopologyWatch
 from extender.weights import DEFAULT, parse_weights
 from kube_rdma.cli import build_parser

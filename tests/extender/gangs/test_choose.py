@@ -6,7 +6,6 @@ import pytest
 
 from extender.cluster.model import Cluster
 from extender.gangs.choose import (
-    CLUSTER,
     Choice,
     Fit,
     choose,
@@ -15,6 +14,7 @@ from extender.gangs.choose import (
     narrowest_fit,
     no_fit_reason,
 )
+from extender.levels.search import CLUSTER
 from extender.podview import pod_view
 from kube_rdma.core import keys
 from testbed.builders import nodes

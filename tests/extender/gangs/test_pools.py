@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from extender.book.reservations import Reservations
 from extender.cluster.model import Cluster
 from extender.engine import Engine, FilterOutcome
 from extender.gangs.identity import Gang
 from extender.gangs.planner import GangSettings, Planner
-from extender.gangs.reservations import Reservations
 from extender.podview import pod_view
 from extender.weights import DEFAULT
 from kube_rdma.core import keys

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from extender.book.records import MemoryRecords, PlanRecord
 from extender.cluster.snapshot import SnapshotSource
 from extender.gangs.planner import GangSettings
-from extender.gangs.records import MemoryRecords, PlanRecord
 from extender.gangs.sampling import ruled_out_reason
 from extender.gangs.settings import level_settings
 from extender.scheduling import Scheduler
@@ -20,9 +20,9 @@ from kube_rdma.core.objects import Json
 from kube_rdma.core.resources import DEFAULT_RDMA_PATTERNS
 from testbed.builders import nodes
 from testbed.clustergen.vocabularies import nvl72
+from tests.extender.book.test_records import Recorded
 from tests.extender.gangs.fabric import gang_members
 from tests.extender.gangs.test_nvl72 import clique_of
-from tests.extender.gangs.test_records import Recorded
 
 SLICED = {keys.TOPOLOGY_SLICE_REQUIRED: "nvlink", keys.TOPOLOGY_SLICE_SIZE: "18"}
 SETTINGS = level_settings(GangSettings(), "kube-rdma", None)

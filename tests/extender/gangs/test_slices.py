@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from extender.gangs.choose import Fit, Search, choose_in
+from extender.gangs.choose import Fit, choose_in
 from extender.gangs.slices import slice_fill
+from extender.levels.search import Search
 
 RACK = "rack"
 

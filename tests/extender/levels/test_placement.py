@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from extender.gangs.choose import Search
 from extender.levels.placement import Placement, placement_of
+from extender.levels.search import Search
 from extender.levels.vocabularies import PRESETS, Levels
 from kube_rdma.core import keys
 from kube_rdma.core.objects import Json

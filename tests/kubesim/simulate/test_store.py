@@ -8,7 +8,7 @@ import dataclasses
 
 import pytest
 
-from extender.gangs.records import PlanRecord
+from extender.book.records import PlanRecord
 from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
 from kube_rdma.kube.errors import NotFound, ServerError, TooManyRequests

@@ -24,9 +24,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
+from extender.book.records import MemoryRecords, PlanRecord, PlanRecords
+from extender.book.reservations import GangKey
 from extender.cluster.model import PodKey
-from extender.gangs.records import MemoryRecords, PlanRecord, PlanRecords
-from extender.gangs.reservations import GangKey
 
 Victims = tuple[tuple[str, tuple[PodKey, ...]], ...]
 """Units being evicted, each named with its pods."""

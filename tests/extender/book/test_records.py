@@ -9,10 +9,8 @@ from typing import Any
 
 import pytest
 
-from extender.cluster.snapshot import SnapshotSource
-from extender.gangs.configmaps import ConfigMapRecords
-from extender.gangs.planner import GangSettings
-from extender.gangs.records import (
+from extender.book.configmaps import ConfigMapRecords
+from extender.book.records import (
     MemoryRecords,
     PlanRecord,
     constraint_spec,
@@ -20,6 +18,8 @@ from extender.gangs.records import (
     encode,
     record_name,
 )
+from extender.cluster.snapshot import SnapshotSource
+from extender.gangs.planner import GangSettings
 from extender.scheduling import Scheduler
 from extender.weights import Weights
 from kube_rdma.core import keys

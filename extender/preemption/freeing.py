@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from extender.cluster.claims import claim_names
 from extender.cluster.devices import DraNames
 from extender.cluster.model import Cluster, NodeInfo, pod_requests
-from extender.gangs.priority import SharedClaim
+from extender.preemption.priority import SharedClaim
 from kube_rdma.core.dra.index import ObjectKey
 from kube_rdma.core.dra.shapes import DeviceId, allocated_devices, reserved_for
 from kube_rdma.core.objects import Json

@@ -10,19 +10,19 @@ from typing import Any
 
 import pytest
 
+from extender.book.holds import Victims
 from extender.cluster import dra_objects
 from extender.cluster.model import Cluster
-from extender.gangs.freeing import owning_pod
-from extender.gangs.holds import Victims
-from extender.gangs.units import Units
+from extender.preemption.freeing import owning_pod
+from extender.preemption.units import Units
 from extender.scheduling import Scheduler
 from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
 from testbed.builders import nodes
 from testbed.clustergen import ClusterSpec, generate
 from testbed.clustergen.dra import dra_form
-from tests.extender.gangs.test_contention import Clock, member
-from tests.extender.gangs.test_contention import scheduler as contention_scheduler
+from tests.extender.preemption.test_contention import Clock, member
+from tests.extender.preemption.test_contention import scheduler as contention_scheduler
 
 LEAF = keys.LEAF
 NAMES = [f"a{i}" for i in range(4)] + [f"b{i}" for i in range(4)]

@@ -5,7 +5,7 @@ the victims it chose there (pkg/scheduler/framework/preemption/preemption.go, ca
 and afterwards picks one node of those the extender kept. Kept here are the nodes where the pod
 would pass the extender's own checks (RDMA fit, DRA devices, the capacity gang plans hold)
 once that node's victims are gone, and that no hold of the same or a higher priority covers.
-What victims free is counted by extender/gangs/freeing.py: their requests, and the devices of
+What victims free is counted by extender/preemption/freeing.py: their requests, and the devices of
 the resource claims that go with them. Victims are answered as the pods of that node among
 those kube-scheduler named; a node left with none is dropped (kube-scheduler fails the whole
 preemption on an empty list). Nodes whose victims include no gang member are preferred: where
@@ -14,21 +14,21 @@ would do; and then the rest of that gang is torn down when its member is seen de
 (extender/scheduling.py).
 
 Gang members get no node at all: a gang preempts whole, through the extender's own gang
-preemption (extender/gangs/contention.py).
+preemption (extender/preemption/contention.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from extender.book.holds import HoldBook
 from extender.cluster.devices import DEFAULT_DRA_NAMES
 from extender.cluster.model import Cluster, NodeInfo
 from extender.engine import Engine
-from extender.gangs.freeing import Freeing
-from extender.gangs.holds import HoldBook
 from extender.gangs.identity import Gang, Singleton
-from extender.gangs.priority import pod_priority
 from extender.podview import PodView
+from extender.preemption.freeing import Freeing
+from extender.preemption.priority import pod_priority
 from extender.protocol import MetaVictims
 from kube_rdma.core.objects import Json
 

@@ -5,7 +5,7 @@ Like choose.py for plans, the gang goes to the narrowest network domain that can
 once some lower-priority units are gone, over the same levels as its plan: those it requires
 or prefers (extender/levels/placement.py), the whole cluster last unless it requires a level.
 Within each domain of a level, units on its nodes are
-taken least damage first (extender/gangs/priority.py) until the members fit, then each taken
+taken least damage first (extender/preemption/priority.py) until the members fit, then each taken
 unit is given back, most damaging first, if the members still fit without its eviction (as
 kube-scheduler's SelectVictimsOnNode reprieves victims, pkg/scheduler/framework/preemption).
 Among the domains of the level, the least damage wins: the lowest highest victim priority,
@@ -18,8 +18,8 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from extender.gangs.choose import CLUSTER
-from extender.gangs.priority import Unit, least_damage_first
+from extender.levels.search import CLUSTER
+from extender.preemption.priority import Unit, least_damage_first
 
 
 @dataclass(frozen=True)

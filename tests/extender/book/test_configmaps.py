@@ -1,5 +1,5 @@
 """Plan records in ConfigMaps when the apiserver fails or races them: every conflict and retry
-of `extender/gangs/configmaps.py`, the records read back by a process started after them, and
+of `extender/book/configmaps.py`, the records read back by a process started after them, and
 what a failed write does to `flush` (the barrier's gate before a bind)."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from extender.gangs.configmaps import ConfigMapRecords
-from extender.gangs.records import PlanRecord, encode
+from extender.book.configmaps import ConfigMapRecords
+from extender.book.records import PlanRecord, encode
 from testbed.fakeapi import FakeApiServer, eventually
 
 GANG = ("team-a", "llama")

@@ -14,17 +14,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Collection
 
+from extender.book.holds import HoldBook, hold_of
+from extender.book.records import PlanRecord, PlanRecords
+from extender.book.reservations import GangKey
 from extender.cluster.model import Cluster, PodKey, pod_key
-from extender.gangs.broken import BrokenGangs
-from extender.gangs.contention import Contention, Waiting
-from extender.gangs.evictor import Evictor
-from extender.gangs.holds import HoldBook, hold_of
 from extender.gangs.identity import Gang, Singleton
 from extender.gangs.planner import Planner
-from extender.gangs.records import PlanRecord, PlanRecords
-from extender.gangs.reservations import GangKey
 from extender.gangs.resume import Members, resume
 from extender.podview import PodView
+from extender.preemption.broken import BrokenGangs
+from extender.preemption.contention import Contention, Waiting
+from extender.preemption.evictor import Evictor
 from kube_rdma.core.objects import Json
 
 log = logging.getLogger("kube_rdma.extender")
@@ -42,6 +42,7 @@ class Upkeep:
         holds: HoldBook,
         evictor: Evictor,
         broken: BrokenGangs,
+        records: PlanRecords,
     ) -> None:
         self._cluster = cluster
         self._gang = gang
@@ -51,7 +52,7 @@ class Upkeep:
         self._holds = holds
         self._evictor = evictor
         self._broken = broken
-        self._records: PlanRecords = planner.records
+        self._records = records
         self._adopted = 0
         """The records' foreign changes when this process last adopted them."""
 

@@ -1,7 +1,7 @@
 """The units holds and preemption weigh, gathered from the pod cache: the bound pods, not
 finished, holding GPUs or RDMA NICs (requested, or through their resource claims), a gang
 whole (all its bound members, wherever they run), else a pod alone, each with what its
-eviction frees (extender/gangs/freeing.py). A unit whose eviction frees nothing, alone or with
+eviction frees (extender/preemption/freeing.py). A unit whose eviction frees nothing, alone or with
 others, is left out: taking it would only do damage.
 """
 
@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from extender.book.reservations import GangKey
 from extender.cluster.model import TERMINAL_PHASES, Cluster, pod_key, pod_requests
-from extender.gangs.freeing import Freeing
 from extender.gangs.identity import Gang, Singleton
-from extender.gangs.priority import Unit, pod_priority, started, unit_ends_by
-from extender.gangs.reservations import GangKey
+from extender.preemption.freeing import Freeing
+from extender.preemption.priority import Unit, pod_priority, started, unit_ends_by
 from kube_rdma.core.objects import Json
 
 

@@ -1,15 +1,15 @@
 """Gangs that do not fit: which wait, which hold nodes, which preempt.
 
 The planner asks here when it cannot plan a gang. A gang whose priority is above some running
-pods' first tries to preempt (extender/gangs/victims.py chooses whole units, least damage
-first); the nodes it frees are held for it until its victims are gone (extender/gangs/holds.py).
+pods' first tries to preempt (extender/preemption/victims.py chooses whole units, least damage
+first); the nodes it frees are held for it until its victims are gone (extender/book/holds.py).
 A gang that cannot preempt, and has waited `hold_after` seconds, holds the domain that needs the
 fewest GPUs still freed, and waits for it to drain. Either way its members fail as
 unresolvable meanwhile, with the reason, and the gang is planned whole once the room is there.
 
 Both choose among the gang's own levels, as its plan will (a gang requiring the NVLink domain
 holds and preempts inside one NVLink domain, never wider), and count what a pod's eviction
-frees with the devices of its resource claims (extender/gangs/freeing.py), so that DRA nodes
+frees with the devices of its resource claims (extender/preemption/freeing.py), so that DRA nodes
 are judged as device-plugin nodes are.
 
 Decisions look at the whole cache, so each gang is reconsidered at most every
@@ -21,21 +21,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
 
+from extender.book.holds import Hold, HoldBook
+from extender.book.reservations import GangKey, Reservations
 from extender.cluster.devices import DraNames
 from extender.cluster.model import Cluster, NodeInfo, PodKey
 from extender.engine import Engine
-from extender.gangs.choose import Search
-from extender.gangs.freeing import Freeing, emptied
-from extender.gangs.holds import Hold, HoldBook
 from extender.gangs.identity import Gang, Singleton
-from extender.gangs.priority import Unit, may_preempt, pod_priority
-from extender.gangs.reservations import GangKey, Reservations
-from extender.gangs.units import Units
-from extender.gangs.victims import Room, Slices, VictimChoice, choose_victims
-from extender.levels.vocabularies import Levels
+from extender.gangs.requirements import GangLevels
 from extender.podview import PodView
+from extender.preemption.freeing import Freeing, emptied
+from extender.preemption.priority import Unit, may_preempt, pod_priority
+from extender.preemption.units import Units
+from extender.preemption.victims import Room, Slices, VictimChoice, choose_victims
 from kube_rdma.core.objects import Json
 
 log = logging.getLogger("kube_rdma.extender")
@@ -48,17 +46,6 @@ DISCOVERED = 8
 AHEAD = 8
 """Waiting gangs of a higher priority whose needs are set aside before a gang is planned."""
 GangOf = Callable[[Json], "Gang | Singleton"]
-
-
-class GangLevels(Protocol):
-    """The network levels each gang is planned over (extender/gangs/requirements.py): holds
-    and preemption choose their domain among the same levels as the gang's plan will."""
-
-    def levels(self) -> Levels: ...
-
-    def search(self, pod: PodView, gang: Gang, levels: Levels | None = None) -> Search: ...
-
-    def labels(self, node: NodeInfo, levels: Levels) -> Mapping[str, str]: ...
 
 
 @dataclass(frozen=True)
@@ -105,7 +92,7 @@ class Contention:
         book: Reservations,
         holds: HoldBook,
         gang_of: GangOf,
-        levels: Callable[[], GangLevels],
+        levels: GangLevels,
         settings: ContentionSettings,
         clock: Callable[[], float],
         start_preemption: Callable[[Hold], None],
@@ -119,7 +106,7 @@ class Contention:
         self._book = book
         self.holds = holds
         self._levels = levels
-        """The planner's levels (it is built after this, so they are asked for when used)."""
+        """The levels each gang is planned over, the planner's own."""
         self.settings = settings
         self._clock = clock
         self._start = start_preemption
@@ -181,6 +168,17 @@ class Contention:
     def protect(self, pod: PodKey) -> None:
         """A PodDisruptionBudget refused to evict the pod: its unit is no victim for a while."""
         self._protected[pod] = self._clock() + PROTECTED_SECONDS
+
+    def refused(self, hold: Hold, reason: str, pods: list[PodKey]) -> None:
+        """A preemption's dry runs were refused: the gang holds nothing, and decides again,
+        without the units of the pods a budget protects."""
+        self.holds.remove(hold.gang)
+        for pod in pods:
+            self.protect(pod)
+        waiting = self.waiting.get(hold.gang)
+        if waiting is not None:
+            waiting.decided = None
+            waiting.reason = f"preemption refused: {reason}"
 
     def ahead(self, gang: GangKey) -> list[tuple[Gang, PodView]]:
         """The waiting gangs of a higher priority than `gang`'s, highest and oldest first; at
@@ -274,7 +272,7 @@ class Contention:
         """Among the gang's own levels, narrowest first: a gang requiring a level gets a
         domain of that level or of one below it, never a wider one, and never the cluster; a
         sliced gang, one where each slice has room inside one domain of its level."""
-        requirements = self._levels()
+        requirements = self._levels
         levels = requirements.levels()
         search = requirements.search(entry.member, entry.gang, levels)
         rooms = self._rooms(entry, lambda node: requirements.labels(node, levels))

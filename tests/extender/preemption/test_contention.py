@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
+from extender.book.records import PlanRecord
 from extender.cluster.disruptions import ModelDisruptions, Refused
 from extender.cluster.snapshot import SnapshotSource
 from extender.engine import FilterOutcome
 from extender.explain import table
-from extender.gangs.contention import ContentionSettings
 from extender.gangs.planner import GangSettings
-from extender.gangs.priority import ends_by
-from extender.gangs.records import PlanRecord
+from extender.preemption.contention import ContentionSettings
+from extender.preemption.priority import ends_by
 from extender.protocol import MetaVictims
 from extender.scheduling import Scheduler
 from extender.weights import DEFAULT

@@ -8,14 +8,16 @@ the domains plans are filling. Neither needs to know the planner exists.
 
 Which domain a plan fences off from other pods is its gang's own: the domain it fills at the
 narrowest level the gang is planned over (its NVLink domain for a gang that requires one, the
-leaf for a gang that asks nothing), told by the `fence_of` given at construction
-(extender/gangs/fences.py); a plan that had to go wider fences only the nodes it holds.
+leaf for a gang that asks nothing), told by the planner with each plan it holds
+(extender/gangs/fences.py); a plan that had to go wider fences only the nodes it holds. A plan
+held without one fences its domain under the narrowest label.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Container, Iterable, Mapping
-from typing import Protocol
+from collections.abc import Collection, Container, Iterable, Mapping
+from enum import Enum
+from typing import Literal, Protocol
 
 from extender.cluster.model import NodeInfo, PodKey
 
@@ -24,8 +26,14 @@ GangKey = tuple[str, str]
 Fence = tuple[tuple[str, ...], str]
 """A domain a plan fences off: the node labels that name its level (the first a node carries
 counts), and its value."""
-FenceOf = Callable[[GangKey, str], "Fence | None"]
-"""The fence of a gang's plan filling a domain (named as plans name domains); None: none."""
+
+
+class _Narrowest(Enum):
+    FENCE = "narrowest"
+
+
+NARROWEST: Literal[_Narrowest.FENCE] = _Narrowest.FENCE
+"""The fence of a plan held without one: its domain under the narrowest label."""
 
 
 class GangPlans(Protocol):
@@ -84,10 +92,8 @@ NO_PLANS = NoPlans()
 class Reservations:
     """The book the planner keeps; a `GangPlans` for everyone else."""
 
-    def __init__(self, narrowest_label: str | None, fence_of: FenceOf | None = None) -> None:
-        """Without `fence_of`, every plan fences its domain under `narrowest_label`."""
+    def __init__(self, narrowest_label: str | None) -> None:
         self._label = narrowest_label
-        self._fence_of = fence_of or self._narrowest_fence
         self._fences: dict[GangKey, Fence] = {}
         self._fenced: dict[tuple[str, ...], frozenset[str]] = {}
         """Node labels -> the values plans fence under them (what `fenced` reads)."""
@@ -109,12 +115,14 @@ class Reservations:
         nodes: Iterable[str],
         pending: Iterable[str],
         need: Mapping[str, int],
+        fence: Fence | Literal[_Narrowest.FENCE] | None = NARROWEST,
     ) -> None:
-        """Record the gang's plan, holding `need` once per pending slot (a node per member)."""
+        """Record the gang's plan, holding `need` once per pending slot (a node per member),
+        and fencing `fence` (None: nothing)."""
         self._unhold(gang)
         self._plans[gang] = (domain, frozenset(nodes))
         self._domains = frozenset(domain for domain, _ in self._plans.values())
-        self._fence(gang, self._fence_of(gang, domain))
+        self._fence(gang, self._narrowest_fence(domain) if fence is NARROWEST else fence)
         for node in pending:
             held = self.by_node.setdefault(node, {}).setdefault(gang, {})
             for resource, amount in need.items():
@@ -155,7 +163,7 @@ class Reservations:
             grouped.setdefault(labels, set()).add(value)
         self._fenced = {labels: frozenset(values) for labels, values in grouped.items()}
 
-    def _narrowest_fence(self, gang: GangKey, domain: str) -> Fence | None:
+    def _narrowest_fence(self, domain: str) -> Fence | None:
         return None if self._label is None else ((self._label,), domain)
 
     def _unhold(self, gang: GangKey) -> None:

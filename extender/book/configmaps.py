@@ -1,4 +1,4 @@
-"""Gang plan records kept in ConfigMaps (extender/gangs/records.py says what and why).
+"""Gang plan records kept in ConfigMaps (extender/book/records.py says what and why).
 
 They are listed and watched, so that a standby extender holds them as they stand when it takes
 over, and written in the background, one write per plan made or dropped: the planner answers
@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from extender.gangs.records import PlanRecord, decode, encode, record_name
-from extender.gangs.reservations import GangKey
+from extender.book.records import PlanRecord, decode, encode, record_name
+from extender.book.reservations import GangKey
 from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
 from kube_rdma.kube.client import call

@@ -11,9 +11,9 @@ from typing import Any
 
 from extender.cluster.disruptions import ModelDisruptions
 from extender.cluster.snapshot import SnapshotSource
-from extender.gangs.contention import ContentionSettings
 from extender.gangs.planner import GangSettings
 from extender.gangs.settings import level_settings
+from extender.preemption.contention import ContentionSettings
 from extender.scheduling import Scheduler
 from extender.weights import DEFAULT
 from kube_rdma.core import keys

@@ -1,6 +1,6 @@
 """Carrying out a gang preemption: every eviction tried dry first, then made, unit by unit.
 
-The choice was made in extender/gangs/contention.py, synchronously inside a filter call; the
+The choice was made in extender/preemption/contention.py, synchronously inside a filter call; the
 evictions run here, as a task of the app's event loop. If any victim's dry run is refused (a
 PodDisruptionBudget), nothing is evicted: the hold is dropped and the gang decides again on
 its next filter, without that preemption. If a real eviction is refused after the dry runs
@@ -15,9 +15,9 @@ import logging
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from extender.book.holds import Hold
 from extender.cluster.disruptions import Disruptions, Refused
 from extender.cluster.model import Cluster, PodKey
-from extender.gangs.holds import Hold
 from extender.gangs.identity import Gang
 
 log = logging.getLogger("kube_rdma.extender")

@@ -12,12 +12,12 @@ import pytest
 
 from extender.cluster.devices import DEFAULT_DRA_NAMES
 from extender.cluster.snapshot import SnapshotSource
-from extender.gangs.freeing import Freeing, claim_freed, emptied, owning_pod
+from extender.preemption.freeing import Freeing, claim_freed, emptied, owning_pod
 from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
 from testbed.builders import nodes
 from testbed.clustergen.dra import GPU_DRIVER, NIC_DRIVER, dra_form
-from tests.extender.gangs.test_contention import Clock, scheduler
+from tests.extender.preemption.test_contention import Clock, scheduler
 
 GPU = "nvidia.com/gpu"
 NIC = "rdma/hca"

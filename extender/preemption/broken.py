@@ -17,9 +17,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 
+from extender.book.reservations import GangKey
 from extender.cluster.model import PodKey, pod_key
 from extender.gangs.identity import Gang, Singleton
-from extender.gangs.reservations import GangKey
 from kube_rdma.core.objects import Json
 
 log = logging.getLogger("kube_rdma.extender")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from extender.gangs.priority import SharedClaim, Unit, least_damage_first
-from extender.gangs.victims import Room, Slices, choose_victims, members_on
+from extender.preemption.priority import SharedClaim, Unit, least_damage_first
+from extender.preemption.victims import Room, Slices, choose_victims, members_on
 
 GPU = "nvidia.com/gpu"
 NEED = {GPU: 8}

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from extender.book.reservations import NO_PLANS, Reservations
 from extender.cluster.model import Cluster
-from extender.gangs.reservations import NO_PLANS, Reservations
 from kube_rdma.core import keys
 from testbed.builders import nodes
 
@@ -96,9 +96,9 @@ def test_a_plan_fences_what_its_fence_of_says() -> None:
     or nothing (a plan that had to go wider than its narrowest level)."""
     cliques = ("accelerator.topograph.run/domain", "nvidia.com/gpu.clique")
     fences = {LLAMA: (cliques, "uuid.1"), GPT: None}
-    held = Reservations(keys.LEAF, lambda gang, domain: fences[gang])
-    held.hold(LLAMA, "uuid.1", ["a0"], ["a0"], EIGHT)
-    held.hold(GPT, "leaf-b", ["b0"], ["b0"], EIGHT)
+    held = Reservations(keys.LEAF)
+    held.hold(LLAMA, "uuid.1", ["a0"], ["a0"], EIGHT, fences[LLAMA])
+    held.hold(GPT, "leaf-b", ["b0"], ["b0"], EIGHT, fences[GPT])
     cluster = Cluster()
     cluster.replace_nodes(
         [

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from extender.book.holds import Hold
 from extender.cluster.disruptions import Refused
 from extender.cluster.model import Cluster
-from extender.gangs.evictor import Evictor
-from extender.gangs.holds import Hold
 from extender.gangs.identity import Gang
+from extender.preemption.evictor import Evictor
 from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
 from testbed.builders import nodes

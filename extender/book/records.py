@@ -20,7 +20,7 @@ process tells an extender that someone else acted since (a takeover, or a restar
 before it answers again it adopts the records as they stand (extender/scheduling.py).
 
 `PlanRecords` is what the planner writes to and the scheduler reads; `MemoryRecords` keeps them
-in memory only (a cluster snapshot, unit tests); extender/gangs/configmaps.py keeps them in
+in memory only (a cluster snapshot, unit tests); extender/book/configmaps.py keeps them in
 ConfigMaps.
 """
 
@@ -34,7 +34,7 @@ from typing import Protocol
 
 import orjson
 
-from extender.gangs.reservations import GangKey
+from extender.book.reservations import GangKey
 from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
 
@@ -51,7 +51,7 @@ class PlanRecord:
     holder: str = ""
     """The extender process that wrote the record."""
     hold: Json | None = None
-    """Set when the record holds nodes for a gang without a plan (extender/gangs/holds.py):
+    """Set when the record holds nodes for a gang without a plan (extender/book/holds.py):
     its priority, GPUs and the units being evicted for it; the slots are then the held nodes."""
     slice_size: int = 0
     """Slots per slice of a sliced plan; 0: not sliced."""
