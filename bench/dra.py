@@ -65,7 +65,7 @@ def main() -> int:
         for path, port in zip(files, ports, strict=True):
             servers.append(
                 start(
-                    [sys.executable, "-m", "kube_rdma.cli", "--log-level", "warning",
+                    [sys.executable, "-m", "kube_rdma_cli", "--log-level", "warning",
                      "extender", "--cluster-snapshot", str(path), "--host", "127.0.0.1",
                      "--port", str(port)],
                     port,

@@ -196,7 +196,7 @@ def main() -> int:
         write_snapshot(objects, snapshot)
         ports = free_port(), free_port()
         extender, load = start(
-            [sys.executable, "-m", "kube_rdma.cli", "--log-level", "warning", "extender",
+            [sys.executable, "-m", "kube_rdma_cli", "--log-level", "warning", "extender",
              "--cluster-snapshot", str(snapshot), "--host", "127.0.0.1", "--port", str(ports[0])],
             ports[0],
         )  # fmt: skip

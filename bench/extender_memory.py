@@ -79,7 +79,7 @@ def ready(port: int) -> bool:
 def measure(where: list[str], log: Path) -> Sample:
     """Start the extender with `where` (its cluster source flags) and measure it once ready."""
     port = free_port()
-    command = [sys.executable, "-m", "kube_rdma.cli", "extender", "--host", "127.0.0.1"]
+    command = [sys.executable, "-m", "kube_rdma_cli", "extender", "--host", "127.0.0.1"]
     started = time.perf_counter()
     with log.open("wb") as stderr:
         process = subprocess.Popen([*command, "--port", str(port), *where], stderr=stderr)

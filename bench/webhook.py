@@ -113,7 +113,7 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        cli = [sys.executable, "-m", "kube_rdma.cli"]
+        cli = [sys.executable, "-m", "kube_rdma_cli"]
         subprocess.run(
             [
                 *cli,

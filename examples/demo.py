@@ -50,7 +50,7 @@ def shown(path: Path) -> Path:
 
 
 def kube_rdma(*args: str) -> list[str]:
-    return [sys.executable, "-m", "kube_rdma.cli", *args]
+    return [sys.executable, "-m", "kube_rdma_cli", *args]
 
 
 def port_from(variable: str) -> int:

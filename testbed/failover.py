@@ -102,7 +102,7 @@ class Replica:
         self.identity = f"{self.name}-{self.generation}"
         timing = self._run.timing
         log = self._spawn(
-            "kube_rdma.cli",
+            "kube_rdma_cli",
             "extender",
             f"--kubeconfig={self._kubeconfig}",
             "--host=127.0.0.1",

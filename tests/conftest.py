@@ -15,8 +15,8 @@ import pytest
 from aiohttp import web
 
 from certs.serving import server_context
-from kube_rdma.cli import main
 from kube_rdma.core.objects import Json
+from kube_rdma_cli.dispatch import main
 from testbed.fakeapi import core_v1 as core_v1
 from testbed.fakeapi import fake_api as fake_api
 from testbed.logstate import LoggingState, preserved_logging

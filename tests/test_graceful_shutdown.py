@@ -74,7 +74,7 @@ async def slow_apiserver() -> AsyncIterator[str]:
 @contextmanager
 def running(args: list[str]) -> Iterator[tuple[subprocess.Popen[str], ChildOutput, int]]:
     """The command on a port it picked, once its "listening on" line says which."""
-    argv = [sys.executable, "-m", "kube_rdma.cli", *args, "--host", "127.0.0.1", "--port", "0"]
+    argv = [sys.executable, "-m", "kube_rdma_cli", *args, "--host", "127.0.0.1", "--port", "0"]
     with Child(argv, cwd=REPO) as child:
         port = int(child.stderr.wait_for(r"listening on https?://127\.0\.0\.1:(\d+)")[1])
         yield child.process, child.stderr, port

@@ -25,13 +25,22 @@ def test_the_wheel_holds_only_the_product(tmp_path: Path) -> None:
         entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
         scripts = archive.read(entry_points).decode()
     tops = {name.split("/")[0] for name in names if not name.split("/")[0].endswith("dist-info")}
-    assert tops == {"kube_rdma", "fabric", "kubesim", "webhook", "extender", "agent", "certs"}
+    assert tops == {
+        "kube_rdma",
+        "kube_rdma_cli",
+        "fabric",
+        "kubesim",
+        "webhook",
+        "extender",
+        "agent",
+        "certs",
+    }
     assert scripts.split() == [
         "[console_scripts]",
         "kube-rdma",
         "=",
-        "kube_rdma.cli:main",
+        "kube_rdma_cli.dispatch:main",
         "kubectl-rdma",
         "=",
-        "kube_rdma.cli:main",
+        "kube_rdma_cli.dispatch:main",
     ]

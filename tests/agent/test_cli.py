@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kube_rdma.cli import build_parser, main
+from kube_rdma_cli.dispatch import build_parser, main
 from testbed.builders import gb300_tree, sysfs_tree
 from testbed.builders.sysfs_tree import SysfsTree
 from testbed.processes import Child
@@ -167,7 +167,7 @@ def test_run_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
             }
         )
     )
-    argv = [sys.executable, "-m", "kube_rdma.cli", "agent", "run", "--node-name", "n"]
+    argv = [sys.executable, "-m", "kube_rdma_cli", "agent", "run", "--node-name", "n"]
     with Child([*argv, "--kubeconfig", kubeconfig, "--sysfs-root", tmp_path]) as agent:
         agent.stderr.wait_for('"msg":"agent started"')
         agent.process.send_signal(signal.SIGTERM)

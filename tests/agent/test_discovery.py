@@ -9,8 +9,8 @@ import pytest
 
 from agent.discovery import DiscoveryError, discover
 from agent.sysfs import scan
-from kube_rdma.cli import main
 from kube_rdma.core.topology import Gdr
+from kube_rdma_cli.dispatch import main
 from testbed.builders import sysfs_tree
 
 TEXTS = Path(__file__).parent / "topo_texts"

@@ -14,7 +14,7 @@ from agent.error_rules import (
     error_rules,
     parse_error_threshold,
 )
-from kube_rdma.cli import main
+from kube_rdma_cli.dispatch import main
 
 DOCS = Path(__file__).parents[2] / "docs" / "agent.md"
 SYNTAX = (

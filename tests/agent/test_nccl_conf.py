@@ -14,7 +14,7 @@ from typing import TypedDict
 
 import pytest
 
-from kube_rdma.cli import main
+from kube_rdma_cli.dispatch import main
 from testbed.builders.gid_tables import (
     BOND,
     HEADER,
@@ -324,7 +324,7 @@ def test_bad_address_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> Non
 def test_prints_the_file_without_out(tmp_path: Path) -> None:
     build_view(tmp_path / "sys", SRIOV_VF)
     proc = write_proc(tmp_path / "proc", pod(Interface("net1", ["192.168.12.21/24"])))
-    command = [sys.executable, "-m", "kube_rdma.cli", "nccl-conf"]
+    command = [sys.executable, "-m", "kube_rdma_cli", "nccl-conf"]
     done = subprocess.run(
         [*command, "--sysfs-root", f"{tmp_path}/sys", "--proc-root", str(proc)],
         capture_output=True,

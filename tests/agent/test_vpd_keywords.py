@@ -23,7 +23,7 @@ import pytest
 from agent.sysfs import scan
 from agent.vpd_command import vpd_reader
 from agent.vpd_keywords import VpdReader, describe_source, load
-from kube_rdma.cli import main
+from kube_rdma_cli.dispatch import main
 from testbed.builders import gb300_tree
 from testbed.builders.sysfs_tree import SysfsTree
 

@@ -20,7 +20,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from certs.generate import BACKDATE, KeyType, generate_ca, generate_serving, service_dns_names
 from certs.serving import TLSConfigError, server_context
-from kube_rdma.cli import main
+from kube_rdma_cli.dispatch import main
 from testbed.logstate import preserved_logging
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from kube_rdma.cli import main
+from kube_rdma_cli.dispatch import main
 from testbed.builders import nodes
 from testbed.net import wait_healthy
 from testbed.processes import Child
@@ -32,7 +32,7 @@ def snapshot(tmp_path: Path) -> Path:
 @pytest.fixture
 def extender(snapshot: Path) -> Iterator[str]:
     """The extender on a port it picked (--port 0), as the URL its "listening on" line gives."""
-    argv: list[str | Path] = [sys.executable, "-m", "kube_rdma.cli", "extender"]
+    argv: list[str | Path] = [sys.executable, "-m", "kube_rdma_cli", "extender"]
     argv += ["--cluster-snapshot", snapshot]
     with Child([*argv, "--host", "127.0.0.1", "--port", "0"]) as child:
         said = child.stderr.wait_for(r"extender listening on (http://127\.0\.0\.1:(\d+))")
@@ -87,7 +87,7 @@ def test_bad_input_at_start_exits_1(tmp_path: Path, files: dict[str, str], messa
     args = [
         sys.executable,
         "-m",
-        "kube_rdma.cli",
+        "kube_rdma_cli",
         "extender",
         "--cluster-snapshot",
         str(tmp_path / "cluster.yaml"),
@@ -107,7 +107,7 @@ def test_serves_https_with_the_same_tls_machinery(snapshot: Path, cert_dir: Path
     import ssl
     import urllib.request
 
-    argv: list[str | Path] = [sys.executable, "-m", "kube_rdma.cli", "extender"]
+    argv: list[str | Path] = [sys.executable, "-m", "kube_rdma_cli", "extender"]
     argv += ["--cluster-snapshot", snapshot]
     tls: list[str | Path] = [
         "--tls-cert-file",
@@ -126,7 +126,7 @@ def test_serves_https_with_the_same_tls_machinery(snapshot: Path, cert_dir: Path
 
 def test_a_bad_dra_device_rule_is_refused_with_the_form_wanted(tmp_path: Path) -> None:
     (tmp_path / "cluster.yaml").write_text("[]")
-    args = [sys.executable, "-m", "kube_rdma.cli", "extender", "--port", "0"]
+    args = [sys.executable, "-m", "kube_rdma_cli", "extender", "--port", "0"]
     args += ["--cluster-snapshot", str(tmp_path / "cluster.yaml"), "--dra-device", "nic=dra.net"]
     done = subprocess.run(args, capture_output=True, text=True, timeout=30, check=False)
     assert done.returncode == 2

@@ -13,7 +13,7 @@ import pytest
 from extender.gangs.planner import GangSettings
 from extender.gangs.settings import level_settings
 from extender.levels.watched import TopologyRef
-from kube_rdma.cli import build_parser
+from kube_rdma_cli.dispatch import build_parser
 
 
 def parse(*argv: str) -> object:
@@ -73,7 +73,7 @@ def test_bad_flags_say_what_is_wrong(
 
 
 def test_a_watched_object_needs_a_live_cluster(tmp_path: Path) -> None:
-    args = [sys.executable, "-m", "kube_rdma.cli", "extender"]
+    args = [sys.executable, "-m", "kube_rdma_cli", "extender"]
     args += ["--cluster-snapshot", str(tmp_path / "c.json"), "--port", "0"]
     args += ["--topology-object", "kai:cluster-topology"]
     done = subprocess.run(args, capture_output=True, text=True, timeout=30, check=False)

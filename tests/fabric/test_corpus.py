@@ -14,7 +14,7 @@ import pytest
 
 from fabric import known_errors
 from fabric.diagnose import NO_LINES
-from kube_rdma.cli import main
+from kube_rdma_cli.dispatch import main
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 FAILED = f"this log shows a failure; {known_errors.FIRST_ERROR}"

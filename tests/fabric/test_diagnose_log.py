@@ -12,7 +12,7 @@ import pytest
 
 from fabric import known_errors
 from fabric.nccl_log import analyze
-from kube_rdma.cli import main
+from kube_rdma_cli.dispatch import main
 
 ROOT = Path(__file__).resolve().parent.parent / "fixtures"
 FAILED = f"this log shows a failure; {known_errors.FIRST_ERROR}"

@@ -18,9 +18,9 @@ from extender.app import Settings, create_app
 from extender.cluster.snapshot import SnapshotSource
 from fabric.plan import Group, Mode, plan
 from fabric.render import Options, SshKey, parse_bytes, render
-from kube_rdma.cli import main
 from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
+from kube_rdma_cli.dispatch import main
 from testbed.builders.nodes import hgx, node
 from webhook.mutate import Target, mutate
 from webhook.profiles.loader import parse_profiles

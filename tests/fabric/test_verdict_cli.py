@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kube_rdma.cli import main
 from kube_rdma.core.topology import Nic, Port, Topology
+from kube_rdma_cli.dispatch import main
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "nccl-tests"
 H100_HOSTS = ["gpu-h100-017", "gpu-h100-018"]

@@ -19,9 +19,9 @@ from fabric.plan import Mode
 from fabric.render import Options, SshKey
 from fabric.run import AcceptanceRun, Outcome, Settings
 from fabric.verdict import link_flaps, soak_reasons
-from kube_rdma.cli import main
 from kube_rdma.core import keys
 from kube_rdma.core.topology import decode
+from kube_rdma_cli.dispatch import main
 from testbed.builders.nodes import hgx, node
 from testbed.fakeapi import RESOURCES, FakeApiServer, Resource
 from testbed.fakeapi.kubeconfig import kubeconfig

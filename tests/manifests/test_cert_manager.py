@@ -20,8 +20,8 @@ import pytest
 import yaml
 
 from certs.generate import CA_LIFETIME, SERVING_LIFETIME, service_dns_names
-from kube_rdma.cli import build_parser
 from kube_rdma.core.objects import Json
+from kube_rdma_cli.dispatch import build_parser
 from tests.manifests.test_manifests import (
     DOCUMENTS,
     K8S_VERSIONS,

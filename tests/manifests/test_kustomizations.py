@@ -19,8 +19,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from kube_rdma.cli import build_parser
 from kube_rdma.core.objects import Json
+from kube_rdma_cli.dispatch import build_parser
 from testbed import release_manifests
 from tests.manifests.kustomize import (
     ROOT_STACK,

@@ -31,8 +31,8 @@ import pytest
 import yaml
 
 from agent.publisher import Agent, AgentSettings
-from kube_rdma.cli import build_parser
 from kube_rdma.core.objects import Json
+from kube_rdma_cli.dispatch import build_parser
 from testbed.builders import sysfs_tree
 from testbed.fakeapi import FakeApiServer, RecordedRequest
 from webhook.profiles import BUILTIN, GidStrategy, NetworkMode, parse_profiles

@@ -42,9 +42,9 @@ from extender.cluster.live import BIND_TIMEOUT_SECONDS, LiveSource
 from extender.cluster.snapshot import SnapshotSource
 from extender.levels.watched import TopologyRef, TopologyWatch
 from extender.weights import DEFAULT, parse_weights
-from kube_rdma.cli import build_parser
 from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
+from kube_rdma_cli.dispatch import build_parser
 from testbed.builders import nodes
 from testbed.fakeapi import (
     WORKLOAD_RESOURCES,

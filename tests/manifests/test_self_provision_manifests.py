@@ -14,8 +14,8 @@ import yaml
 from kubernetes_asyncio import client
 
 from certs.provision import Provisioner, ProvisionSettings
-from kube_rdma.cli import build_parser
 from kube_rdma.core.objects import Json
+from kube_rdma_cli.dispatch import build_parser
 from testbed.fakeapi import RESOURCES, FakeApiServer, RecordedRequest, Resource
 from tests.manifests.test_manifests import K8S_VERSIONS
 

@@ -64,7 +64,7 @@ def start_fake_api(*args: str) -> subprocess.Popen[str]:
 
 def product(*args: str) -> Child:
     """`kube-rdma ARGS` as its own process."""
-    return Child([sys.executable, "-m", "kube_rdma.cli", *args], cwd=REPO)
+    return Child([sys.executable, "-m", "kube_rdma_cli", *args], cwd=REPO)
 
 
 def listening_port(child: Child) -> int:

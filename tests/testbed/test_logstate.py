@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from kube_rdma.cli import main
+from kube_rdma_cli.dispatch import main
 from testbed.logstate import LoggingState, preserved_logging
 
 GENERATE = ["certs", "generate", "--service", "s", "--namespace", "n"]

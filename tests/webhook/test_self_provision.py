@@ -70,7 +70,7 @@ async def test_the_webhook_provisions_and_serves_its_own_certificate(tmp_path: P
     async with FakeApiServer(WEBHOOKS) as api:
         api.create("mutatingwebhookconfigurations", configuration())
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "kube_rdma.cli", "webhook", "--self-provision",
+            sys.executable, "-m", "kube_rdma_cli", "webhook", "--self-provision",
             "--kubeconfig", str(kubeconfig(tmp_path / "kubeconfig", api.host)),
             "--own-namespace", "kube-rdma", "--host", "127.0.0.1", "--port", "0",
             stderr=subprocess.PIPE,
@@ -122,7 +122,7 @@ def test_tls_flags_are_checked(
 ) -> None:
     monkeypatch.delenv("POD_NAMESPACE", raising=False)
     done = subprocess.run(
-        [sys.executable, "-m", "kube_rdma.cli", "webhook", *args],
+        [sys.executable, "-m", "kube_rdma_cli", "webhook", *args],
         capture_output=True, text=True, timeout=30, check=False,
     )  # fmt: skip
     assert done.returncode == 2

@@ -31,7 +31,7 @@ def start(tmp_path: Path) -> tuple[subprocess.Popen[str], str]:
     objects = [*(nodes.node(n, nodes.hgx()) for n in NAMES), *MEMBERS]
     snapshot = tmp_path / "cluster.json"
     snapshot.write_bytes(orjson.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
-    command = [sys.executable, "-m", "kube_rdma.cli", "extender", "--host", "127.0.0.1"]
+    command = [sys.executable, "-m", "kube_rdma_cli", "extender", "--host", "127.0.0.1"]
     command += ["--port", "0", "--cluster-snapshot", str(snapshot)]
     command += ["--barrier-timeout", "60", "--barrier-progress-timeout", "60"]
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)

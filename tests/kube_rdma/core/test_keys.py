@@ -11,7 +11,7 @@ import pytest
 from kube_rdma.core import keys
 
 ROOT = Path(__file__).resolve().parents[3]
-PRODUCT = ("kube_rdma", "webhook", "extender", "agent", "certs")
+PRODUCT = ("kube_rdma", "kube_rdma_cli", "webhook", "extender", "agent", "certs")
 
 
 def test_every_key_of_ours_has_the_prefix() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from kube_rdma.cli import main
+from kube_rdma_cli.dispatch import main
 from testbed.clustergen import write_snapshot
 from testbed.clustergen.dra import dra_form
 from tests.kubesim.simulate.clusters import leaf_node

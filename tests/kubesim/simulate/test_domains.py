@@ -9,8 +9,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from kube_rdma.cli import main
 from kube_rdma.core.objects import Json
+from kube_rdma_cli.dispatch import main
 from kubesim.simulate.domains import gangs_in_one_domain
 from testbed.clustergen import ClusterSpec, generate, write_snapshot
 from testbed.clustergen.vocabularies import nvl72, relabel

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kube_rdma.cli import main
+from kube_rdma_cli.dispatch import main
 from testbed.clustergen import write_snapshot
 from tests.kubesim.simulate.clusters import leaf_node
 

@@ -9,8 +9,8 @@ import orjson
 
 from extender.cluster.snapshot import SnapshotSource
 from extender.weights import DEFAULT
-from kube_rdma.cli import main
 from kube_rdma.core import keys
+from kube_rdma_cli.dispatch import main
 from kubesim.simulate.cluster import load_cluster
 from kubesim.simulate.metrics import measure
 from kubesim.simulate.run import Settings, Variant, simulate

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kube_rdma import cli
+from kube_rdma_cli import dispatch as cli
 
 PLUGIN = Path(sys.executable).parent / "kubectl-rdma"
 KUBECTL = shutil.which("kubectl")

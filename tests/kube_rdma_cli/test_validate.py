@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kube_rdma.cli import main
+from kube_rdma_cli.dispatch import main
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,10 +10,10 @@ import yaml
 from kubernetes_asyncio.config import ConfigException
 
 from certs.rotation import ProvisionError
-from kube_rdma.cli_errors import INTERNAL, USAGE, explain_error
 from kube_rdma.core.config_file import ConfigError
 from kube_rdma.kube.errors import ApiError
 from kube_rdma.kube.kubeconfig import load_config
+from kube_rdma_cli.cli_errors import INTERNAL, USAGE, explain_error
 
 
 def yaml_error() -> yaml.YAMLError:

@@ -23,9 +23,9 @@ from agent import cli as agent_cli
 from certs import cli as certs_cli
 from extender import cli as extender_cli
 from fabric import cli as fabric_cli
-from kube_rdma import validate
-from kube_rdma.cli_errors import explain_error
 from kube_rdma.core import logs
+from kube_rdma_cli import validate
+from kube_rdma_cli.cli_errors import explain_error
 from kubesim.simulate import cli as simulate_cli
 from webhook import cli as webhook_cli
 
@@ -95,7 +95,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         message, status = explain_error(e)
         print(f"kube-rdma {args.command}: {message}", file=sys.stderr)
         return status
-
-
-if __name__ == "__main__":
-    sys.exit(main())

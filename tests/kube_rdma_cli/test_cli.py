@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kube_rdma import cli
+from kube_rdma_cli import dispatch as cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,7 +30,7 @@ def held_port() -> Iterator[int]:
 def kube_rdma(*argv: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KUBERNETES_")}
     return subprocess.run(
-        [sys.executable, "-m", "kube_rdma.cli", *argv],
+        [sys.executable, "-m", "kube_rdma_cli", *argv],
         capture_output=True,
         text=True,
         timeout=timeout,
