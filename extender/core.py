@@ -22,7 +22,7 @@ from extender.book.holds import Hold, HoldBook
 from extender.book.records import MemoryRecords, PlanRecords
 from extender.book.reservations import Reservations
 from extender.cluster.disruptions import Disruptions, ModelDisruptions
-from extender.cluster.model import PodKey
+from extender.cluster.pods import PodKey
 from extender.cluster.source import ClusterSource
 from extender.engine import Engine
 from extender.gangs.barrier import Barrier

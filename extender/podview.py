@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from extender.cluster.devices import DRA_NIC_RESOURCE
-from extender.cluster.model import pod_requests
+from extender.cluster.pods import pod_requests
 from kube_rdma.core import keys
 from kube_rdma.core.dra.demand import NO_DEMAND, PodDemand
 from kube_rdma.core.dra.selectors import Selectors

@@ -22,7 +22,7 @@ from extender.binding import node_settings
 from extender.book.records import PlanRecords
 from extender.book.reservations import GangKey
 from extender.cluster.disruptions import Disruptions
-from extender.cluster.model import PodKey
+from extender.cluster.pods import PodKey
 from extender.cluster.source import BindError, ClusterSource, LookupFailed
 from extender.core import DEFAULT_CONTENTION, Core
 from extender.engine import FilterOutcome

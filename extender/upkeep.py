@@ -17,7 +17,8 @@ from collections.abc import Callable, Collection
 from extender.book.holds import HoldBook, hold_of
 from extender.book.records import PlanRecord, PlanRecords
 from extender.book.reservations import GangKey
-from extender.cluster.model import Cluster, PodKey, pod_key
+from extender.cluster.model import Cluster
+from extender.cluster.pods import PodKey, pod_key
 from extender.gangs.identity import Gang, Singleton
 from extender.gangs.planner import Planner
 from extender.gangs.resume import Members, resume

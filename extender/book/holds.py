@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from extender.book.records import MemoryRecords, PlanRecord, PlanRecords
 from extender.book.reservations import GangKey
-from extender.cluster.model import PodKey
+from extender.cluster.pods import PodKey
 
 Victims = tuple[tuple[str, tuple[PodKey, ...]], ...]
 """Units being evicted, each named with its pods."""

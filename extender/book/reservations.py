@@ -19,7 +19,8 @@ from collections.abc import Collection, Container, Iterable, Mapping
 from enum import Enum
 from typing import Literal, Protocol
 
-from extender.cluster.model import NodeInfo, PodKey
+from extender.cluster.model import NodeInfo
+from extender.cluster.pods import PodKey
 
 GangKey = tuple[str, str]
 """(namespace, name) of a gang."""

@@ -32,8 +32,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from extender.cluster.dra_live import ClaimReservations, dra_reflectors
-from extender.cluster.model import Cluster, PodKey, as_bound, pod_key
+from extender.cluster.model import Cluster
 from extender.cluster.owners import WORKLOADS, Owners, WorkloadResource
+from extender.cluster.pods import PodKey, as_bound, pod_key
 from extender.cluster.source import BindError, LookupFailed
 from extender.cluster.trim import trim_node, trim_pod, trim_workload
 from kube_rdma.core.objects import Json

@@ -17,9 +17,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import ValidationError
-
 from extender.cluster.devices import DEFAULT_DRA_NAMES, DraNames, add_devices, signature
+from extender.cluster.node_topology import rails_signature, read_topology
+from extender.cluster.pods import (
+    TERMINAL_PHASES,
+    PodKey,
+    extended_resources,
+    pod_key,
+    pod_requests,
+    preempted_by_scheduler,
+)
 from kube_rdma.core import keys
 from kube_rdma.core.dra.demand import PodDemand, pod_demand
 from kube_rdma.core.dra.index import DraIndex, NodeDevices
@@ -27,68 +34,9 @@ from kube_rdma.core.dra.kinds import DEFAULT_KIND_RULES, KindRule
 from kube_rdma.core.dra.selectors import Selectors
 from kube_rdma.core.nodeconstraints import NodeFacts, Taint, node_facts
 from kube_rdma.core.objects import Json
-from kube_rdma.core.quantity import QuantityError, parse_quantity
-from kube_rdma.core.requests import effective_requests
-from kube_rdma.core.topology import Topology, decode
+from kube_rdma.core.topology import Topology
 
 log = logging.getLogger("kube_rdma.extender")
-
-PodKey = tuple[str, str]  # (namespace, name)
-TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
-
-
-def pod_key(pod: Json) -> PodKey:
-    meta = pod.get("metadata") or {}
-    return str(meta.get("namespace") or "default"), str(meta.get("name"))
-
-
-def extended_resources(amounts: Mapping[str, Any] | None) -> dict[str, int]:
-    """The whole-unit resources (`vendor/name`: GPUs, RDMA units) of a resource list."""
-    result = {}
-    for name, amount in (amounts or {}).items():
-        if "/" not in name:
-            continue
-        try:
-            result[name] = int(parse_quantity(amount))
-        except QuantityError:
-            continue
-    return result
-
-
-def pod_requests(pod: Json) -> dict[str, int]:
-    """The pod's effective extended-resource requests, as the scheduler counts them: the sum over
-    its containers, or the largest init container's when that is higher."""
-    return effective_requests(pod, _container_requests)
-
-
-def _container_requests(container: Json) -> dict[str, int]:
-    resources = container.get("resources") or {}
-    # Extended resources cannot be overcommitted: a limit alone sets the request.
-    return {
-        **extended_resources(resources.get("limits")),
-        **extended_resources(resources.get("requests")),
-    }
-
-
-def preempted_by_scheduler(pod: Json) -> bool:
-    """The DisruptionTarget condition kube-scheduler sets on a victim before deleting it
-    (pkg/scheduler/framework/preemption, prepareCandidate; reason PreemptionByScheduler)."""
-    return any(
-        c.get("type") == "DisruptionTarget"
-        and c.get("status") == "True"
-        and c.get("reason") == "PreemptionByScheduler"
-        for c in (pod.get("status") or {}).get("conditions") or []
-    )
-
-
-def as_bound(pod: Json, node: str, annotations: Mapping[str, str]) -> Json:
-    """A copy of `pod` as a bind to `node` that writes `annotations` leaves it."""
-    bound = dict(pod)
-    bound["metadata"] = metadata = dict(pod.get("metadata") or {})
-    if annotations:
-        metadata["annotations"] = {**(metadata.get("annotations") or {}), **annotations}
-    bound["spec"] = {**(pod.get("spec") or {}), "nodeName": node}
-    return bound
 
 
 @dataclass(frozen=True)
@@ -188,7 +136,7 @@ class Cluster:
                 previous.rails_key,
             )
         else:
-            topology, error = _read_topology(name, annotation)
+            topology, error = read_topology(name, annotation)
             rails_key = self._intern(rails_signature(topology) if topology else None)
         facts = node_facts(obj)
         self._nodes[name] = _NodeEntry(obj, topology, error, annotation, rails_key, facts)
@@ -419,34 +367,5 @@ class Cluster:
             self._forgotten += half
 
 
-def _read_topology(node: str, annotation: str | None) -> tuple[Topology | None, str | None]:
-    if annotation is None:
-        return None, f"no {keys.TOPOLOGY} annotation (is the kube-rdma agent running there?)"
-    try:
-        return decode(annotation), None
-    except (ValidationError, ValueError) as e:
-        reason = f"malformed {keys.TOPOLOGY} annotation: {str(e).splitlines()[0][:200]}"
-        log.warning("node %s has no usable topology: %s", node, reason, extra={"node": node})
-        return None, reason
-
-
 def _sorted(amounts: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
     return tuple(sorted(amounts.items()))
-
-
-def rails_signature(topology: Topology) -> tuple[Any, ...]:
-    """What the filters and scores read of a document: every port's link layer, state, health
-    and rate, each NIC's PCIe link, which GPUs' links trained down, the GPU-NIC levels and the
-    GPUDirect RDMA paths; not addresses, GIDs, counters or MTUs."""
-    nics = tuple(
-        (
-            nic.name,
-            tuple((p.link_layer, p.state, p.healthy, p.rate_gbps) for p in nic.ports),
-            (nic.pcie.speed_gts, nic.pcie.width) if nic.pcie else None,
-        )
-        for nic in topology.nics
-    )
-    degraded = tuple(g.index for g in topology.gpus if g.pcie is not None and g.pcie.narrowed)
-    pairs = tuple((p.gpu, p.nic, p.level) for p in topology.pairs)
-    gdr = topology.gdr.available if topology.gdr else None
-    return nics, len(topology.gpus), degraded, pairs, gdr

@@ -20,8 +20,9 @@ from typing import Any
 
 from extender.cluster import dra_objects
 from extender.cluster.claims import claim_names, reserved
-from extender.cluster.model import Cluster, as_bound, pod_key
+from extender.cluster.model import Cluster
 from extender.cluster.owners import WORKLOADS, Owners, WorkloadResource, resource_of
+from extender.cluster.pods import as_bound, pod_key
 from extender.cluster.source import BindError
 from extender.cluster.trim import trim_node, trim_pod, trim_workload
 from kube_rdma.core.documents import DocumentError, read_documents

@@ -28,7 +28,8 @@ import functools
 import logging
 from collections.abc import Awaitable, Callable
 
-from extender.cluster.model import Cluster, PodKey
+from extender.cluster.model import Cluster
+from extender.cluster.pods import PodKey
 from extender.cluster.source import BindError
 from extender.gangs.identity import Gang
 from extender.gangs.plan import Arrival, Plan

@@ -13,7 +13,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 
 from extender.book.records import PlanRecord
-from extender.cluster.model import PodKey
+from extender.cluster.pods import PodKey
 from extender.cluster.source import BindError
 from extender.gangs.identity import Gang
 from extender.podview import PodView

@@ -4,14 +4,14 @@ for it, and its later members are steered to them.
 - Planning: for each node, how many members fit (every filter passing, free GPUs and RDMA
   units after other gangs' reservations) and which members may use it at all (node selector,
   required affinity, taints, cordons: extender/gangs/pools.py); extender/gangs/choose.py then
-  picks the domain and the nodes.
+  picks the domain and the nodes. extender/gangs/making.py makes each plan; it is kept here.
 - Reservation: later members are steered to their planned node, and every other pod sees the
   planned capacity as used (extender/book/reservations.py).
 - Upkeep: a plan without progress for `plan_timeout` expires, and so does one whose members
   stopped arriving at the bind barrier for `barrier_progress_timeout`; a planned node that no
   longer fits, that kube-scheduler keeps leaving out of its sampled candidates, or that it ruled
-  out (extender/gangs/sampling.py) makes the plan be redone; members deleted release their
-  slots; a gang fully bound needs no plan any more.
+  out (extender/gangs/sampling.py) makes the plan be redone (extender/gangs/standing.py
+  judges); members deleted release their slots; a gang fully bound needs no plan any more.
 
 The bind barrier (extender/gangs/barrier.py) waits on the plans kept here.
 """
@@ -22,28 +22,24 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable
-from dataclasses import replace
-from functools import partial
 
 from extender.book.holds import HoldBook
-from extender.book.records import MemoryRecords, PlanRecords, constraint_spec
+from extender.book.records import MemoryRecords, PlanRecords
 from extender.book.reservations import NARROWEST, Fence, GangKey, Reservations
-from extender.cluster.claims import claim_names
-from extender.cluster.model import Cluster, PodKey, pod_key
+from extender.cluster.model import Cluster
+from extender.cluster.pods import PodKey
 from extender.cluster.source import BindError
 from extender.engine import Engine, FilterOutcome
-from extender.gangs.choose import Fits, choose_in, narrowest_fit, no_fit_reason
 from extender.gangs.fitting import FitMeasure
 from extender.gangs.identity import Gang
+from extender.gangs.making import PlanMaker, need_of
 from extender.gangs.plan import Plan, record_of
-from extender.gangs.pools import MemberGroup, member_groups
 from extender.gangs.requirements import LevelSettings, Requirements
 from extender.gangs.sampling import ruled_out_reason, sampled, sampled_reason
 from extender.gangs.settings import Decision as Decision
 from extender.gangs.settings import GangSettings as GangSettings
+from extender.gangs.standing import Standing
 from extender.levels.ranks import KUBEFLOW_TYPE, rank_of
-from extender.levels.search import Search
-from extender.levels.vocabularies import Levels
 from extender.podview import PodView
 from kube_rdma.core.nodeconstraints import NodeConstraints
 from kube_rdma.core.objects import Json
@@ -87,8 +83,12 @@ class Planner:
         self.requirements = requirements or Requirements(cluster, levels, top_owner, members)
         self._fence_of = fence_of
         """The levels in use and what each gang asks of them."""
-        self._measure = FitMeasure(cluster, engine, book, self._holds, priority, self.requirements)
+        measure = FitMeasure(cluster, engine, book, self._holds, priority, self.requirements)
         self.plans: dict[GangKey, Plan] = {}
+        self._standing = Standing(cluster, engine, settings, clock)
+        self._maker = PlanMaker(
+            cluster, self.requirements, measure, members, ahead, self.plans, self.bound_of
+        )
         self.history: deque[Decision] = deque(maxlen=10_000)
         """The last plans made, for explain-style audits and the gang proof."""
         self.bound_members: dict[GangKey, dict[PodKey, str]] = {}
@@ -132,28 +132,16 @@ class Planner:
         plan.progress = self._clock()
 
     def stalled(self, plan: Plan) -> str | None:
-        """Why the gang is given up at the bind barrier: members arrived, but no new one for
-        the progress timeout; None while it progresses (or has no member there yet)."""
-        window = self.settings.barrier_progress_timeout
-        if plan.opened or plan.last_arrival is None or self._clock() - plan.last_arrival <= window:
-            return None
-        return (
-            f"gang {plan.gang}: {len(plan.arrivals)} of {plan.gang.size} members reached bind, "
-            f"none new for {window:g}s; none is bound, the gang is planned again"
-        )
-
-    def _expired(self, plan: Plan) -> str | None:
-        if self._clock() - plan.progress > self.settings.plan_timeout:
-            return f"the plan of gang {plan.gang} expired without progress"
-        return self.stalled(plan)
+        """Why the gang is given up at the bind barrier (extender/gangs/standing.py)."""
+        return self._standing.stalled(plan)
 
     def _current(self, gang: Gang, pod: PodView) -> Plan | None:
         plan = self.plans.get(gang.key)
-        if plan is not None and (reason := self._expired(plan)) is not None:
+        if plan is not None and (reason := self._standing.expired(plan)) is not None:
             log.info(reason, extra={"gang": str(gang)})
             self.drop(gang.key, reason)
             plan = None
-        if plan is not None and not self._still_fits(plan):
+        if plan is not None and not self._standing.still_fits(plan):
             log.info("plan of gang %s no longer fits; planning again", gang)
             self.drop(gang.key)
             plan = None
@@ -232,56 +220,14 @@ class Planner:
         reason = ruled_out_reason(str(plan.gang), node, len(names))
         return FilterOutcome([], {}, dict.fromkeys(names, reason))
 
-    def _still_fits(self, plan: Plan) -> bool:
-        settled = {
-            i
-            for key, i in plan.assigned.items()
-            if self._bound(key) or self._claimed_on(key, plan.slots[i])
-        }
-        open_slots = [i for i in range(len(plan.slots)) if i not in settled]
-        for node in {plan.slots[i] for i in open_slots}:
-            info = self._cluster.node(node)
-            if info is None or not self._engine.verdict(plan.member, node, plan.gang.key).ok:
-                return False
-        return self._still_admitted(plan, open_slots)
-
-    def _still_admitted(self, plan: Plan, open_slots: list[int]) -> bool:
-        """The open slots' nodes still admit the members planned there (no cordon, taint or
-        label change since)."""
-        judged = set()
-        for i in open_slots:
-            constraints = plan.constraints[i] if i < len(plan.constraints) else None
-            if constraints is None or (plan.slots[i], id(constraints)) in judged:
-                continue
-            judged.add((plan.slots[i], id(constraints)))
-            info = self._cluster.node(plan.slots[i])
-            if info is not None and constraints.refusal(info) is not None:
-                return False
-        return True
-
-    # Planning
+    # Planning (extender/gangs/making.py)
 
     def _plan(self, gang: Gang, pod: PodView, excluded: Iterable[str] = ()) -> Plan | None:
-        bound = self.bound_of(gang)
-        needed = gang.size - len(bound)
-        groups = self._groups(gang, pod, bound, needed)
-        levels = self.requirements.levels()
-        search = self._search(pod, gang, levels, sliced=not bound)
-        fits = self._fits(pod, gang, excluded, groups)
-        choice = choose_in(fits, [g.count for g in groups], search)
-        if choice is None:
+        made = self._maker.make(gang, pod, self._clock(), excluded)
+        if made is None:
             return None
-        self.requirements.check_spans(choice.nodes, levels)
-        narrowest = narrowest_fit(fits, search.levels)
-        self.history.append(Decision(gang, needed, choice.domain, narrowest))
-        now = self._clock()
-        plan = Plan(gang, pod, list(bound.values()) + choice.nodes, choice.domain, now, now)
-        plan.slice_size = search.slice_size if search.sliced and len(groups) == 1 else 0
-        for i, key in enumerate(bound):
-            plan.assigned[key] = i
-        planned_for = choice.groups or [0] * len(choice.nodes)
-        plan.constraints = [None] * len(bound) + [groups[g].constraints for g in planned_for]
-        plan.group_specs = self._group_specs(gang, pod, bound, groups)
+        plan = made.plan
+        self.history.append(made.decision)
         self.plans[gang.key] = plan
         self._reserve(plan)
         self.records.put(record_of(plan))
@@ -290,33 +236,10 @@ class Planner:
             gang,
             gang.size,
             len(set(plan.slots)),
-            choice.domain,
+            plan.domain,
             extra={"gang": str(gang)},
         )
         return plan
-
-    def _groups(
-        self, gang: Gang, pod: PodView, bound: dict[PodKey, str], needed: int
-    ) -> list[MemberGroup]:
-        waiting = [p for p in self._members(gang) if pod_key(p) not in bound]
-        settled = [p for key in bound if (p := self._cluster.pod(*key)) is not None]
-        return member_groups(waiting, settled, needed, self._cluster.pod(*pod.key) or {})
-
-    def _group_specs(
-        self, gang: Gang, pod: PodView, bound: dict[PodKey, str], groups: list[MemberGroup]
-    ) -> dict[Hashable, Json]:
-        """Each group's constraints as a member of it has them in its pod spec (for the plan's
-        record)."""
-        wanted = {g.constraints.key for g in groups}
-        found: dict[Hashable, Json] = {}
-        candidates = [self._cluster.pod(*pod.key), *self._members(gang)]
-        candidates += [self._cluster.pod(*key) for key in bound]
-        for member in candidates:
-            if member is not None and wanted - found.keys():
-                key = NodeConstraints.of(member).key
-                if key in wanted:
-                    found.setdefault(key, constraint_spec(member))
-        return found
 
     def member_hint(self, plan: Plan, key: PodKey) -> tuple[Hashable | None, int | None]:
         """The member's group (in a plan of several) and its rank (in a sliced plan), to give
@@ -327,53 +250,15 @@ class Planner:
         group = NodeConstraints.of(cached).key if plan.mixed else None
         return group, self._rank(plan, cached)
 
-    def _fits(
-        self, pod: PodView, gang: Gang, excluded: Iterable[str], groups: list[MemberGroup]
-    ) -> Fits:
-        """Where the gang's members fit, net of what plans hold and of what waiting gangs of
-        a higher priority need (set aside here, so that kube-scheduler's queue order alone
-        does not decide which gang of two gets the room)."""
-        aside: dict[str, dict[str, int]] = {}
-        for other, member in self._ahead(gang.key):
-            if other.key in self.plans:
-                continue
-            bound = self.bound_of(other)
-            needed = other.size - len(bound)
-            theirs = self._groups(other, member, bound, needed)
-            fits = self._measure.fits(member, other, excluded, theirs, aside)
-            search = self._search(member, other, self.requirements.levels(), sliced=not bound)
-            choice = choose_in(fits, [g.count for g in theirs], search)
-            for name in choice.nodes if choice else ():
-                held = aside.setdefault(name, {})
-                for resource, amount in _need_of(member).items():
-                    held[resource] = held.get(resource, 0) + amount
-        return self._measure.fits(pod, gang, excluded, groups, aside)
-
     def no_fit_reason(self, pod: PodView, gang: Gang) -> str:
         """Why the gang does not fit now, or can never fit as it asks, with the numbers (the
         filter's answer)."""
-        if (refused := self.refusal(pod, gang)) is not None:
-            return refused
-        bound = self.bound_of(gang)
-        needed = gang.size - len(bound)
-        fits = self._fits(pod, gang, (), self._groups(gang, pod, bound, needed))
-        search = self._search(pod, gang, self.requirements.levels(), sliced=not bound)
-        return no_fit_reason(fits, needed, search, pod, str(gang))
+        return self._maker.no_fit_reason(pod, gang)
 
     def refusal(self, pod: PodView, gang: Gang) -> str | None:
         """Why the gang can never be placed as it asks (the numbers); None when it can, or
         when it has a plan."""
-        if gang.key in self.plans:
-            return None
-        bound = self.bound_of(gang)
-        needed = gang.size - len(bound)
-        groups = partial(self._groups, gang, pod, bound, needed)
-        return self.requirements.refusal(pod, gang, needed, groups)
-
-    def _search(self, pod: PodView, gang: Gang, levels: Levels, sliced: bool) -> Search:
-        """The gang's levels; unsliced once members are bound (their ranks' slots are taken)."""
-        search = self.requirements.search(pod, gang, levels)
-        return search if sliced else replace(search, slice_level=None, slice_size=0)
+        return self._maker.refusal(pod, gang)
 
     # Reservations
 
@@ -383,14 +268,14 @@ class Planner:
         pending = [
             node
             for index, node in enumerate(plan.slots)
-            if index not in owners or not self._bound(owners[index])
+            if index not in owners or not self._standing.bound(owners[index])
         ]
         fence = NARROWEST if self._fence_of is None else self._fence_of(plan)
         self._book.hold(plan.gang.key, plan.domain, plan.slots, pending, self._need(plan), fence)
 
     def _need(self, plan: Plan) -> dict[str, int]:
         """What one member holds on its planned node."""
-        return _need_of(plan.member)
+        return need_of(plan.member)
 
     def drop(self, gang: GangKey, reason: str | None = None) -> None:
         """Forget the gang's plan and remove its record; the binds waiting on it fail with
@@ -405,26 +290,10 @@ class Planner:
         if plan is not None:
             plan.fail_waiting(reason or f"the plan of gang {plan.gang} was dropped")
 
-    def _claimed_on(self, key: PodKey, node: str) -> bool:
-        """The member's resource claims are allocated on `node`: kube-scheduler's
-        DynamicResources plugin took its devices there (Reserve, PreBind) before calling the
-        extender's bind, so the devices the node now lacks are the member's own."""
-        pod = self._cluster.pod(*key)
-        if pod is None or not (pod.get("spec") or {}).get("resourceClaims"):
-            return False
-        # Dictionary lookups only: this runs for every planned member at each member's filter.
-        dra = self._cluster.dra
-        nodes = {dra.claim_node((key[0], name)) for name in claim_names(pod)[0]}
-        return nodes - {None} == {node}
-
-    def _bound(self, key: PodKey) -> bool:
-        pod = self._cluster.pod(*key)
-        return bool(pod and (pod.get("spec") or {}).get("nodeName"))
-
     def bound_of(self, gang: Gang) -> dict[PodKey, str]:
         """Members bound and still running: those this extender bound, as the cache shows them."""
         known = self.bound_members.get(gang.key, {})
-        return {k: node for k, node in known.items() if self._bound(k)}
+        return {k: node for k, node in known.items() if self._standing.bound(k)}
 
     def complete(self, gang: Gang) -> bool:
         """Enough members are bound: later pods of the gang are scheduled one by one."""
@@ -475,17 +344,13 @@ class Planner:
             if gone and not plan.assigned and not self.bound_of(plan.gang):
                 log.info("every member of gang %s is gone; its plan is released", plan.gang)
                 self.drop(key)
-            elif (reason := self._expired(plan)) is not None:
+            elif (reason := self._standing.expired(plan)) is not None:
                 log.info(reason, extra={"gang": str(plan.gang)})
                 self.drop(key, reason)
             elif self.complete(plan.gang):
                 self.drop(key)
             elif gone:
                 self._reserve(plan)
-
-
-def _need_of(member: PodView) -> dict[str, int]:
-    return {member.gpu_resource: member.gpus, **member.rdma}
 
 
 def _replica_type(pod: Json) -> str:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from extender.book.records import PlanRecord
 from extender.book.reservations import GangKey
-from extender.cluster.model import PodKey
+from extender.cluster.pods import PodKey
 from extender.gangs.identity import Gang
 from extender.gangs.plan import Plan
 from extender.gangs.planner import Planner

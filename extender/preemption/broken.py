@@ -18,7 +18,7 @@ import logging
 from collections.abc import Callable, Iterable
 
 from extender.book.reservations import GangKey
-from extender.cluster.model import PodKey, pod_key
+from extender.cluster.pods import PodKey, pod_key
 from extender.gangs.identity import Gang, Singleton
 from kube_rdma.core.objects import Json
 

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from extender.book.holds import Hold, HoldBook
 from extender.book.reservations import GangKey, Reservations
 from extender.cluster.devices import DraNames
-from extender.cluster.model import Cluster, NodeInfo, PodKey
+from extender.cluster.model import Cluster, NodeInfo
+from extender.cluster.pods import PodKey
 from extender.engine import Engine
 from extender.gangs.identity import Gang, Singleton
 from extender.gangs.requirements import GangLevels

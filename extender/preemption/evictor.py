@@ -17,7 +17,8 @@ from typing import Any
 
 from extender.book.holds import Hold
 from extender.cluster.disruptions import Disruptions, Refused
-from extender.cluster.model import Cluster, PodKey
+from extender.cluster.model import Cluster
+from extender.cluster.pods import PodKey
 from extender.gangs.identity import Gang
 
 log = logging.getLogger("kube_rdma.extender")

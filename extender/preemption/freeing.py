@@ -21,7 +21,8 @@ from dataclasses import dataclass, replace
 
 from extender.cluster.claims import claim_names
 from extender.cluster.devices import DraNames
-from extender.cluster.model import Cluster, NodeInfo, pod_requests
+from extender.cluster.model import Cluster, NodeInfo
+from extender.cluster.pods import pod_requests
 from extender.preemption.priority import SharedClaim
 from kube_rdma.core.dra.index import ObjectKey
 from kube_rdma.core.dra.shapes import DeviceId, allocated_devices, reserved_for

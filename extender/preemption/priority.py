@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from extender.cluster.model import PodKey
+from extender.cluster.pods import PodKey
 from kube_rdma.core.objects import Json
 
 

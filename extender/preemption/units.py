@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from extender.book.reservations import GangKey
-from extender.cluster.model import TERMINAL_PHASES, Cluster, pod_key, pod_requests
+from extender.cluster.model import Cluster
+from extender.cluster.pods import TERMINAL_PHASES, pod_key, pod_requests
 from extender.gangs.identity import Gang, Singleton
 from extender.preemption.freeing import Freeing
 from extender.preemption.priority import Unit, pod_priority, started, unit_ends_by

@@ -16,7 +16,8 @@ from __future__ import annotations
 from extender.cluster import dra_objects
 from extender.cluster.claims import claim_names, reserved
 from extender.cluster.disruptions import Refused, event_for
-from extender.cluster.model import Cluster, pod_key
+from extender.cluster.model import Cluster
+from extender.cluster.pods import pod_key
 from extender.cluster.snapshot import SnapshotSource
 from extender.cluster.source import BindError
 from extender.cluster.trim import trim_pod

@@ -14,7 +14,8 @@ import pytest
 
 from agent.health import rdma_ready
 from agent.sysfs import scan
-from extender.cluster.model import TERMINAL_PHASES, Cluster, pod_requests
+from extender.cluster.model import Cluster
+from extender.cluster.pods import TERMINAL_PHASES, pod_requests
 from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
 from kube_rdma.core.topology import Level, Port, Topology, decode

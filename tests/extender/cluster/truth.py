@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from extender.cluster.live import PODGROUP_VERSIONS, LiveSource
-from extender.cluster.model import TERMINAL_PHASES, pod_key
 from extender.cluster.owners import WORKLOADS, WorkloadResource
+from extender.cluster.pods import TERMINAL_PHASES, pod_key
 from extender.cluster.trim import trim_node, trim_pod, trim_workload
 from kube_rdma.core.objects import Json
 from testbed.fakeapi import FakeApiServer
