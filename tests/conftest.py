@@ -25,6 +25,10 @@ from webhook.namespaces import NamespaceSource
 
 pytest_plugins = ["pytester", "testbed.skips_fail_in_ci"]
 
+# Checks in testbed that the tests assert through: rewritten like the tests' own asserts, so
+# that a failing one shows the values it compared.
+pytest.register_assert_rewrite("testbed.webhook_cases")
+
 
 LOGGING_AT_START = LoggingState.now()
 """The logging module as pytest set it up, before any test or fixture ran kube-rdma's main()."""

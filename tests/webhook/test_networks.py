@@ -9,13 +9,13 @@ nothing.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 
 import pytest
 
 from kube_rdma.core.objects import Json
 from testbed.builders import network_pods, pods
+from testbed.webhook_cases import Case, check_case
 from tests.conftest import Serve
 from tests.webhook import apiserver
 from tests.webhook.test_app import (
@@ -25,14 +25,11 @@ from tests.webhook.test_app import (
     INJECT,
     IPC_LOCK,
     SHM_MOUNT,
-    Case,
     add_resources,
     applied,
-    apply,
     profile,
     rails,
     shm_volume,
-    validate,
 )
 from webhook.app import Settings
 from webhook.mutate import Target, mutate
@@ -346,20 +343,7 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 async def test_pod_is_right_for_its_network(case: Case, serve: Serve, settings: Settings) -> None:
-    request = pods.request(case.pod)
-    async with serve(settings) as client:
-        response = await client.review(request)
-        result = apply(request, response)
-        expected = copy.deepcopy(case.pod)
-        if case.expect is None:
-            assert "patch" not in response
-        else:
-            case.expect(expected)
-        assert result == expected
-        assert response.get("warnings", []) == case.warnings
-        validate(result)
-        again = await client.review(pods.request(apiserver.stored(result), uid="second-pass"))
-        assert "patch" not in again, "a second pass must not change anything"
+    await check_case(serve(settings), case, apiserver.stored)
 
 
 def _qos(pod: Json) -> str:
