@@ -1,8 +1,10 @@
 """Shared fixtures: real certificates from `kube-rdma certs generate`, the real webhook app
-served over HTTPS on a loopback port, and the HTTP-level fake apiserver (`fake_api`, `core_v1`)."""
+served over HTTPS on a loopback port, the HTTP-level fake apiserver (`fake_api`, `core_v1`), and
+a loopback port another process cannot take (`held_port`)."""
 
 from __future__ import annotations
 
+import socket
 import ssl
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -25,6 +27,10 @@ from webhook.namespaces import NamespaceSource
 
 pytest_plugins = ["pytester", "testbed.skips_fail_in_ci"]
 
+# Checks in testbed that the tests assert through: rewritten like the tests' own asserts, so
+# that a failing one shows the values it compared.
+pytest.register_assert_rewrite("testbed.webhook_cases")
+
 
 LOGGING_AT_START = LoggingState.now()
 """The logging module as pytest set it up, before any test or fixture ran kube-rdma's main()."""
@@ -45,6 +51,15 @@ def cert_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with preserved_logging():
         assert main([*args, "--out", str(out), "--localhost"]) == 0
     return out
+
+
+@pytest.fixture
+def held_port() -> Iterator[int]:
+    """A loopback port that this process holds, bound and listening, while the test runs."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        yield s.getsockname()[1]
 
 
 @dataclass

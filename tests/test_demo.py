@@ -9,7 +9,7 @@ import os
 import socket
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -40,14 +40,6 @@ def _demo(**variables: str) -> subprocess.CompletedProcess[str]:
         timeout=60,
         check=False,
     )
-
-
-@pytest.fixture
-def held_port() -> Iterator[int]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        s.listen()
-        yield s.getsockname()[1]
 
 
 Demo = Callable[..., subprocess.CompletedProcess[str]]

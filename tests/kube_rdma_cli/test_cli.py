@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,14 +15,6 @@ import pytest
 from kube_rdma_cli import dispatch as cli
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def held_port() -> Iterator[int]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        s.listen()
-        yield s.getsockname()[1]
 
 
 def kube_rdma(*argv: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:

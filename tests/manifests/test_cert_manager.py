@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import copy
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import kubernetes_validate
@@ -22,6 +20,7 @@ import yaml
 from certs.generate import CA_LIFETIME, SERVING_LIFETIME, service_dns_names
 from kube_rdma.core.objects import Json
 from kube_rdma_cli.dispatch import build_parser
+from testbed import kustomize
 from tests.manifests.test_manifests import (
     DOCUMENTS,
     K8S_VERSIONS,
@@ -215,16 +214,9 @@ def test_patch_and_patched_configuration_validate(version: str) -> None:
     kubernetes_validate.validate(with_injection(find(*WEBHOOK_CONFIGURATION)), version, strict=True)
 
 
-@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+@kustomize.needs_kubectl
 def test_kustomize_build_is_the_webhook_with_certificates_and_the_annotation() -> None:
-    result = subprocess.run(
-        ["kubectl", "kustomize", str(OVERLAY)],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    built = {(d["kind"], d["metadata"]["name"]): d for d in yaml.safe_load_all(result.stdout) if d}
+    built = {(d["kind"], d["metadata"]["name"]): d for d in kustomize.built("cert-manager")}
     base = {
         (d["kind"], d["metadata"]["name"]): d
         for name, d in DOCUMENTS

@@ -22,7 +22,7 @@ import yaml
 from kube_rdma.core.objects import Json
 from kube_rdma_cli.dispatch import build_parser
 from testbed import release_manifests
-from tests.manifests.kustomize import (
+from testbed.kustomize import (
     ROOT_STACK,
     built,
     built_text,

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import shutil
-import subprocess
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -35,6 +33,7 @@ from kube_rdma.core.objects import Json
 from kube_rdma_cli.dispatch import build_parser
 from testbed.builders import sysfs_tree
 from testbed.fakeapi import FakeApiServer, RecordedRequest
+from testbed.kustomize import built, identity, kustomization, needs_kubectl
 from webhook.profiles import BUILTIN, GidStrategy, NetworkMode, parse_profiles
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -221,11 +220,6 @@ def test_namespaced_objects_live_in_their_directorys_namespace(name: str, doc: J
 # --- kustomize ------------------------------------------------------------------------------
 
 
-def kustomization(directory: str) -> Json:
-    data: Json = yaml.safe_load((MANIFESTS / directory / "kustomization.yaml").read_text())
-    return data
-
-
 @pytest.mark.parametrize("directory", KUSTOMIZE_DIRS)
 def test_kustomization_lists_every_manifest(directory: str) -> None:
     files = {p.name for p in (MANIFESTS / directory).glob("*.yaml")} - {"kustomization.yaml"}
@@ -241,23 +235,11 @@ def test_kustomize_image_override_matches_the_workload(directory: str) -> None:
     assert images == [f"{IMAGE}:{version}"]
 
 
-@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+@needs_kubectl
 @pytest.mark.parametrize("directory", KUSTOMIZE_DIRS)
 def test_kustomize_build_yields_every_document(directory: str) -> None:
-    result = subprocess.run(
-        ["kubectl", "kustomize", str(MANIFESTS / directory)],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    built = [doc for doc in yaml.safe_load_all(result.stdout) if doc]
     expected = [doc for name, doc in DOCUMENTS if name.startswith(f"{directory}/")]
-    assert sorted(_identity(d) for d in built) == sorted(_identity(d) for d in expected)
-
-
-def _identity(doc: Json) -> tuple[str, str, str]:
-    return doc["kind"], doc["metadata"].get("namespace", ""), doc["metadata"]["name"]
+    assert sorted(identity(d) for d in built(directory)) == sorted(identity(d) for d in expected)
 
 
 # --- MutatingWebhookConfiguration -----------------------------------------------------------

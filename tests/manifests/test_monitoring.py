@@ -14,8 +14,6 @@ CRDs still apply the rest.
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -31,6 +29,7 @@ from extender.app import Metrics as ExtenderMetrics
 from extender.cluster.snapshot import SnapshotSource
 from extender.contention_metrics import ContentionCollector
 from kube_rdma.core.objects import Json
+from testbed.kustomize import built, needs_kubectl
 from tests.manifests.test_manifests import NAMESPACE, SERVICE, TLS_SECRET, find
 from webhook.metrics import Metrics as WebhookMetrics
 
@@ -57,17 +56,6 @@ def exported_metrics() -> set[str]:
     }
 
 
-def built() -> list[Json]:
-    result = subprocess.run(
-        ["kubectl", "kustomize", str(MONITORING)],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
-
-
 def rules() -> list[Json]:
     rule = yaml.safe_load((MONITORING / "prometheusrule.yaml").read_text())
     return [r for group in rule["spec"]["groups"] for r in group["rules"]]
@@ -79,9 +67,9 @@ def names_in(expr: str) -> set[str]:
     return set(re.findall(r"[A-Za-z_:][A-Za-z0-9_:]*", bare)) - PROMQL_WORDS
 
 
-@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+@needs_kubectl
 def test_builds_to_a_service_monitor_and_a_prometheus_rule() -> None:
-    documents = built()
+    documents = built("monitoring")
     assert [(d["apiVersion"], d["kind"], d["metadata"]["name"]) for d in documents] == [
         ("monitoring.coreos.com/v1", "PrometheusRule", "kube-rdma"),
         ("monitoring.coreos.com/v1", "ServiceMonitor", "kube-rdma-webhook"),

@@ -23,7 +23,7 @@ import yaml
 
 from kube_rdma.core.objects import Json
 from kube_rdma_cli.dispatch import build_parser
-from tests.manifests.kustomize import built, by_identity, kustomization, needs_kubectl, object_of
+from testbed.kustomize import built, by_identity, kustomization, needs_kubectl, object_of
 from tests.manifests.test_manifests import K8S_VERSIONS, MANIFESTS
 from webhook.mutate import Target, mutate
 from webhook.profiles import BUILTIN, Profile, parse_profiles

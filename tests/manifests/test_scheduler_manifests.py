@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import fnmatch
 import re
-import shutil
-import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -53,6 +51,7 @@ from testbed.fakeapi import (
     Resource,
     eventually,
 )
+from testbed.kustomize import built, identity, kustomization, needs_kubectl
 from tests.manifests.test_manifests import (
     DOCUMENTS,
     IMAGE,
@@ -231,11 +230,6 @@ def test_kube_rdma_namespace_is_created_by_the_root_only() -> None:
 # --- kustomize ------------------------------------------------------------------------------
 
 
-def kustomization(directory: str) -> Json:
-    data: Json = yaml.safe_load((MANIFESTS / directory / "kustomization.yaml").read_text())
-    return data
-
-
 @pytest.mark.parametrize("directory", DIRECTORIES)
 def test_kustomization_lists_every_manifest(directory: str) -> None:
     files = {p.name for p in (MANIFESTS / directory).glob("*.yaml")} - {"kustomization.yaml"}
@@ -256,23 +250,11 @@ def test_scheduler_runs_kube_scheduler_of_the_oldest_supported_minor() -> None:
     assert SCHEDULER_TAG.startswith(f"v{oldest}.")
 
 
-@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+@needs_kubectl
 @pytest.mark.parametrize("directory", DIRECTORIES)
 def test_kustomize_build_yields_every_document(directory: str) -> None:
-    result = subprocess.run(
-        ["kubectl", "kustomize", str(MANIFESTS / directory)],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    built = [doc for doc in yaml.safe_load_all(result.stdout) if doc]
     expected = [doc for name, doc in DOCS if name.startswith(f"{directory}/")]
-    assert sorted(_identity(d) for d in built) == sorted(_identity(d) for d in expected)
-
-
-def _identity(doc: Json) -> tuple[str, str, str]:
-    return doc["kind"], doc["metadata"].get("namespace", ""), doc["metadata"]["name"]
+    assert sorted(identity(d) for d in built(directory)) == sorted(identity(d) for d in expected)
 
 
 # --- KubeSchedulerConfiguration -------------------------------------------------------------

@@ -7,23 +7,16 @@ schemas.
 
 from __future__ import annotations
 
-import base64
-import copy
-from collections.abc import Callable
-from dataclasses import dataclass, field
-
-import jsonpatch
-import kubernetes_validate
 import orjson
 import pytest
 
 from kube_rdma.core.objects import Json
 from testbed.builders import pods
+from testbed.webhook_cases import Case, check_case
 from tests.conftest import Serve
 from webhook.app import Settings
 from webhook.profiles import parse_profiles
 
-K8S_VERSIONS = ("1.30.0", "1.37.0")
 PROFILES = parse_profiles(pods.PROFILES_YAML, "test")
 AUTO_ENV = [
     {"name": "NCCL_IB_DISABLE", "value": "0"},
@@ -79,15 +72,6 @@ def rails(count: int) -> Json:
 def add_resources(container: Json, extra: Json) -> None:
     container["resources"]["limits"].update(extra)
     container["resources"]["requests"].update(extra)
-
-
-@dataclass
-class Case:
-    name: str
-    pod: Json
-    expect: Callable[[Json], None] | None
-    """Turns a copy of the pod into the expected result; None means no patch."""
-    warnings: list[str] = field(default_factory=list)
 
 
 def _default_master(pod: Json) -> None:
@@ -305,39 +289,9 @@ CASES = [
 ]
 
 
-def apply(request: Json, response: Json) -> Json:
-    """The pod as the apiserver would store it after this response."""
-    assert response["allowed"] is True, response
-    if "patch" not in response:
-        assert "patchType" not in response
-        return copy.deepcopy(request["object"])
-    assert response["patchType"] == "JSONPatch"
-    ops = orjson.loads(base64.b64decode(response["patch"]))
-    result: Json = jsonpatch.apply_patch(request["object"], ops)
-    return result
-
-
-def validate(pod: Json) -> None:
-    for version in K8S_VERSIONS:
-        kubernetes_validate.validate(pod, version, strict=True)
-
-
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 async def test_pod_is_made_rdma_ready(case: Case, serve: Serve, settings: Settings) -> None:
-    request = pods.request(case.pod)
-    async with serve(settings) as client:
-        response = await client.review(request)
-        result = apply(request, response)
-        expected = copy.deepcopy(case.pod)
-        if case.expect is None:
-            assert "patch" not in response
-        else:
-            case.expect(expected)
-        assert result == expected
-        assert response.get("warnings", []) == case.warnings
-        validate(result)
-        again = await client.review(pods.request(result, uid="second-pass"))
-        assert "patch" not in again, "a second pass must not change anything"
+    await check_case(serve(settings), case)
 
 
 async def test_inject_without_gpu_container_warns(serve: Serve, settings: Settings) -> None:

@@ -9,13 +9,14 @@ nothing.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 
 import pytest
 
 from kube_rdma.core.objects import Json
 from testbed.builders import network_pods, pods
+from testbed.resolver_container import BASE_SETTINGS, resolver
+from testbed.webhook_cases import Case, check_case
 from tests.conftest import Serve
 from tests.webhook import apiserver
 from tests.webhook.test_app import (
@@ -25,14 +26,11 @@ from tests.webhook.test_app import (
     INJECT,
     IPC_LOCK,
     SHM_MOUNT,
-    Case,
     add_resources,
     applied,
-    apply,
     profile,
     rails,
     shm_volume,
-    validate,
 )
 from webhook.app import Settings
 from webhook.mutate import Target, mutate
@@ -50,52 +48,6 @@ ETC_MOUNT = {
 RUN_MOUNT = {"name": "kube-rdma-nccl-conf", "mountPath": "/run/kube-rdma", "readOnly": True}
 CONF_FILE_ENV = {"name": "NCCL_CONF_FILE", "value": "/run/kube-rdma/nccl.conf"}
 IB_ONLY = [{"name": "NCCL_IB_DISABLE", "value": "0"}, {"name": "NCCL_NET", "value": "IB"}]
-# The profile's own NCCL settings, which the resolver also writes into the file for ranks that
-# mpirun starts over ssh.
-IB_SETTINGS = ("--set=NCCL_IB_DISABLE=0", "--set=NCCL_NET=IB")
-BASE_SETTINGS = ("--set=NCCL_IB_DISABLE=0",)
-
-
-def resolver(
-    image: str = "ghcr.io/kube-rdma/kube-rdma:0.1.0",
-    pull: str = "IfNotPresent",
-    family: str = "ipv4",
-    on_missing: str = "fail",
-    settings: tuple[str, ...] = IB_SETTINGS,
-) -> Json:
-    """The init container, exactly as the contract with `kube-rdma nccl-conf` describes it."""
-    return {
-        "name": "kube-rdma-nccl-conf",
-        "image": image,
-        "imagePullPolicy": pull,
-        "args": [
-            "nccl-conf",
-            "--out",
-            "/run/kube-rdma/nccl.conf",
-            "--roce-version",
-            "2",
-            "--family",
-            family,
-            "--on-missing",
-            on_missing,
-            *settings,
-        ],
-        "resources": {
-            "limits": {"cpu": "250m", "memory": "128Mi"},
-            "requests": {"cpu": "250m", "memory": "128Mi"},
-        },
-        "securityContext": {
-            "allowPrivilegeEscalation": False,
-            "capabilities": {"drop": ["ALL"]},
-            "readOnlyRootFilesystem": True,
-            "runAsNonRoot": True,
-            "runAsUser": 65532,
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
-        "terminationMessagePath": "/dev/termination-log",
-        "terminationMessagePolicy": "FallbackToLogsOnError",
-        "volumeMounts": [{"name": "kube-rdma-nccl-conf", "mountPath": "/run/kube-rdma"}],
-    }
 
 
 def _resolved(pod: Json, name: str, mount: Json, env: list[Json], gpus: int = 8) -> Json:
@@ -346,20 +298,7 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 async def test_pod_is_right_for_its_network(case: Case, serve: Serve, settings: Settings) -> None:
-    request = pods.request(case.pod)
-    async with serve(settings) as client:
-        response = await client.review(request)
-        result = apply(request, response)
-        expected = copy.deepcopy(case.pod)
-        if case.expect is None:
-            assert "patch" not in response
-        else:
-            case.expect(expected)
-        assert result == expected
-        assert response.get("warnings", []) == case.warnings
-        validate(result)
-        again = await client.review(pods.request(apiserver.stored(result), uid="second-pass"))
-        assert "patch" not in again, "a second pass must not change anything"
+    await check_case(serve(settings), case, apiserver.stored)
 
 
 def _qos(pod: Json) -> str:

@@ -14,7 +14,7 @@ import pytest
 
 from kube_rdma.core.objects import Json
 from testbed.builders import pods
-from tests.webhook.test_app import validate
+from testbed.webhook_cases import validate
 from webhook.mutate import Mutation, Target, applied_record, mutate
 from webhook.profiles import Scheduling, parse_profiles
 

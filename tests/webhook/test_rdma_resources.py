@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from testbed.builders import network_pods, pods
+from testbed.webhook_cases import apply
 from tests.conftest import Serve
-from tests.webhook.test_app import INJECT, apply
+from tests.webhook.test_app import INJECT
 from webhook.app import Settings
 
 NETWORK_OPERATOR_RESOURCES = [

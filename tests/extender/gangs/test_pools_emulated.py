@@ -13,7 +13,7 @@ from kube_rdma.core.objects import Json
 from kubesim.scheduler import EmulatedScheduler, SchedulerConfig
 from testbed.builders import nodes
 from testbed.fakeapi import FakeApiServer, eventually
-from tests.kubesim.scheduler.stub_extender import serving
+from testbed.net import serving
 
 TOPOLOGY = nodes.hgx()
 

@@ -7,7 +7,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from testbed.fakeapi import FakeApiServer
-from tests.kubesim.scheduler.stub_extender import StubExtender, serving
+from testbed.net import serving
+from tests.kubesim.scheduler.stub_extender import StubExtender
 
 
 @pytest.fixture

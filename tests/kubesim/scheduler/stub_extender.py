@@ -1,12 +1,9 @@
-"""An extender that records every call and answers as a test tells it, and a way to serve an
-aiohttp app on a loopback port."""
+"""An extender that records every call and answers as a test tells it."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import socket
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -14,23 +11,6 @@ from aiohttp import web
 
 from kube_rdma.core.objects import Json
 from testbed.fakeapi import FakeApiServer
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextlib.asynccontextmanager
-async def serving(app: web.Application) -> AsyncIterator[str]:
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    try:
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
-    finally:
-        await runner.cleanup()
 
 
 class StubExtender:

@@ -12,8 +12,8 @@ from kube_rdma.kube.errors import ApiError, Conflict, Gone, NotFound, Unreachabl
 from kubesim.scheduler import Apiserver, connect
 from kubesim.scheduler.informer import NON_TERMINAL
 from testbed.fakeapi import FakeApiServer
+from testbed.net import free_port
 from tests.kubesim.scheduler.cluster import node, pod
-from tests.kubesim.scheduler.stub_extender import closed_port
 
 UNREACHABLE_HINT = "(check the apiserver address and the network path to it)"
 
@@ -110,7 +110,7 @@ async def test_pods_are_created_bound_and_deleted(fake_api: FakeApiServer, api: 
 
 
 async def test_an_unanswered_call_is_unreachable() -> None:
-    port = closed_port()
+    port = free_port()
     async with connect(f"http://127.0.0.1:{port}") as api:
         with pytest.raises(ApiError) as refused:
             await api.list("nodes")

@@ -18,9 +18,9 @@ from kube_rdma.core.objects import Json
 from kubesim.scheduler import EmulatedScheduler, SchedulerConfig
 from kubesim.scheduler.extender_client import ExtenderClient
 from testbed.fakeapi import RESOURCES, FakeApiServer, eventually
+from testbed.net import serving
 from tests.kube_rdma.core.dra.fixtures import GPU_CLASS, NIC_CLASS, claim, gpu_slice, nic_slice
 from tests.kubesim.scheduler.cluster import FAST, node
-from tests.kubesim.scheduler.stub_extender import serving
 
 HELD = [("gpu.nvidia.com", "full", f"gpu-{i}") for i in range(8)]
 TEMPLATE: Json = {

@@ -11,8 +11,9 @@ import pytest
 from kube_rdma.core.objects import Json
 from kubesim.scheduler import GPU, RDMA, EmulatedScheduler, ManualClock, SchedulerConfig
 from testbed.fakeapi import FakeApiServer, eventually
+from testbed.net import free_port
 from tests.kubesim.scheduler.cluster import FAST, node, pod, summary
-from tests.kubesim.scheduler.stub_extender import StubExtender, closed_port
+from tests.kubesim.scheduler.stub_extender import StubExtender
 
 
 async def test_a_pod_is_assumed_on_its_node_while_its_bind_is_held(
@@ -129,7 +130,7 @@ async def test_a_crashed_watch_surfaces_from_step(
 async def test_a_filter_that_fails_backs_the_pod_off_doubling(fake_api: FakeApiServer) -> None:
     fake_api.create("nodes", node("n1"))
     clock = ManualClock(100.0)
-    url = f"http://127.0.0.1:{closed_port()}"
+    url = f"http://127.0.0.1:{free_port()}"
     async with EmulatedScheduler(fake_api.host, url, SchedulerConfig(), clock) as scheduler:
         fake_api.create("pods", pod("w"))
         await eventually(lambda: len(scheduler.queue) == 1)

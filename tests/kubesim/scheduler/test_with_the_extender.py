@@ -13,8 +13,8 @@ from extender.cluster.live import LiveSource
 from kubesim.scheduler import GPU, EmulatedScheduler, Workload, bound_node
 from testbed.clustergen import ClusterSpec, generate
 from testbed.fakeapi import FakeApiServer, eventually
+from testbed.net import serving
 from tests.kubesim.scheduler.cluster import FAST
-from tests.kubesim.scheduler.stub_extender import serving
 
 CLUSTER = ClusterSpec(nodes=32, nodes_per_leaf=16, busy_fraction=0.25, seed=3)
 

@@ -21,6 +21,7 @@ import pytest
 
 from kube_rdma.core.objects import Json
 from testbed.builders import pods
+from testbed.resolver_container import BASE_SETTINGS, resolver
 from tests.conftest import Serve
 from tests.webhook.apiserver import stored
 from tests.webhook.dra.objects import device_classes, placed, template
@@ -141,38 +142,7 @@ CONF_MOUNT = {
     "readOnly": True,
 }
 CONF = {"name": "kube-rdma-nccl-conf", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}}
-RESOLVER = {
-    "name": "kube-rdma-nccl-conf",
-    "image": "ghcr.io/kube-rdma/kube-rdma:0.1.0",
-    "imagePullPolicy": "IfNotPresent",
-    "args": [
-        "nccl-conf",
-        "--out",
-        "/run/kube-rdma/nccl.conf",
-        "--roce-version",
-        "2",
-        "--family",
-        "ipv4",
-        "--on-missing",
-        "fail",
-        "--set=NCCL_IB_DISABLE=0",
-    ],
-    "resources": {
-        "limits": {"cpu": "250m", "memory": "128Mi"},
-        "requests": {"cpu": "250m", "memory": "128Mi"},
-    },
-    "securityContext": {
-        "allowPrivilegeEscalation": False,
-        "capabilities": {"drop": ["ALL"]},
-        "readOnlyRootFilesystem": True,
-        "runAsNonRoot": True,
-        "runAsUser": 65532,
-        "seccompProfile": {"type": "RuntimeDefault"},
-    },
-    "terminationMessagePath": "/dev/termination-log",
-    "terminationMessagePolicy": "FallbackToLogsOnError",
-    "volumeMounts": [{"name": "kube-rdma-nccl-conf", "mountPath": "/run/kube-rdma"}],
-}
+RESOLVER = resolver(settings=BASE_SETTINGS)
 NICS_FROM_CLAIM = [
     applied(),
     *AUTO_ENV,
