@@ -314,7 +314,7 @@ async def _extender_app(args: argparse.Namespace, tls: Any = None) -> Any:
         from extender.app import EXTENDER
         from extender.levels.watched import TopologyWatch
 
-        requirements = app[EXTENDER].scheduler.planner.requirements
+        requirements = app[EXTENDER].scheduler.requirements
         watch = TopologyWatch(
             client.CustomObjectsApi(api), args.topology_object, requirements.use, gangs.nvlink
         )

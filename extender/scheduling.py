@@ -81,6 +81,7 @@ class Scheduler:
         self.engine, self.planner, self.holds = core.engine, core.planner, core.holds
         self.contention, self.evictor, self.upkeep = core.contention, core.evictor, core.upkeep
         self.records, self.broken = core.records, core.broken
+        self.requirements = core.requirements
         self._barrier = core.barrier
         self._filtered = FilteredPods(clock=clock)
 
