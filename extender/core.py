@@ -4,7 +4,8 @@ what it uses, so that no part reaches back for one built after it.
 
     requirements (the levels each gang is planned over)
     book (what plans hold) <- engine (reads it) <- holds
-    evictor (acts) <- contention (decides: waits, holds, preemption) <- broken-gang teardown
+    freeing (what evictions free), evictor (acts)
+      <- contention (decides: waits, holds, preemption) <- broken-gang teardown
     planner (writes the book, fences each plan it holds) <- upkeep, bind barrier
 
 The one answer that runs back is the evictor's: a preemption whose dry runs were refused is
@@ -21,6 +22,7 @@ from functools import partial
 from extender.book.holds import Hold, HoldBook
 from extender.book.records import MemoryRecords, PlanRecords
 from extender.book.reservations import Reservations
+from extender.cluster.devices import DraNames
 from extender.cluster.disruptions import Disruptions, ModelDisruptions
 from extender.cluster.pods import PodKey
 from extender.cluster.source import ClusterSource
@@ -36,6 +38,7 @@ from extender.podview import PodView, pod_view
 from extender.preemption.broken import BrokenGangs
 from extender.preemption.contention import Contention, ContentionSettings
 from extender.preemption.evictor import Evictor
+from extender.preemption.freeing import Freeing
 from extender.upkeep import Upkeep, gang_key
 from extender.weights import Weights
 from kube_rdma.core.objects import Json
@@ -72,6 +75,7 @@ class Core:
         self.holds = HoldBook(self.records)
         if disruptions is None:
             contention = replace(contention, preemption=False)
+        self.freeing = Freeing(cluster, DraNames(gpu=self._resources[0][0]))
         self.evictor = Evictor(cluster, disruptions or ModelDisruptions(cluster), self._refused)
         self.contention = Contention(
             cluster,
@@ -83,6 +87,7 @@ class Core:
             contention,
             clock,
             self.evictor.start,
+            self.freeing,
             self._resources[0],
         )
         self.broken = BrokenGangs(

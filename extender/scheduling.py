@@ -82,7 +82,7 @@ class Scheduler:
         self.contention, self.evictor, self.upkeep = core.contention, core.evictor, core.upkeep
         self.records, self.broken = core.records, core.broken
         self.requirements = core.requirements
-        self._barrier = core.barrier
+        self._barrier, self._freeing = core.barrier, core.freeing
         self._filtered = FilteredPods(clock=clock)
 
     def ready(self) -> bool:
@@ -165,7 +165,7 @@ class Scheduler:
             self.view(pod),
             pod,
             victims,
-            self.contention.freeing,
+            self._freeing,
         )
 
     def prioritize(self, pod: Json, names: list[str]) -> dict[str, float]:

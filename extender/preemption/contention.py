@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 
 from extender.book.holds import Hold, HoldBook
 from extender.book.reservations import GangKey, Reservations
-from extender.cluster.devices import DraNames
 from extender.cluster.model import Cluster, NodeInfo
 from extender.cluster.pods import PodKey
 from extender.engine import Engine
@@ -97,11 +96,12 @@ class Contention:
         settings: ContentionSettings,
         clock: Callable[[], float],
         start_preemption: Callable[[Hold], None],
+        freeing: Freeing,
         gpu_resources: tuple[str, ...] = ("nvidia.com/gpu",),
     ) -> None:
-        self.freeing = Freeing(cluster, DraNames(gpu=gpu_resources[0]))
-        """What evicting pods frees, their claims' devices included."""
-        self._gather = Units(cluster, gang_of, self.freeing, gpu_resources)
+        """`freeing`: what evicting pods frees, their claims' devices included."""
+        self.freeing = freeing
+        self._gather = Units(cluster, gang_of, freeing, gpu_resources)
         self._cluster = cluster
         self._engine = engine
         self._book = book
