@@ -15,8 +15,9 @@ the stored pod compares equal.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
+from kube_rdma.core.frameworks import mpi
 from kube_rdma.core.objects import Json
 from webhook.denied import Denied
 from webhook.podspec import mount_at, sequence
@@ -129,23 +130,8 @@ def conf_env(gid: Gid) -> list[Json]:
     return []
 
 
-def is_mpi_worker(metadata: Json) -> bool:
-    """An MPIJob worker, whose ranks mpirun starts over ssh with a fresh environment: labelled
-    by mpi-operator (job-role) or by the training-operator's MPIJob (replica-type)."""
-    labels: Mapping[str, str] = metadata.get("labels") or {}
-    if labels.get("training.kubeflow.org/job-role") == "worker":
-        return labels.get("training.kubeflow.org/operator-name") == "mpi-operator"
-    if str(labels.get("training.kubeflow.org/replica-type", "")).lower() != "worker":
-        return False
-    owners = metadata.get("ownerReferences") or []
-    return labels.get("training.kubeflow.org/operator-name") in (
-        "mpi-operator",
-        "mpijob-controller",
-    ) or any(o.get("kind") == "MPIJob" for o in owners)
-
-
 def mpi_warning(metadata: Json, gid: Gid, resolves: bool) -> str | None:
-    if not is_mpi_worker(metadata):
+    if not mpi.is_worker(metadata):
         return None
     if not resolves:
         return (

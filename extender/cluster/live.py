@@ -37,6 +37,7 @@ from extender.cluster.owners import WORKLOADS, Owners, WorkloadResource
 from extender.cluster.pods import PodKey, as_bound, pod_key
 from extender.cluster.source import BindError, LookupFailed
 from extender.cluster.trim import trim_node, trim_pod, trim_workload
+from kube_rdma.core.frameworks import coscheduling, volcano
 from kube_rdma.core.objects import Json
 from kube_rdma.kube.client import call
 from kube_rdma.kube.discovery import RECHECK_SECONDS, ApiResource, Discovery
@@ -46,7 +47,10 @@ from kube_rdma.kube.reflector import INITIAL_BACKOFF_SECONDS, STALE_AFTER_SECOND
 log = logging.getLogger(__name__)
 
 NON_TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"
-PODGROUP_VERSIONS = (("scheduling.x-k8s.io", "v1alpha1"), ("scheduling.volcano.sh", "v1beta1"))
+PODGROUP_VERSIONS = (
+    (coscheduling.GROUP, coscheduling.PODGROUP_VERSION),
+    (volcano.SCHEDULING_GROUP, volcano.PODGROUP_VERSION),
+)
 LIST_PAGE_SIZE = 500
 """Nodes and Pods are listed in pages of this many (client-go's pager's default)."""
 BIND_TIMEOUT_SECONDS = 3.0

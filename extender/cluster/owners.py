@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from kube_rdma.core.frameworks import jobset, kubeflow, mpi, volcano
 from kube_rdma.core.objects import Json
 
 
@@ -28,17 +29,17 @@ class WorkloadResource:
         return f"{self.group}/{self.version}"
 
     def __str__(self) -> str:
-        """kubectl's name for it, e.g. `pytorchjobs.kubeflow.org`."""
+        """kubectl's name for it, e.g. `jobs.batch`."""
         return f"{self.plural}.{self.group}"
 
 
 BATCH_JOBS = WorkloadResource("batch", "v1", "jobs", "Job")
-PYTORCH_JOBS = WorkloadResource("kubeflow.org", "v1", "pytorchjobs", "PyTorchJob")
-MPI_JOBS = WorkloadResource("kubeflow.org", "v2beta1", "mpijobs", "MPIJob")
-MPI_JOBS_V1 = WorkloadResource("kubeflow.org", "v1", "mpijobs", "MPIJob")
+PYTORCH_JOBS = WorkloadResource(kubeflow.GROUP, kubeflow.VERSION, "pytorchjobs", "PyTorchJob")
+MPI_JOBS = WorkloadResource(mpi.GROUP, mpi.VERSION, "mpijobs", "MPIJob")
+MPI_JOBS_V1 = WorkloadResource(mpi.GROUP, mpi.TRAINING_OPERATOR_VERSION, "mpijobs", "MPIJob")
 """The training operator's MPIJob, where a cluster still serves it."""
-JOBSETS = WorkloadResource("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet")
-VOLCANO_JOBS = WorkloadResource("batch.volcano.sh", "v1alpha1", "jobs", "Job")
+JOBSETS = WorkloadResource(jobset.GROUP, jobset.VERSION, "jobsets", "JobSet")
+VOLCANO_JOBS = WorkloadResource(volcano.BATCH_GROUP, volcano.BATCH_VERSION, "jobs", "Job")
 WORKLOADS = (BATCH_JOBS, PYTORCH_JOBS, MPI_JOBS, MPI_JOBS_V1, JOBSETS, VOLCANO_JOBS)
 
 

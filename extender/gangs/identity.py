@@ -2,7 +2,8 @@
 
 kube-rdma's own keys come first; then the keys the ecosystem's controllers put on their pods:
 scheduler-plugins' coscheduling and Volcano PodGroups, Kueue pod groups, Koordinator gangs,
-Kubeflow training jobs and JobSets. The same concept is a label in one project and an
+Kubeflow training jobs and JobSets (each framework's keys and readers in
+kube_rdma/core/frameworks/). The same concept is a label in one project and an
 annotation in another, so every key is looked up in both maps. Where the size lives in a
 PodGroup object, the cluster model supplies the PodGroups it holds. After these explicit keys,
 the workload that owns the pod (a PyTorchJob, MPIJob, JobSet, ...) gives the gang: `owner_gang`
@@ -16,18 +17,23 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from kube_rdma.core import keys
+from kube_rdma.core.frameworks import coscheduling, jobset, koordinator, kubeflow, kueue, volcano
 from kube_rdma.core.objects import Json
 
-COSCHEDULING = "scheduling.x-k8s.io/pod-group"
-VOLCANO = ("scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name")
-KUEUE_NAME, KUEUE_COUNT = "kueue.x-k8s.io/pod-group-name", "kueue.x-k8s.io/pod-group-total-count"
-KOORD = "gang.scheduling.koordinator.sh/"
-KUBEFLOW_JOB = "training.kubeflow.org/job-name"
-JOBSET = "jobset.sigs.k8s.io/jobset-name"
-JOB_LABELS = ((KUBEFLOW_JOB, "Kubeflow job"), (JOBSET, "JobSet"))
+NameOf = Callable[[Mapping[str, str]], str | None]
+"""A framework's reader of the gang (job, PodGroup) a pod names, from its labels and
+annotations together."""
+JOBS: tuple[tuple[NameOf, str], ...] = (
+    (kubeflow.job_name, "Kubeflow job"),
+    (jobset.jobset_name, "JobSet"),
+)
+"""The training jobs a pod's label names, and how explain calls them."""
 
-# PodGroup API groups whose objects carry spec.minMember.
-PODGROUP_GROUPS = {"coscheduling": "scheduling.x-k8s.io", "volcano": "scheduling.volcano.sh"}
+# PodGroup API groups whose objects carry spec.minMember, and the pod's name for its PodGroup.
+PODGROUPS: tuple[tuple[NameOf, str], ...] = (
+    (coscheduling.group_name, coscheduling.GROUP),
+    (volcano.group_name, volcano.SCHEDULING_GROUP),
+)
 PodGroupSize = Callable[[str, str, str], int | None]
 """(API group, namespace, name) -> the PodGroup's minMember, None when unknown."""
 OwnerGang = Callable[[Json], "Gang | Singleton | None"]
@@ -40,7 +46,7 @@ class Gang:
     name: str
     size: int
     source: str
-    """Which key named it, e.g. `kube-rdma.io/gang` or `PodGroup scheduling.x-k8s.io`."""
+    """Which key named it, e.g. `kube-rdma.io/gang`, or `PodGroup` and the PodGroup's API group."""
 
     @property
     def key(self) -> tuple[str, str]:
@@ -103,10 +109,8 @@ def _ours(namespace: str, both: Mapping[str, str], sizes: PodGroupSize) -> Gang 
 def _podgroup(
     namespace: str, both: Mapping[str, str], sizes: PodGroupSize
 ) -> Gang | Singleton | None:
-    for key, group in [(COSCHEDULING, PODGROUP_GROUPS["coscheduling"])] + [
-        (k, PODGROUP_GROUPS["volcano"]) for k in VOLCANO
-    ]:
-        name = both.get(key)
+    for name_of, group in PODGROUPS:
+        name = name_of(both)
         if name:
             source = f"PodGroup {group}"
             return _named(
@@ -120,34 +124,35 @@ def _podgroup(
 
 
 def _kueue(namespace: str, both: Mapping[str, str], sizes: PodGroupSize) -> Gang | Singleton | None:
-    name = both.get(KUEUE_NAME)
+    name = kueue.group_name(both)
     if not name:
         return None
     return _named(
         namespace,
         name,
-        _size(both.get(KUEUE_COUNT)),
+        _size(both.get(kueue.POD_GROUP_TOTAL_COUNT)),
         "Kueue pod group",
-        f"{KUEUE_COUNT} is missing",
+        f"{kueue.POD_GROUP_TOTAL_COUNT} is missing",
     )
 
 
 def _koordinator(
     namespace: str, both: Mapping[str, str], sizes: PodGroupSize
 ) -> Gang | Singleton | None:
-    name = both.get(KOORD + "name")
+    name = koordinator.gang_name(both)
     if not name:
         return None
-    size = _size(both.get(KOORD + "min-available")) or _size(both.get(KOORD + "total-number"))
-    return _named(namespace, name, size, "Koordinator gang", f"{KOORD}min-available is missing")
+    size = _size(both.get(koordinator.MIN_AVAILABLE)) or _size(both.get(koordinator.TOTAL_NUMBER))
+    missing = f"{koordinator.MIN_AVAILABLE} is missing"
+    return _named(namespace, name, size, "Koordinator gang", missing)
 
 
 def _sized_job(
     namespace: str, both: Mapping[str, str], sizes: PodGroupSize
 ) -> Gang | Singleton | None:
     """A Kubeflow job or a JobSet named by its pods' label, sized by kube-rdma.io/gang-size."""
-    for key, source in JOB_LABELS:
-        name, size = both.get(key), _size(both.get(keys.GANG_SIZE))
+    for name_of, source in JOBS:
+        name, size = name_of(both), _size(both.get(keys.GANG_SIZE))
         if name and size is not None:
             return _named(namespace, name, size, source, "")
     return None
@@ -155,8 +160,8 @@ def _sized_job(
 
 def _unsized_job(namespace: str, both: Mapping[str, str]) -> Singleton | None:
     """A job's pod that no PodGroup, size annotation or known owner gives a size."""
-    for key, source in JOB_LABELS:
-        if name := both.get(key):
+    for name_of, source in JOBS:
+        if name := name_of(both):
             missing = f"neither a PodGroup label, {keys.GANG_SIZE} nor a known owner gives its size"
             return Singleton(f"gang {namespace}/{name} ({source}): {missing}; scheduled alone")
     return None

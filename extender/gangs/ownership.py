@@ -23,6 +23,7 @@ from extender.cluster.owners import (
 from extender.gangs import workloads
 from extender.gangs.identity import Gang, Singleton
 from extender.gangs.workloads import Needs, Workload
+from kube_rdma.core.frameworks import jobset, volcano
 from kube_rdma.core.objects import Json
 
 RULES = {
@@ -108,14 +109,16 @@ def _controller(obj: Json) -> Json | None:
     return next((r for r in refs if isinstance(r, dict) and r.get("controller")), None)
 
 
-def _train_job(jobset: Json) -> str:
+def _train_job(obj: Json) -> str:
     """`TrainJob NAME, ` when a Trainer TrainJob owns the JobSet."""
-    ref = _controller(jobset)
-    return f"TrainJob {ref.get('name')}, " if ref and ref.get("kind") == "TrainJob" else ""
+    ref = _controller(obj)
+    if ref is None or ref.get("kind") != jobset.TRAIN_JOB:
+        return ""
+    return f"{jobset.TRAIN_JOB} {ref.get('name')}, "
 
 
 def _kind(resource: WorkloadResource) -> str:
-    return "Volcano Job" if resource.group == "batch.volcano.sh" else resource.kind
+    return "Volcano Job" if resource.group == volcano.BATCH_GROUP else resource.kind
 
 
 def _name(obj: Json) -> str:

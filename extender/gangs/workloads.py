@@ -19,12 +19,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from kube_rdma.core.frameworks import jobset as jobsets
+from kube_rdma.core.frameworks import kubeflow
 from kube_rdma.core.objects import Json
 
 Needs = Callable[[Json], bool]
 """Whether a pod template requests GPUs or RDMA."""
-REPLICA_TYPE = "training.kubeflow.org/replica-type"
-REPLICATED_JOB = "jobset.sigs.k8s.io/replicatedjob-name"
 
 
 @dataclass(frozen=True)
@@ -60,9 +60,9 @@ def pytorch_job(obj: Json, needs: Needs) -> Workload | None:
     minimum = (spec.get("elasticPolicy") or {}).get("minReplicas")
     if isinstance(minimum, int) and minimum > 0:
         detail = f"elasticPolicy.minReplicas {minimum}"
-        return Workload("PyTorchJob", _name(obj), minimum, detail, REPLICA_TYPE, roles)
+        return Workload("PyTorchJob", _name(obj), minimum, detail, kubeflow.REPLICA_TYPE, roles)
     size, detail = sum(n for _, n in counted), " + ".join(f"{n} {k}" for k, n in counted)
-    return Workload("PyTorchJob", _name(obj), size, detail, REPLICA_TYPE, roles)
+    return Workload("PyTorchJob", _name(obj), size, detail, kubeflow.REPLICA_TYPE, roles)
 
 
 def mpi_job(obj: Json, needs: Needs) -> Workload | None:
@@ -71,8 +71,9 @@ def mpi_job(obj: Json, needs: Needs) -> Workload | None:
     if not counted:
         return None
     workers = counted[0][1]
+    roles = frozenset({kubeflow.WORKER})
     return Workload(
-        "MPIJob", _name(obj), workers, f"{workers} Worker", REPLICA_TYPE, frozenset({"worker"})
+        "MPIJob", _name(obj), workers, f"{workers} Worker", kubeflow.REPLICA_TYPE, roles
     )
 
 
@@ -93,7 +94,7 @@ def jobset(obj: Json, needs: Needs) -> Workload | None:
         detail += f" ({', '.join(left_out)} not counted: no GPU or RDMA)"
     roles = frozenset(name.lower() for name, _ in counted)
     size = sum(n for _, n in counted)
-    return Workload("JobSet", _name(obj), size, detail, REPLICATED_JOB, roles)
+    return Workload("JobSet", _name(obj), size, detail, jobsets.REPLICATED_JOB_NAME, roles)
 
 
 def volcano_job(obj: Json, needs: Needs) -> Workload | None:

@@ -4,15 +4,13 @@ should be (preferred), and slices of consecutive ranks each inside one domain of
 Read, first match wins:
 1. kube-rdma's own annotations on the pod (a controller copies them from its template):
    `kube-rdma.io/topology-required`, `-preferred`, `-slice-required`, `-slice-size`.
-2. KAI scheduler's annotations on the workload's top owner (NVIDIA/KAI-Scheduler
-   docs/topology/README.md): `kai.scheduler/topology-required-placement` and
-   `-preferred-placement`, beside `kai.scheduler/topology` (the Topology's name).
-3. Kueue's pod template annotations (kubernetes-sigs/kueue apis/kueue/v1alpha1/topology_types.go:
-   `kueue.x-k8s.io/podset-required-topology`, `-preferred-topology`,
-   `-slice-required-topology` with `-slice-size`), only when Kueue did not place the pods
-   itself: pods Kueue's TAS admitted carry the `kueue.x-k8s.io/tas` label and the node
-   selectors of Kueue's assignment, which the planner honours as any node selector; planning
-   them against Kueue's annotations again could only contradict that assignment.
+2. KAI scheduler's annotations on the workload's top owner (kube_rdma/core/frameworks/kai.py):
+   its required and preferred placements.
+3. Kueue's pod template annotations (kube_rdma/core/frameworks/kueue.py): its podset's
+   required and preferred topology, and slices of a required topology with their size, only
+   when Kueue did not place the pods itself: pods Kueue's TAS admitted carry its TAS label and
+   the node selectors of Kueue's assignment, which the planner honours as any node selector;
+   planning them against Kueue's annotations again could only contradict that assignment.
 
 A level's value is a node label, or `nvlink` for the NVLink domain; a label that names NVLink
 domains in the cluster's vocabulary (`nvidia.com/gpu.clique`) means the NVLink level too.
@@ -30,17 +28,8 @@ from dataclasses import dataclass, replace
 from extender.levels.search import Search
 from extender.levels.vocabularies import NVLINK, Levels
 from kube_rdma.core import keys
+from kube_rdma.core.frameworks import kai, kueue
 from kube_rdma.core.objects import Json
-
-KAI_TOPOLOGY = "kai.scheduler/topology"
-KAI_REQUIRED = "kai.scheduler/topology-required-placement"
-KAI_PREFERRED = "kai.scheduler/topology-preferred-placement"
-KUEUE_REQUIRED = "kueue.x-k8s.io/podset-required-topology"
-KUEUE_PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
-KUEUE_SLICE_REQUIRED = "kueue.x-k8s.io/podset-slice-required-topology"
-KUEUE_SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
-KUEUE_TAS = "kueue.x-k8s.io/tas"
-KUEUE_GATE = "kueue.x-k8s.io/topology"
 
 _OURS = (
     keys.TOPOLOGY_REQUIRED,
@@ -48,7 +37,12 @@ _OURS = (
     keys.TOPOLOGY_SLICE_REQUIRED,
     keys.TOPOLOGY_SLICE_SIZE,
 )
-_KUEUE = (KUEUE_REQUIRED, KUEUE_PREFERRED, KUEUE_SLICE_REQUIRED, KUEUE_SLICE_SIZE)
+_KUEUE = (
+    kueue.PODSET_REQUIRED_TOPOLOGY,
+    kueue.PODSET_PREFERRED_TOPOLOGY,
+    kueue.PODSET_SLICE_REQUIRED_TOPOLOGY,
+    kueue.PODSET_SLICE_SIZE,
+)
 
 
 @dataclass(frozen=True)
@@ -58,7 +52,8 @@ class Placement:
     slice_level: str | None = None
     slice_size: int = 0
     source: str = "none"
-    """Whose annotations asked: `kube-rdma.io`, `kai.scheduler`, `kueue`, `kueue-placed`."""
+    """Whose annotations asked: `kube-rdma.io`, KAI's API group (`kai.GROUP`), `kueue`,
+    `kueue-placed`."""
     problem: str | None = None
     """An annotation value that cannot be read: the gang is not planned, and this says why."""
     nvlink_claim: str | None = None
@@ -116,8 +111,9 @@ def placement_of(pod: Json, top_owner: Json | None = None) -> Placement:
     if any(k in annotations for k in _OURS):
         return _read(annotations, _OURS, "kube-rdma.io")
     owner = _annotations(top_owner or {})
-    if KAI_REQUIRED in owner or KAI_PREFERRED in owner:
-        return Placement(owner.get(KAI_REQUIRED), owner.get(KAI_PREFERRED), source="kai.scheduler")
+    required, preferred = kai.TOPOLOGY_REQUIRED_PLACEMENT, kai.TOPOLOGY_PREFERRED_PLACEMENT
+    if required in owner or preferred in owner:
+        return Placement(owner.get(required), owner.get(preferred), source=kai.GROUP)
     if kueue_placed(pod):
         return Placement(source="kueue-placed")
     if any(k in annotations for k in _KUEUE):
@@ -127,8 +123,7 @@ def placement_of(pod: Json, top_owner: Json | None = None) -> Placement:
 
 def kueue_placed(pod: Json) -> bool:
     """Kueue's TAS admitted the pod and gave it its domain (the label its webhook adds)."""
-    labels = (pod.get("metadata") or {}).get("labels") or {}
-    return KUEUE_TAS in labels
+    return kueue.placed((pod.get("metadata") or {}).get("labels") or {})
 
 
 def _read(annotations: Mapping[str, str], names: tuple[str, ...], source: str) -> Placement:

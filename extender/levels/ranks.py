@@ -1,29 +1,26 @@
 """A gang member's rank, from the index labels its controller sets, so that slices hold
-consecutive ranks.
+consecutive ranks. Each framework's rule is its module's in kube_rdma/core/frameworks/, read in
+this order:
 
-- Indexed Job: `batch.kubernetes.io/job-completion-index` (Kubernetes 1.28 and later also
-  label it; older ones only annotate it).
-- JobSet: `jobset.sigs.k8s.io/job-index` (its child Job) times the pods per Job, plus the
-  child's completion index; pods per Job is the gang over `jobset.sigs.k8s.io/
-  replicatedjob-replicas` (a JobSet of one replicated Job).
-- Kubeflow training-operator: `training.kubeflow.org/replica-index` within the replica type;
-  a PyTorchJob's master is rank 0 and its workers follow (worker i is rank i + 1, as the
-  operator sets RANK), when the gang has a master.
-- Kueue pod groups: `kueue.x-k8s.io/pod-group-pod-index`.
+- JobSet (jobset.py): its child Job's index times the pods per Job, plus the child's
+  completion index.
+- Indexed Job (indexed_job.py): the completion index.
+- Kubeflow training-operator (kubeflow.py): the replica index within the replica type; a
+  PyTorchJob's master is rank 0 and its workers follow, when the gang has a master.
+- Kueue pod groups (kueue.py): the pod's index in its group.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from kube_rdma.core.frameworks import indexed_job, jobset, kubeflow, kueue
+from kube_rdma.core.frameworks.kubeflow import REPLICA_TYPE as KUBEFLOW_TYPE
 from kube_rdma.core.objects import Json
 
-COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
-JOBSET_JOB_INDEX = "jobset.sigs.k8s.io/job-index"
-JOBSET_REPLICAS = "jobset.sigs.k8s.io/replicatedjob-replicas"
-KUBEFLOW_INDEX = "training.kubeflow.org/replica-index"
-KUBEFLOW_TYPE = "training.kubeflow.org/replica-type"
-KUEUE_INDEX = "kueue.x-k8s.io/pod-group-pod-index"
+__all__ = ["KUBEFLOW_TYPE", "rank_of"]
+# KUBEFLOW_TYPE stays importable from here for extender/gangs/planner.py until it imports
+# kube_rdma.core.frameworks.kubeflow itself.
 
 
 def rank_of(pod: Json, gang_size: int, has_master: bool = False) -> int | None:
@@ -31,19 +28,13 @@ def rank_of(pod: Json, gang_size: int, has_master: bool = False) -> int | None:
     meta = pod.get("metadata") or {}
     labels: Mapping[str, str] = meta.get("labels") or {}
     annotations: Mapping[str, str] = meta.get("annotations") or {}
-    completion = _int(labels.get(COMPLETION_INDEX) or annotations.get(COMPLETION_INDEX))
-    job = _int(labels.get(JOBSET_JOB_INDEX))
+    completion = indexed_job.completion_index(labels, annotations)
+    job = jobset.rank(labels, completion, gang_size)
     if job is not None:
-        replicas = _int(labels.get(JOBSET_REPLICAS)) or 1
-        return job * max(gang_size // replicas, 1) + (completion or 0)
+        return job
     if completion is not None:
         return completion
-    kubeflow = _int(labels.get(KUBEFLOW_INDEX))
-    if kubeflow is not None:
-        kind = (labels.get(KUBEFLOW_TYPE) or "").lower()
-        return kubeflow + 1 if has_master and kind == "worker" else kubeflow
-    return _int(labels.get(KUEUE_INDEX))
-
-
-def _int(text: str | None) -> int | None:
-    return int(text) if text is not None and text.isdigit() else None
+    kubeflow_rank = kubeflow.rank(labels, has_master)
+    if kubeflow_rank is not None:
+        return kubeflow_rank
+    return kueue.pod_index(labels)

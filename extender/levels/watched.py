@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from extender.levels.vocabularies import CLIQUE, Levels
+from kube_rdma.core.frameworks import kai, kueue
 from kube_rdma.core.objects import Json
 from kube_rdma.core.tasks import cancelled
 from kube_rdma.kube.discovery import ApiResource, Discovery
@@ -27,14 +28,8 @@ from kube_rdma.kube.reflector import Reflector
 log = logging.getLogger("kube_rdma.extender")
 
 KINDS: dict[str, tuple[ApiResource, ...]] = {
-    "kueue": (
-        ApiResource("kueue.x-k8s.io", "v1beta1", "topologies"),
-        ApiResource("kueue.x-k8s.io", "v1alpha1", "topologies"),
-    ),
-    "kai": (
-        ApiResource("kai.scheduler", "v1", "topologies"),
-        ApiResource("kai.scheduler", "v1alpha1", "topologies"),
-    ),
+    "kueue": tuple(ApiResource(kueue.GROUP, v, "topologies") for v in kueue.TOPOLOGY_VERSIONS),
+    "kai": tuple(ApiResource(kai.GROUP, v, "topologies") for v in kai.TOPOLOGY_VERSIONS),
 }
 
 

@@ -8,24 +8,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-# Keys whose presence marks a pod as created by a distributed-training framework.
+from kube_rdma.core.frameworks import coscheduling, jobset, koordinator, kubeflow, kueue, volcano
+
 TRAINING_KEYS: tuple[str, ...] = (
-    # Kubeflow training-operator (PyTorchJob, MPIJob, TFJob, ...)
-    "training.kubeflow.org/job-name",
-    "training.kubeflow.org/replica-type",
-    # Kubeflow Trainer v2 runs TrainJobs as JobSets; JobSet keys cover both.
-    "jobset.sigs.k8s.io/jobset-name",
-    # Volcano (annotation from its controller, label from Trainer)
-    "scheduling.k8s.io/group-name",
-    "scheduling.volcano.sh/group-name",
-    "volcano.sh/job-name",
-    # scheduler-plugins coscheduling
-    "scheduling.x-k8s.io/pod-group",
-    # Kueue plain pod groups
-    "kueue.x-k8s.io/pod-group-name",
-    # Koordinator gangs
-    "gang.scheduling.koordinator.sh/name",
+    *kubeflow.MARKS,
+    *jobset.MARKS,  # Kubeflow Trainer v2 runs TrainJobs as JobSets: JobSet's keys cover both.
+    *volcano.MARKS,
+    *coscheduling.MARKS,
+    *kueue.MARKS,
+    *koordinator.MARKS,
 )
+"""Keys whose presence marks a pod as created by a distributed-training framework, each
+framework's from its module in kube_rdma/core/frameworks/."""
 
 
 def training_key(labels: Mapping[str, str], annotations: Mapping[str, str]) -> str | None:

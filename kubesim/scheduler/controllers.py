@@ -4,7 +4,7 @@ Each creates its owner object first, then the pods (an MPIJob's launcher and a J
 through batch Jobs), with the ownerReferences and labels those controllers put on them and no
 kube-rdma gang key: the extender has to find each gang from the owners alone. `Controllers`
 creates the owners through `create` (a test apiserver's, taking kubectl's resource name such as
-`pytorchjobs.kubeflow.org`) and returns the pods still to be created, so a test decides in which
+`jobs.batch`) and returns the pods still to be created, so a test decides in which
 order they arrive; `gang_of` tells a Recorder which gang each pod really belongs to.
 """
 
@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from kube_rdma.core import keys
+from kube_rdma.core.frameworks import indexed_job, jobset, kubeflow, mpi
 from kube_rdma.core.objects import Json
 from kubesim.scheduler.pods import DEFAULT_SCHEDULER, GPU, RDMA, PodKey, pod_key
 from kubesim.scheduler.recorder import GangKey
@@ -21,8 +22,6 @@ from kubesim.scheduler.workload import applied
 
 Create = Callable[[str, Json], Json]
 """(kubectl's resource name, object) -> the object as stored, with its uid."""
-KUBEFLOW = "training.kubeflow.org/"
-JOBSET = "jobset.sigs.k8s.io/"
 
 
 @dataclass(frozen=True)
@@ -47,11 +46,11 @@ class Controllers:
 
     def pytorch_job(self, namespace: str, name: str, roles: Sequence[Replicas]) -> list[Json]:
         specs = {r.name: {"replicas": r.count, "template": self._template(r.gpus)} for r in roles}
-        job = self._owner("pytorchjobs.kubeflow.org", "kubeflow.org/v1", "PyTorchJob")(
+        job = self._owner("pytorchjobs", kubeflow.GROUP, kubeflow.VERSION, "PyTorchJob")(
             namespace, name, {"pytorchReplicaSpecs": specs}
         )
         pods = [
-            self._kubeflow_pod(job, role.name, index, role.gpus, "pytorchjob-controller")
+            self._kubeflow_pod(job, role.name, index, role.gpus, kubeflow.PYTORCH_CONTROLLER)
             for role in roles
             for index in range(role.count)
         ]
@@ -63,16 +62,13 @@ class Controllers:
             "Worker": {"replicas": workers, "template": self._template(gpus)},
         }
         spec = {"launcherCreationPolicy": "AtStartup", "mpiReplicaSpecs": specs}
-        job = self._owner("mpijobs.kubeflow.org", "kubeflow.org/v2beta1", "MPIJob")(
-            namespace, name, spec
-        )
+        job = self._owner("mpijobs", mpi.GROUP, mpi.VERSION, "MPIJob")(namespace, name, spec)
         members = [
-            self._kubeflow_pod(job, "Worker", index, gpus, "mpi-operator")
-            for index in range(workers)
+            self._kubeflow_pod(job, "Worker", index, gpus, mpi.OPERATOR) for index in range(workers)
         ]
         launcher_job = self._batch_job(job, f"{name}-launcher", 1, 0, {})
         launcher = self._job_pod(launcher_job, 0, 0)
-        launcher["metadata"]["labels"] |= {KUBEFLOW + "job-role": "launcher"}
+        launcher["metadata"]["labels"] |= {kubeflow.JOB_ROLE: mpi.LAUNCHER}
         return [*self._gang(namespace, name, members), launcher]
 
     def jobset(
@@ -90,29 +86,29 @@ class Controllers:
             for r in replicated
         ]  # fmt: skip
         owner = _train_job_ref(namespace, name) if train_job else None
-        jobset = self._owner("jobsets.jobset.x-k8s.io", "jobset.x-k8s.io/v1alpha2", "JobSet")(
+        created = self._owner("jobsets", jobset.GROUP, jobset.VERSION, "JobSet")(
             namespace, name, {"replicatedJobs": specs}, owner
         )
         members: list[Json] = []
         others: list[Json] = []
         for r in replicated:
             for index in range(r.count):
-                labels = {JOBSET + "jobset-name": name, JOBSET + "replicatedjob-name": r.name}
-                job = self._batch_job(jobset, f"{name}-{r.name}-{index}", r.parallelism, r.gpus,
-                                      labels | {JOBSET + "job-index": str(index)})  # fmt: skip
+                labels = {jobset.JOBSET_NAME: name, jobset.REPLICATED_JOB_NAME: r.name}
+                job = self._batch_job(created, f"{name}-{r.name}-{index}", r.parallelism, r.gpus,
+                                      labels | {jobset.JOB_INDEX: str(index)})  # fmt: skip
                 pods = [self._job_pod(job, k, r.gpus) for k in range(r.parallelism)]
                 (members if r.gpus else others).extend(pods)
         return [*others, *self._gang(namespace, name, members)]
 
     # Objects
 
-    def _owner(self, plural: str, api_version: str, kind: str) -> Callable[..., Json]:
+    def _owner(self, plural: str, group: str, version: str, kind: str) -> Callable[..., Json]:
         def create(namespace: str, name: str, spec: Json, owner: Json | None = None) -> Json:
             meta: Json = {"name": name, "namespace": namespace}
             if owner is not None:
                 meta["ownerReferences"] = [owner]
-            obj = {"apiVersion": api_version, "kind": kind, "metadata": meta, "spec": spec}
-            return self._create(plural, obj)
+            obj = {"apiVersion": f"{group}/{version}", "kind": kind, "metadata": meta, "spec": spec}
+            return self._create(f"{plural}.{group}", obj)
 
         return create
 
@@ -137,20 +133,20 @@ class Controllers:
         name = job["metadata"]["name"]
         labels = {
             **(job["metadata"].get("labels") or {}),
-            "batch.kubernetes.io/job-name": name,
-            "batch.kubernetes.io/job-completion-index": str(index),
+            indexed_job.JOB_NAME: name,
+            indexed_job.COMPLETION_INDEX: str(index),
         }
         return self._pod(job, f"{name}-{index}", labels, gpus)
 
     def _kubeflow_pod(self, job: Json, role: str, index: int, gpus: int, operator: str) -> Json:
         labels = {
-            KUBEFLOW + "job-name": job["metadata"]["name"],
-            KUBEFLOW + "operator-name": operator,
-            KUBEFLOW + "replica-type": role.lower(),
-            KUBEFLOW + "replica-index": str(index),
+            kubeflow.JOB_NAME: job["metadata"]["name"],
+            kubeflow.OPERATOR_NAME: operator,
+            kubeflow.REPLICA_TYPE: role.lower(),
+            kubeflow.REPLICA_INDEX: str(index),
         }
         if role == "Master":
-            labels[KUBEFLOW + "job-role"] = "master"
+            labels[kubeflow.JOB_ROLE] = kubeflow.MASTER
         return self._pod(job, f"{job['metadata']['name']}-{role.lower()}-{index}", labels, gpus)
 
     def _pod(self, owner: Json, name: str, labels: Json, gpus: int) -> Json:
@@ -185,5 +181,6 @@ def _controller_ref(owner: Json) -> Json:
 
 def _train_job_ref(namespace: str, name: str) -> Json:
     """Trainer's TrainJob, which the extender never reads: only its name is shown."""
-    return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "name": name,
+    api_version = f"{jobset.TRAINER_GROUP}/{jobset.TRAINER_VERSION}"
+    return {"apiVersion": api_version, "kind": jobset.TRAIN_JOB, "name": name,
             "uid": f"trainjob-{namespace}-{name}", "controller": True}  # fmt: skip

@@ -18,6 +18,7 @@ from typing import Protocol
 import orjson
 
 from kube_rdma.core import keys
+from kube_rdma.core.frameworks import indexed_job
 from kube_rdma.core.objects import Json
 from kubesim.scheduler.pods import DEFAULT_SCHEDULER, GPU, RDMA
 
@@ -83,8 +84,8 @@ class Job:
                 "name": name,
                 "namespace": self.namespace,
                 "labels": {
-                    "batch.kubernetes.io/job-name": self.name,
-                    "batch.kubernetes.io/job-completion-index": str(index),
+                    indexed_job.JOB_NAME: self.name,
+                    indexed_job.COMPLETION_INDEX: str(index),
                 },
                 "annotations": annotations,
             },

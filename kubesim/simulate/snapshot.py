@@ -23,6 +23,7 @@ from extender.cluster import dra_objects
 from extender.cluster.owners import WORKLOADS
 from extender.cluster.trim import trim_pod, trim_workload
 from kube_rdma.core import keys
+from kube_rdma.core.frameworks import coscheduling, volcano
 from kube_rdma.core.objects import Json
 from kube_rdma.kube.client import call
 from kube_rdma.kube.errors import NotFound
@@ -31,8 +32,8 @@ from kubesim.simulate.anonymize import anonymize
 
 TIMEOUT = 60.0
 PODGROUPS = (
-    ("scheduling.x-k8s.io", "v1alpha1", "PodGroup"),
-    ("scheduling.volcano.sh", "v1beta1", "PodGroup"),
+    (coscheduling.GROUP, coscheduling.PODGROUP_VERSION, "PodGroup"),
+    (volcano.SCHEDULING_GROUP, volcano.PODGROUP_VERSION, "PodGroup"),
 )
 
 

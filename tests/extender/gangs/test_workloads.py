@@ -9,7 +9,9 @@ from collections.abc import Callable
 import pytest
 
 from extender.gangs import workloads
-from extender.gangs.workloads import REPLICA_TYPE, REPLICATED_JOB, Workload
+from extender.gangs.workloads import Workload
+from kube_rdma.core.frameworks.jobset import REPLICATED_JOB_NAME as REPLICATED_JOB
+from kube_rdma.core.frameworks.kubeflow import REPLICA_TYPE
 from kube_rdma.core.objects import Json
 
 GPU_POD = {"spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": "8"}}}]}}
