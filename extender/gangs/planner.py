@@ -39,8 +39,9 @@ from extender.gangs.sampling import ruled_out_reason, sampled, sampled_reason
 from extender.gangs.settings import Decision as Decision
 from extender.gangs.settings import GangSettings as GangSettings
 from extender.gangs.standing import Standing
-from extender.levels.ranks import KUBEFLOW_TYPE, rank_of
+from extender.levels.ranks import rank_of
 from extender.podview import PodView
+from kube_rdma.core.frameworks import kubeflow
 from kube_rdma.core.nodeconstraints import NodeConstraints
 from kube_rdma.core.objects import Json
 
@@ -185,7 +186,7 @@ class Planner:
         if not plan.slice_size or cached is None:
             return None
         members = [cached, *self._members(plan.gang)]
-        master = any(_replica_type(p) == "master" for p in members)
+        master = any(kubeflow.replica_type(_labels(p)) == kubeflow.MASTER for p in members)
         return rank_of(cached, plan.gang.size, master)
 
     def _absent(self, plan: Plan, pod: PodView, node: str, names: list[str]) -> FilterOutcome:
@@ -353,5 +354,5 @@ class Planner:
                 self._reserve(plan)
 
 
-def _replica_type(pod: Json) -> str:
-    return str(((pod.get("metadata") or {}).get("labels") or {}).get(KUBEFLOW_TYPE, "")).lower()
+def _labels(pod: Json) -> dict[str, str]:
+    return (pod.get("metadata") or {}).get("labels") or {}

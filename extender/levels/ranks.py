@@ -15,12 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kube_rdma.core.frameworks import indexed_job, jobset, kubeflow, kueue
-from kube_rdma.core.frameworks.kubeflow import REPLICA_TYPE as KUBEFLOW_TYPE
 from kube_rdma.core.objects import Json
-
-__all__ = ["KUBEFLOW_TYPE", "rank_of"]
-# KUBEFLOW_TYPE stays importable from here for extender/gangs/planner.py until it imports
-# kube_rdma.core.frameworks.kubeflow itself.
 
 
 def rank_of(pod: Json, gang_size: int, has_master: bool = False) -> int | None:
