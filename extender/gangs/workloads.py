@@ -40,6 +40,9 @@ class Workload:
     """The pod label naming a pod's role; empty when every pod counts."""
     roles: frozenset[str] = frozenset()
     """The counted roles, lowercase."""
+    other_role_label: str = ""
+    """A second label naming a pod's role, read when the first is absent (an MPIJob's workers:
+    mpi-operator v2 labels `job-role`, the training-operator's MPIJob `replica-type`)."""
 
     def __str__(self) -> str:
         return f"{self.kind} {self.name}: {self.detail}"
@@ -48,7 +51,10 @@ class Workload:
         if not self.role_label:
             return True
         labels = (pod.get("metadata") or {}).get("labels") or {}
-        return str(labels.get(self.role_label, "")).lower() in self.roles
+        role = labels.get(self.role_label)
+        if role is None and self.other_role_label:
+            role = labels.get(self.other_role_label)
+        return str(role or "").lower() in self.roles
 
 
 def pytorch_job(obj: Json, needs: Needs) -> Workload | None:
@@ -72,8 +78,17 @@ def mpi_job(obj: Json, needs: Needs) -> Workload | None:
         return None
     workers = counted[0][1]
     roles = frozenset({kubeflow.WORKER})
+    # mpi-operator v2 labels its pods' role `job-role` and writes no `replica-type`
+    # (pkg/controller/mpi_job_controller.go, defaultLabels); the training-operator's MPIJob
+    # labels `replica-type`.
     return Workload(
-        "MPIJob", _name(obj), workers, f"{workers} Worker", kubeflow.REPLICA_TYPE, roles
+        "MPIJob",
+        _name(obj),
+        workers,
+        f"{workers} Worker",
+        kubeflow.JOB_ROLE,
+        roles,
+        other_role_label=kubeflow.REPLICA_TYPE,
     )
 
 

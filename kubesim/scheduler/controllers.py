@@ -63,9 +63,7 @@ class Controllers:
         }
         spec = {"launcherCreationPolicy": "AtStartup", "mpiReplicaSpecs": specs}
         job = self._owner("mpijobs", mpi.GROUP, mpi.VERSION, "MPIJob")(namespace, name, spec)
-        members = [
-            self._kubeflow_pod(job, "Worker", index, gpus, mpi.OPERATOR) for index in range(workers)
-        ]
+        members = [self._mpi_worker(job, index, gpus) for index in range(workers)]
         launcher_job = self._batch_job(job, f"{name}-launcher", 1, 0, {})
         launcher = self._job_pod(launcher_job, 0, 0)
         launcher["metadata"]["labels"] |= {kubeflow.JOB_ROLE: mpi.LAUNCHER}
@@ -148,6 +146,17 @@ class Controllers:
         if role == "Master":
             labels[kubeflow.JOB_ROLE] = kubeflow.MASTER
         return self._pod(job, f"{job['metadata']['name']}-{role.lower()}-{index}", labels, gpus)
+
+    def _mpi_worker(self, job: Json, index: int, gpus: int) -> Json:
+        """As mpi-operator v2 labels a worker: its role as `job-role`, no `replica-type`
+        (pkg/controller/mpi_job_controller.go, defaultLabels and newWorker)."""
+        labels = {
+            kubeflow.JOB_NAME: job["metadata"]["name"],
+            kubeflow.OPERATOR_NAME: mpi.OPERATOR,
+            kubeflow.JOB_ROLE: mpi.WORKER,
+            kubeflow.REPLICA_INDEX: str(index),
+        }
+        return self._pod(job, f"{job['metadata']['name']}-worker-{index}", labels, gpus)
 
     def _pod(self, owner: Json, name: str, labels: Json, gpus: int) -> Json:
         template = self._template(gpus)

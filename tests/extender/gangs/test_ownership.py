@@ -126,6 +126,7 @@ def pod(owner: Json | None, labels: Json | None = None, annotations: Json | None
 
 
 TYPE, RJOB = "training.kubeflow.org/replica-type", "jobset.sigs.k8s.io/replicatedjob-name"
+ROLE = "training.kubeflow.org/job-role"
 QWEN = "TrainJob qwen, JobSet qwen: 4 node (initializer not counted: no GPU or RDMA)"
 CASES = [
     ("pytorchjob", pod(ref(PYTORCH_JOBS, "llama", "u-llama"), {TYPE: "worker"}),
@@ -134,7 +135,8 @@ CASES = [
      Singleton("its owner PyTorchJob llama (uid u-old) is not in the extender's cache; scheduled alone")),
     ("pytorchjob-missing", pod(ref(PYTORCH_JOBS, "gone", "u-gone"), {TYPE: "worker"}),
      Singleton("its owner PyTorchJob gone (uid u-gone) is not in the extender's cache; scheduled alone")),
-    ("mpijob-worker", pod(ref(MPI_JOBS, "bert", "u-bert"), {TYPE: "worker"}), Gang("team-a", "bert", 4, "MPIJob bert: 4 Worker")),
+    ("mpijob-worker", pod(ref(MPI_JOBS, "bert", "u-bert"), {ROLE: "worker"}), Gang("team-a", "bert", 4, "MPIJob bert: 4 Worker")),
+    ("mpijob-v1-worker", pod(ref(MPI_JOBS, "bert", "u-bert"), {TYPE: "worker"}), Gang("team-a", "bert", 4, "MPIJob bert: 4 Worker")),
     ("mpijob-launcher", pod(ref(BATCH_JOBS, "bert-launcher", "u-bl"), {TYPE: "launcher"}),
      Singleton("the launcher of MPIJob bert, whose gang is its Workers")),
     ("trainjob-node", pod(ref(BATCH_JOBS, "qwen-node-0", "u-qn"), {RJOB: "node"}), Gang("team-a", "qwen", 4, QWEN)),

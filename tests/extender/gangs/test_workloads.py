@@ -11,7 +11,7 @@ import pytest
 from extender.gangs import workloads
 from extender.gangs.workloads import Workload
 from kube_rdma.core.frameworks.jobset import REPLICATED_JOB_NAME as REPLICATED_JOB
-from kube_rdma.core.frameworks.kubeflow import REPLICA_TYPE
+from kube_rdma.core.frameworks.kubeflow import JOB_ROLE, REPLICA_TYPE
 from kube_rdma.core.objects import Json
 
 GPU_POD = {"spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": "8"}}}]}}
@@ -49,9 +49,9 @@ CASES: list[tuple[str, Callable[[Json, workloads.Needs], Workload | None], Json,
      Workload("PyTorchJob", "llama", 4, "elasticPolicy.minReplicas 4", REPLICA_TYPE, frozenset({"worker"}))),
     ("pytorch-no-gpu", workloads.pytorch_job, obj({"pytorchReplicaSpecs": {"Worker": replicas(4, CPU_POD)}}), None),
     ("mpi-workers-only", workloads.mpi_job, obj({"mpiReplicaSpecs": {"Launcher": replicas(1, CPU_POD), "Worker": replicas(8)}}, "bert"),
-     Workload("MPIJob", "bert", 8, "8 Worker", REPLICA_TYPE, frozenset({"worker"}))),
+     Workload("MPIJob", "bert", 8, "8 Worker", JOB_ROLE, frozenset({"worker"}), REPLICA_TYPE)),
     ("mpi-gpu-launcher-still-left-out", workloads.mpi_job, obj({"mpiReplicaSpecs": {"Launcher": replicas(1), "Worker": replicas(2)}}, "bert"),
-     Workload("MPIJob", "bert", 2, "2 Worker", REPLICA_TYPE, frozenset({"worker"}))),
+     Workload("MPIJob", "bert", 2, "2 Worker", JOB_ROLE, frozenset({"worker"}), REPLICA_TYPE)),
     ("mpi-cpu-workers", workloads.mpi_job, obj({"mpiReplicaSpecs": {"Worker": replicas(8, CPU_POD)}}), None),
     ("jobset-trainer", workloads.jobset, obj({"replicatedJobs": [replicated("dataset-initializer", 1, 1, CPU_POD), replicated("model-initializer", 1, 1, CPU_POD), replicated("node", 1, 16)]}),
      Workload("JobSet", "llama", 16, "16 node (dataset-initializer, model-initializer not counted: no GPU or RDMA)", REPLICATED_JOB, frozenset({"node"}))),
@@ -82,8 +82,10 @@ def test_size(
 
 @pytest.mark.parametrize(
     ("labels", "counted"),
-    [({REPLICA_TYPE: "worker"}, True), ({REPLICA_TYPE: "Worker"}, True), ({REPLICA_TYPE: "launcher"}, False), ({}, False)],
+    [({REPLICA_TYPE: "worker"}, True), ({REPLICA_TYPE: "Worker"}, True), ({REPLICA_TYPE: "launcher"}, False), ({}, False),
+     # mpi-operator v2's workers: `job-role`, no `replica-type`; its launcher is never counted.
+     ({JOB_ROLE: "worker"}, True), ({JOB_ROLE: "launcher"}, False), ({JOB_ROLE: "launcher", REPLICA_TYPE: "worker"}, False)],
 )  # fmt: skip
 def test_a_pod_counts_when_its_role_is_counted(labels: dict[str, str], counted: bool) -> None:
-    gang = Workload("MPIJob", "bert", 8, "8 Worker", REPLICA_TYPE, frozenset({"worker"}))
+    gang = Workload("MPIJob", "bert", 8, "8 Worker", JOB_ROLE, frozenset({"worker"}), REPLICA_TYPE)
     assert gang.counts({"metadata": {"labels": labels}}) is counted
