@@ -36,6 +36,7 @@ H200: dict[str, object] = {
     "devices": [],
     "connections": {},
     "gdr": None,
+    "gdr_from": None,
 }
 
 
@@ -138,6 +139,7 @@ CASES = [
             "devices": [f"mlx5_{i}:1/IB" for i in (0, 3, 4, 5, 6, 9, 10, 11)],
             "connections": {"NET/IB": 4, "P2P": 2},
             "gdr": True,
+            "gdr_from": "connections",
             "gid_index": None,
             "rdma": True,
             "errors": [],
@@ -156,6 +158,7 @@ CASES = [
             "devices": [f"mlx5_{i}:1/RoCE" for i in range(4)],
             "connections": {"NET/IB": 3, "P2P": 1},
             "gdr": False,
+            "gdr_from": "connections",
             "gid_index": 3,
             "rdma": True,
             "errors": [],
@@ -177,6 +180,7 @@ CASES = [
             "devices": [],
             "connections": {"NET/Socket": 2},
             "gdr": None,
+            "gdr_from": None,
             "gid_index": None,
             "rdma": False,
             "errors": [],
@@ -195,6 +199,7 @@ CASES = [
             "devices": ["mlx5_2:1/RoCE", "mlx5_3:1/RoCE"],
             "connections": {"NET/IB": 2, "P2P": 1},
             "gdr": True,
+            "gdr_from": "connections",
             "gid_index": 3,
             "rdma": False,
             "errors": [
@@ -452,3 +457,116 @@ def test_channel_notations(via: str, connection: str, gdr: bool | None) -> None:
 )
 def test_the_network_line_alone(lines: list[str], transport: str) -> None:
     assert analyze("\n".join(f"h:1:1 [0] {line}" for line in lines)).transport == transport
+
+
+IB_START = [
+    "n01:5120:5190 [0] NCCL INFO NCCL version 2.21.5+cuda12.4",
+    "n01:5120:5190 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [RO]; OOB eth0:x<0>",
+    "n01:5120:5190 [0] NCCL INFO Using network IB",
+]
+GDR_UNKNOWN = "whether GPUDirect RDMA was used (no `via NET/...` channel lines)"
+GDR_PER_GPU = (
+    "whether every GPU used GPUDirect RDMA: NCCL enabled it on the NICs but skips it for a GPU "
+    "too far from its NIC (no `via NET/...` channel lines)"
+)
+
+
+@pytest.mark.parametrize(
+    ("lines", "gdr", "gdr_from", "said", "unknown"),
+    [
+        # net_ib.cc, per NIC
+        (
+            [
+                "n01:5120:5190 [0] NCCL INFO NET/IB : GPU Direct RDMA Enabled for HCA 0 'mlx5_0'",
+                "n01:5120:5190 [0] NCCL INFO NET/IB : GPU Direct RDMA Enabled for HCA 1 'mlx5_1'",
+            ],
+            True,
+            "NICs",
+            "enabled on the NICs (`GPU Direct RDMA Enabled for HCA N`)",
+            [GDR_PER_GPU],
+        ),
+        (
+            [
+                "n01:5120:5190 [0] NCCL INFO NET/IB : GPU Direct RDMA Enabled for HCA 0 'mlx5_0'",
+                "n01:5120:5190 [0] NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 1 'mlx5_1' "
+                "(no module)",
+            ],
+            False,
+            "NICs",
+            "disabled on a NIC (`GPU Direct RDMA Disabled for HCA N`)",
+            [],
+        ),
+        # graph/paths.cc, per GPU and NIC (newer, then older with the network's name)
+        (
+            [
+                "n01:5120:5190 [0] NCCL INFO GPU Direct RDMA Enabled for GPU 0 / HCA 0 "
+                "(distance 3 <= 4), read 1 mode Default",
+                "n01:5120:5190 [0] NCCL INFO NET/IB : GPU Direct RDMA Enabled for HCA 0 'mlx5_0'",
+            ],
+            True,
+            "GPU-NIC pairs",
+            "enabled for every GPU-NIC pair logged (`GPU Direct RDMA Enabled for GPU N / HCA M`)",
+            [],
+        ),
+        (
+            [
+                "n01:5120:5190 [0] NCCL INFO NET/IB : GPU Direct RDMA Disabled for GPU 2 / HCA 1 "
+                "(distance 5 >= 4)",
+            ],
+            False,
+            "GPU-NIC pairs",
+            "disabled for a GPU-NIC pair (`GPU Direct RDMA Disabled for GPU N / HCA M`)",
+            [],
+        ),
+        # the channel lines, where present, win
+        (
+            [
+                "n01:5120:5190 [0] NCCL INFO NET/IB : GPU Direct RDMA Enabled for HCA 0 'mlx5_0'",
+                "n01:5120:5190 [0] NCCL INFO Channel 00/0 : 4[0] -> 0[0] [receive] via NET/IB/0",
+            ],
+            False,
+            "connections",
+            "no (RDMA connections without `/GDRDMA`)",
+            [],
+        ),
+        # the Socket transport's line says nothing about RDMA
+        (
+            ["n01:5120:5190 [0] NCCL INFO NET/Socket : GPU Direct RDMA Disabled for HCA 0 'eth0'"],
+            None,
+            None,
+            "unknown",
+            [GDR_UNKNOWN],
+        ),
+    ],
+)
+def test_gpudirect_rdma_from_the_lines_that_say_it(
+    lines: list[str],
+    gdr: bool | None,
+    gdr_from: str | None,
+    said: str,
+    unknown: list[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    log = tmp_path / "nccl.log"
+    log.write_text("\n".join([*IB_START, *lines]) + "\n")
+    main(["diagnose", "--nccl-log", str(log), "--json"])
+    answer = json.loads(capsys.readouterr().out)
+    assert (answer["gdr"], answer["gdr_from"]) == (gdr, gdr_from)
+    assert [u for u in answer["unknown"] if "GPUDirect" in u] == unknown
+    main(["diagnose", "--nccl-log", str(log)])
+    out = capsys.readouterr().out
+    assert f"GPUDirect RDMA: {said}\n" in out
+    assert "not used" not in out
+
+
+def test_gpudirect_rdma_does_not_apply_without_rdma(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "nccl.log"
+    log.write_text(
+        "vm:1:1 [0] NCCL INFO Using network Socket\n"
+        "vm:1:1 [0] NCCL INFO GPU Direct RDMA Disabled for GPU 0 / HCA 0 (distance 5 > 4)\n"
+    )
+    main(["diagnose", "--nccl-log", str(log)])
+    assert "GPUDirect RDMA: does not apply (no RDMA traffic)\n" in capsys.readouterr().out
