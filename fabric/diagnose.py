@@ -49,13 +49,16 @@ def log_answer(report: LogReport) -> Json:
 
 def notes(report: LogReport) -> list[str]:
     found = []
+    causes = [e for e in report.errors if not e.failure]
     if report.transport == "Socket":
         did = "sent" if "NET/Socket" in report.connections else "chose"
-        found.append(
-            f"NCCL {did} TCP sockets for the traffic between nodes: no usable RDMA device in "
-            "the pod (check /dev/infiniband, the RDMA resource, IPC_LOCK, NCCL_IB_HCA and "
-            "NCCL_IB_DISABLE)"
+        why = (
+            f"{causes[0].error} (line {causes[0].line}; its check says how to fix it)"
+            if causes
+            else "no usable RDMA device in the pod (check /dev/infiniband, the RDMA resource, "
+            "IPC_LOCK, NCCL_IB_HCA and NCCL_IB_DISABLE)"
         )
+        found.append(f"NCCL {did} TCP sockets for the traffic between nodes: {why}")
     elif report.network == "Socket":
         found.append(
             "NCCL found no RDMA device and chose the Socket network: any traffic between nodes "
@@ -66,7 +69,7 @@ def notes(report: LogReport) -> list[str]:
             "RDMA without GPUDirect RDMA: transfers are staged through host memory (check "
             "nvidia_peermem or dma-buf, and the GPU-NIC PCIe path)"
         )
-    if report.errors:
+    if report.failures:
         found.append(f"this log shows a failure; {FIRST_ERROR}")
     return found
 

@@ -84,6 +84,8 @@ class Finding:
     text: str
     meaning: str
     check: str
+    failure: bool = True
+    """False for a cause of a fall back to sockets that failed nothing by itself."""
 
 
 @dataclass(frozen=True)
@@ -135,7 +137,11 @@ class LogReport:
     @property
     def rdma(self) -> bool:
         """Every connection that left a host used RDMA and nothing failed."""
-        return not self.errors and self.transport in (*RDMA_TRANSPORTS, "P2P/SHM")
+        return not self.failures and self.transport in (*RDMA_TRANSPORTS, "P2P/SHM")
+
+    @property
+    def failures(self) -> tuple[Finding, ...]:
+        return tuple(e for e in self.errors if e.failure)
 
     @property
     def _spans_nodes(self) -> bool:
@@ -225,7 +231,9 @@ class _Reading:
         else:
             key = known.name if known else ""
         if known is not None and key not in self.errors:
-            self.errors[key] = Finding(known.name, number, text, known.meaning, known.check)
+            self.errors[key] = Finding(
+                known.name, number, text, known.meaning, known.check, known.failure
+            )
         if (m := RETURNED.search(line)) and int(m[1]) in known_errors.RESULTS:
             code = known_errors.returned(int(m[1]))
             self.traces[int(m[1])] += 1
@@ -236,7 +244,8 @@ class _Reading:
         # A code passed up through several calls is a failure; a single trace can be a plugin
         # that declined to start (`net_ib.cc:852 -> 3` with NCCL_IB_DISABLE=1), then Socket.
         chains = [f for code, f in self.returned.items() if self.traces[code] > 1]
-        errors = tuple(self.errors.values()) or tuple(chains)
+        found = tuple(self.errors.values())
+        errors = found if any(e.failure for e in found) else found + tuple(chains)
         gdr, gdr_from = self._gdr()
         return LogReport(
             nccl_version=self.version,

@@ -82,7 +82,7 @@ def _reasons(run: NcclTestsRun, log: LogReport, expected: Expectation) -> list[s
         reasons.append(f"{run.out_of_bounds} values were written out of bounds")
     if log.seen and log.transport == "Socket":
         reasons.append("NCCL used TCP sockets, not RDMA (NET/Socket): run kube-rdma diagnose")
-    reasons.extend(f"NCCL reported {e.error} (line {e.line}): {e.meaning}" for e in log.errors)
+    reasons.extend(f"NCCL reported {e.error} (line {e.line}): {e.meaning}" for e in log.failures)
     return reasons
 
 

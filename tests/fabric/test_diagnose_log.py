@@ -570,3 +570,51 @@ def test_gpudirect_rdma_does_not_apply_without_rdma(
     )
     main(["diagnose", "--nccl-log", str(log)])
     assert "GPUDirect RDMA: does not apply (no RDMA traffic)\n" in capsys.readouterr().out
+
+
+NO_VERBS = [
+    "ws:58239:58239 [0] NCCL INFO NCCL version 2.23.4+cuda12.1",
+    "ws:58239:58245 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal "
+    "network plugin.",
+    "ws:58239:58245 [0] NCCL INFO Failed to open libibverbs.so[.1]",
+    "ws:58239:58245 [0] NCCL INFO NET/Socket : Using [0]eth0:192.0.2.7<0>",
+    "ws:58239:58245 [0] NCCL INFO Using network Socket",
+]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ws:58239:58245 [0] NCCL INFO Failed to open libibverbs.so[.1]",  # NCCL's ibvsymbols.cc
+        "ws:58239:58245 [0] misc/ibvwrap.cc:62 NCCL WARN Failed to open libibverbs.so[.1]",  # older
+    ],
+)
+def test_an_image_without_rdma_core_is_named_with_its_fix(
+    line: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "nccl.log"
+    log.write_text("\n".join([*NO_VERBS[:2], line, *NO_VERBS[3:]]) + "\n")
+    assert main(["diagnose", "--nccl-log", str(log), "--json"]) == 1
+    answer = json.loads(capsys.readouterr().out)
+    (error,) = answer["errors"]
+    assert (error["error"], error["line"]) == ("no libibverbs (rdma-core) in the image", 3)
+    assert "no rdma-core" in error["meaning"]
+    assert "libibverbs1" in error["check"]
+    assert "NGC image" in error["check"]
+    assert answer["notes"] == [
+        "NCCL chose TCP sockets for the traffic between nodes: no libibverbs (rdma-core) in the "
+        "image (line 3; its check says how to fix it)"
+    ]
+    assert "/dev/infiniband" not in json.dumps(answer)
+
+
+def test_a_job_on_one_node_without_rdma_core_is_fine(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "nccl.log"
+    one_node = "ws:58239:58245 [0] NCCL INFO comm 0x1 rank 0 nRanks 2 nNodes 1 localRanks 2"
+    log.write_text("\n".join([*NO_VERBS, one_node]) + "\n")
+    assert main(["diagnose", "--nccl-log", str(log), "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert (answer["transport"], answer["notes"]) == ("P2P/SHM", [NO_RDMA_NOTE])
+    assert [e["error"] for e in answer["errors"]] == ["no libibverbs (rdma-core) in the image"]
