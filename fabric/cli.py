@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,7 +31,13 @@ def register(subcommands: Subcommands) -> None:
     diagnose = subcommands.add_parser(
         "diagnose", help="did NCCL use RDMA: a pod, or an NCCL_DEBUG=INFO log"
     )
-    diagnose.add_argument("pod", nargs="?", help="NAMESPACE/NAME (or NAME in default)")
+    diagnose.add_argument(
+        "pod",
+        nargs="?",
+        metavar="POD|FILE",
+        help="a pod, NAMESPACE/NAME (or NAME in default); or an NCCL_DEBUG=INFO log: a file "
+        "that exists here, or a name ending .log or .txt, or - for standard input",
+    )
     diagnose.add_argument("--nccl-log", type=Path, help="an NCCL_DEBUG=INFO log file")
     diagnose.add_argument("--kubeconfig", type=Path)
     diagnose.add_argument("--json", action="store_true")
@@ -225,28 +232,80 @@ async def _run(args: argparse.Namespace) -> int:
     return 0 if all(o.passed for o in outcomes) else 1
 
 
+LOG_SUFFIXES = (".log", ".txt")
+POD_REF = re.compile(r"(?:[a-z0-9]([-a-z0-9]*[a-z0-9])?/)?[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
+"""NAMESPACE/NAME or NAME, as Kubernetes spells them (a DNS label, a DNS subdomain)."""
+
+
 def run_diagnose(args: argparse.Namespace) -> int:
-    if args.nccl_log is not None:
-        return _diagnose_log(args)
-    if args.pod is None:
-        print("kube-rdma diagnose: give a POD or --nccl-log FILE", file=sys.stderr)
+    if args.nccl_log is not None and args.pod is not None:
+        print(
+            f"kube-rdma diagnose: give a POD or a log ({args.pod!r} and --nccl-log "
+            f"{args.nccl_log}), not both",
+            file=sys.stderr,
+        )
         return 2
+    if args.nccl_log is not None:
+        return _diagnose_log(args.nccl_log, args.json)
+    if args.pod is None:
+        print(
+            "kube-rdma diagnose: give a POD (NAMESPACE/NAME), an NCCL log FILE, or - to read "
+            "the log from standard input",
+            file=sys.stderr,
+        )
+        return 2
+    log = _as_log(args.pod)
+    if log is not None:
+        return _diagnose_log(log, args.json)
     return asyncio.run(_diagnose_pod(args))
 
 
-def _diagnose_log(args: argparse.Namespace) -> int:
+def _as_log(argument: str) -> Path | None:
+    """The file `kube-rdma diagnose ARGUMENT` reads, or None when ARGUMENT names a pod."""
+    path = Path(argument)
+    if argument == "-":
+        return path
+    if path.exists():
+        if POD_REF.fullmatch(argument):
+            print(
+                f"kube-rdma diagnose: {argument} is a file here: reading it as an NCCL log, "
+                "not as a pod",
+                file=sys.stderr,
+            )
+        return path
+    if argument.lower().endswith(LOG_SUFFIXES):
+        return path  # reading it says that no such file exists
+    return None
+
+
+def _diagnose_log(path: Path, as_json: bool) -> int:
     from fabric import diagnose, nccl_log
 
+    name = "standard input" if str(path) == "-" else str(path)
     try:
-        report = nccl_log.analyze(args.nccl_log.read_text(errors="replace"))
-    except OSError as e:
-        print(f"kube-rdma diagnose: {e}", file=sys.stderr)
+        if str(path) == "-":
+            text = sys.stdin.buffer.read().decode(errors="replace")
+        else:
+            text = path.read_text(errors="replace")
+    except FileNotFoundError:
+        print(
+            f"kube-rdma diagnose: {path}: no such file (an argument ending .log or .txt, or "
+            "given to --nccl-log, is read as an NCCL log); check the path",
+            file=sys.stderr,
+        )
         return 2
+    except OSError as e:
+        print(
+            f"kube-rdma diagnose: {name}: {e.strerror or e}; give an NCCL log file",
+            file=sys.stderr,
+        )
+        return 2
+    report = nccl_log.analyze(text)
     if not report.seen:
-        print(f"kube-rdma diagnose: {args.nccl_log}: {diagnose.NO_LINES}", file=sys.stderr)
+        print(f"kube-rdma diagnose: {name}: {diagnose.NO_LINES}", file=sys.stderr)
         return 2
     answer = diagnose.log_answer(report)
-    sys.stdout.write(json.dumps(answer, indent=2) + "\n" if args.json else diagnose.text(answer))
+    sys.stdout.write(json.dumps(answer, indent=2) + "\n" if as_json else diagnose.text(answer))
     return diagnose.exit_status(report)
 
 

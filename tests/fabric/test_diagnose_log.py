@@ -5,6 +5,8 @@ error)."""
 
 from __future__ import annotations
 
+import argparse
+import io
 import json
 from pathlib import Path
 
@@ -618,3 +620,84 @@ def test_a_job_on_one_node_without_rdma_core_is_fine(
     answer = json.loads(capsys.readouterr().out)
     assert (answer["transport"], answer["notes"]) == ("P2P/SHM", [NO_RDMA_NOTE])
     assert [e["error"] for e in answer["errors"]] == ["no libibverbs (rdma-core) in the image"]
+
+
+GOOD = ROOT / "nccl-logs" / "roce-completion-error-12.log"
+
+
+def test_the_argument_is_a_log_when_such_a_file_exists(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "nccl.log").write_text(GOOD.read_text())
+    monkeypatch.chdir(tmp_path)
+    assert main(["diagnose", "nccl.log", "--json"]) == 1
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["transport"] == "RoCE"
+    # `nccl.log` is also a valid pod name: the answer says which it took
+    assert captured.err == (
+        "kube-rdma diagnose: nccl.log is a file here: reading it as an NCCL log, not as a pod\n"
+    )
+    assert main(["diagnose", str(GOOD), "--json"]) == 1
+    assert capsys.readouterr().err == ""
+
+
+def test_a_missing_log_is_named_not_taken_for_a_pod(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for name in ("nccl.log", "out.TXT"):
+        assert main(["diagnose", name]) == 2
+        assert capsys.readouterr().err == (
+            f"kube-rdma diagnose: {name}: no such file (an argument ending .log or .txt, or given "
+            "to --nccl-log, is read as an NCCL log); check the path\n"
+        )
+    assert main(["diagnose", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (
+        f"kube-rdma diagnose: {tmp_path}: Is a directory; give an NCCL log file\n"
+    )
+
+
+@pytest.mark.parametrize("argv", [["-"], ["--nccl-log", "-"]])
+def test_a_dash_reads_standard_input(
+    argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(GOOD.read_bytes())))
+    assert main(["diagnose", *argv, "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["transport"] == "RoCE"
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"epoch 1 loss 0.3\n")))
+    assert main(["diagnose", *argv]) == 2
+    assert capsys.readouterr().err.startswith("kube-rdma diagnose: standard input: no NCCL lines")
+
+
+def test_a_pod_name_is_still_a_pod(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    asked = []
+
+    async def pod(args: argparse.Namespace) -> int:
+        asked.append(args.pod)
+        return 0
+
+    monkeypatch.setattr("fabric.cli._diagnose_pod", pod)
+    monkeypatch.chdir(tmp_path)
+    assert main(["diagnose", "team-a/worker-0"]) == 0
+    assert main(["diagnose", "worker-0"]) == 0
+    assert asked == ["team-a/worker-0", "worker-0"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (
+            [],
+            "give a POD (NAMESPACE/NAME), an NCCL log FILE, or - to read the log from standard "
+            "input",
+        ),
+        (["worker-0", "--nccl-log", "x.log"], "give a POD or a log ('worker-0' and --nccl-log"),
+    ],
+)
+def test_neither_or_both_is_a_usage_error(
+    argv: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["diagnose", *argv]) == 2
+    assert capsys.readouterr().err.startswith(f"kube-rdma diagnose: {said}")
