@@ -150,12 +150,33 @@ def run_render(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    entries = [n.strip() for n in args.nodes.split(",") if n.strip()]
-    nodes = [e.partition(":")[0] for e in entries]
-    leaves = {e.partition(":")[0]: e.partition(":")[2] for e in entries}
+    try:
+        nodes, leaves = parse_nodes(args.nodes)
+    except ValueError as e:
+        print(f"kube-rdma acceptance render: {e}", file=sys.stderr)
+        return 2
     groups = plan(nodes, leaves, Mode(args.mode))
     sys.stdout.write(yaml.safe_dump_all(render(options, groups, generate()), sort_keys=False))
     return 0
+
+
+def parse_nodes(text: str) -> tuple[list[str], dict[str, str]]:
+    """`NODE[:LEAF],...` as the nodes in order and their leaves; ValueError unless it names at
+    least two nodes, each once."""
+    entries = [n.strip() for n in text.split(",") if n.strip()]
+    nodes = [e.partition(":")[0] for e in entries]
+    twice = sorted({n for n in nodes if nodes.count(n) > 1})
+    if twice:
+        raise ValueError(
+            f"--nodes {text}: names {', '.join(twice)} more than once; an acceptance run needs "
+            "at least two distinct nodes, each named once"
+        )
+    if len(nodes) < 2:
+        raise ValueError(
+            f"--nodes {text}: an acceptance run needs at least two distinct nodes "
+            "(NODE[:LEAF],NODE[:LEAF],...): nccl-tests between nodes is what tests the fabric"
+        )
+    return nodes, {e.partition(":")[0]: e.partition(":")[2] for e in entries}
 
 
 def run_verdict(args: argparse.Namespace) -> int:
@@ -164,9 +185,16 @@ def run_verdict(args: argparse.Namespace) -> int:
     try:
         text = args.log.read_text(errors="replace")
         run = nccl_tests.parse(text)
+    except (OSError, ValueError) as e:
+        print(f"kube-rdma acceptance verdict: {args.log}: {_reason(e)}", file=sys.stderr)
+        return 2
+    try:
         expected = _expectation(args, args.nodes or len(run.hosts))
     except (OSError, ValueError) as e:
-        print(f"kube-rdma acceptance verdict: {args.log}: {e}", file=sys.stderr)
+        print(
+            f"kube-rdma acceptance verdict: --topology {args.topology}: {_reason(e)}",
+            file=sys.stderr,
+        )
         return 2
     answer = verdict.judge(run, nccl_log.analyze(text), expected)
     if args.soak and (extra := verdict.soak_reasons(run)):
@@ -175,27 +203,52 @@ def run_verdict(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(answer, indent=2))
     else:
-        best, expected = answer["max_busbw"], answer["expected_busbw"]
-        print(f"{answer['verdict']}: best bus bandwidth {best} GB/s, expected {expected}")
+        print(verdict.headline(answer))
         for reason in answer["reasons"]:
             print(f"  {reason}")
     return 0 if answer["verdict"] == "pass" else 1
 
 
+def _reason(error: Exception) -> str:
+    from pydantic import ValidationError
+
+    if isinstance(error, ValidationError):
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "the document"
+        return (
+            f"not a kube-rdma.io/topology document ({_problems(error.error_count())}; first: "
+            f"{where}: {first['msg']}); copy the node's annotation, kubectl get node NODE -o "
+            "jsonpath='{.metadata.annotations.kube-rdma\\.io/topology}'"
+        )
+    if isinstance(error, OSError):
+        return f"{error.strerror or error}; check the path"
+    return str(error)
+
+
+def _problems(count: int) -> str:
+    return "1 problem" if count == 1 else f"{count} problems"
+
+
 def _expectation(args: argparse.Namespace, nodes: int) -> Any:
-    from fabric.verdict import Expectation, from_topology
+    from fabric.verdict import NO_THRESHOLD, Expectation, from_topology
     from kube_rdma.core.topology import decode
 
     if args.min_busbw is not None:
         return Expectation(args.min_busbw, "--min-busbw")
-    if args.topology is not None and nodes == 1:
-        return Expectation(None, "one node: its traffic never reaches the NICs")
     if args.topology is not None:
-        return from_topology(decode(args.topology.read_text()), args.fraction)
-    return Expectation(None)
+        topology = decode(args.topology.read_text())
+        if nodes == 1:
+            return Expectation(None, "one node: its traffic never reaches the NICs")
+        return from_topology(topology, args.fraction)
+    return Expectation(None, NO_THRESHOLD)
 
 
 def run_run(args: argparse.Namespace) -> int:
+    try:
+        parse_nodes(args.nodes)
+    except ValueError as e:
+        print(f"kube-rdma acceptance run: {e}", file=sys.stderr)
+        return 2
     return asyncio.run(_run(args))
 
 
