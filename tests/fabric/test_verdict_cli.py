@@ -284,6 +284,12 @@ def test_the_headline_says_which_threshold_applied(
     assert capsys.readouterr().out == (
         "pass: best bus bandwidth 374.57 GB/s, expected at least 300 GB/s (--min-busbw)\n"
     )
+    assert main(["acceptance", "verdict", "--log", log, "--min-busbw", "400"]) == 1
+    assert capsys.readouterr().out == (
+        "fail: best bus bandwidth 374.57 GB/s, expected at least 400 GB/s (--min-busbw)\n"
+        "  best bus bandwidth 374.57 GB/s at 8589934592 bytes is below the expected 400 GB/s "
+        "(--min-busbw)\n"
+    )
     seven = write_topology(tmp_path / "seven.json", active=7, down=1)
     assert main(["acceptance", "verdict", "--log", log, "--topology", seven]) == 0
     assert capsys.readouterr().out == (
