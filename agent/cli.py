@@ -172,12 +172,27 @@ def run_inspect(args: argparse.Namespace) -> int:
         return 2
     vpd = vpd_reader(args.sysfs_root, args.vpd_file, quiet=True)
     try:
-        document = encode(discover(args.sysfs_root, args.topo_file, args.proc_root, vpd=vpd))
+        topology = discover(args.sysfs_root, args.topo_file, args.proc_root, vpd=vpd)
     except (*ScanError, OSError) as e:
         print(f"kube-rdma agent inspect: {e}", file=sys.stderr)
         return 2
-    print(document)
+    print(encode(topology))
+    if not topology.nics:
+        # The document is still true (a node without RDMA), so the exit stays 0; the hint
+        # says why it is empty, on stderr, where it stays out of a document piped on.
+        print(f"kube-rdma agent inspect: {no_rdma_hint(args.sysfs_root)}", file=sys.stderr)
     return 0
+
+
+def no_rdma_hint(sysfs_root: Path) -> str:
+    """Why a scan found no RDMA device, and what to check."""
+    where = sysfs_root / "class" / "infiniband"
+    absent = "" if where.is_dir() else " (it does not exist)"
+    return (
+        f"no RDMA devices under {where}{absent}: this host has no RDMA NIC, its RDMA driver is "
+        "not loaded (lsmod | grep -e mlx5_ib -e ib_uverbs), or this runs in a container "
+        "without the host's /sys (mount it and pass --sysfs-root)"
+    )
 
 
 def run_nccl_conf(args: argparse.Namespace) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,7 +31,13 @@ def register(subcommands: Subcommands) -> None:
     diagnose = subcommands.add_parser(
         "diagnose", help="did NCCL use RDMA: a pod, or an NCCL_DEBUG=INFO log"
     )
-    diagnose.add_argument("pod", nargs="?", help="NAMESPACE/NAME (or NAME in default)")
+    diagnose.add_argument(
+        "pod",
+        nargs="?",
+        metavar="POD|FILE",
+        help="a pod, NAMESPACE/NAME (or NAME in default); or an NCCL_DEBUG=INFO log: a file "
+        "that exists here, or a name ending .log or .txt, or - for standard input",
+    )
     diagnose.add_argument("--nccl-log", type=Path, help="an NCCL_DEBUG=INFO log file")
     diagnose.add_argument("--kubeconfig", type=Path)
     diagnose.add_argument("--json", action="store_true")
@@ -143,12 +150,33 @@ def run_render(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    entries = [n.strip() for n in args.nodes.split(",") if n.strip()]
-    nodes = [e.partition(":")[0] for e in entries]
-    leaves = {e.partition(":")[0]: e.partition(":")[2] for e in entries}
+    try:
+        nodes, leaves = parse_nodes(args.nodes)
+    except ValueError as e:
+        print(f"kube-rdma acceptance render: {e}", file=sys.stderr)
+        return 2
     groups = plan(nodes, leaves, Mode(args.mode))
     sys.stdout.write(yaml.safe_dump_all(render(options, groups, generate()), sort_keys=False))
     return 0
+
+
+def parse_nodes(text: str) -> tuple[list[str], dict[str, str]]:
+    """`NODE[:LEAF],...` as the nodes in order and their leaves; ValueError unless it names at
+    least two nodes, each once."""
+    entries = [n.strip() for n in text.split(",") if n.strip()]
+    nodes = [e.partition(":")[0] for e in entries]
+    twice = sorted({n for n in nodes if nodes.count(n) > 1})
+    if twice:
+        raise ValueError(
+            f"--nodes {text}: names {', '.join(twice)} more than once; an acceptance run needs "
+            "at least two distinct nodes, each named once"
+        )
+    if len(nodes) < 2:
+        raise ValueError(
+            f"--nodes {text}: an acceptance run needs at least two distinct nodes "
+            "(NODE[:LEAF],NODE[:LEAF],...): nccl-tests between nodes is what tests the fabric"
+        )
+    return nodes, {e.partition(":")[0]: e.partition(":")[2] for e in entries}
 
 
 def run_verdict(args: argparse.Namespace) -> int:
@@ -157,9 +185,16 @@ def run_verdict(args: argparse.Namespace) -> int:
     try:
         text = args.log.read_text(errors="replace")
         run = nccl_tests.parse(text)
+    except (OSError, ValueError) as e:
+        print(f"kube-rdma acceptance verdict: {args.log}: {_reason(e)}", file=sys.stderr)
+        return 2
+    try:
         expected = _expectation(args, args.nodes or len(run.hosts))
     except (OSError, ValueError) as e:
-        print(f"kube-rdma acceptance verdict: {args.log}: {e}", file=sys.stderr)
+        print(
+            f"kube-rdma acceptance verdict: --topology {args.topology}: {_reason(e)}",
+            file=sys.stderr,
+        )
         return 2
     answer = verdict.judge(run, nccl_log.analyze(text), expected)
     if args.soak and (extra := verdict.soak_reasons(run)):
@@ -168,27 +203,52 @@ def run_verdict(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(answer, indent=2))
     else:
-        best, expected = answer["max_busbw"], answer["expected_busbw"]
-        print(f"{answer['verdict']}: best bus bandwidth {best} GB/s, expected {expected}")
+        print(verdict.headline(answer))
         for reason in answer["reasons"]:
             print(f"  {reason}")
     return 0 if answer["verdict"] == "pass" else 1
 
 
+def _reason(error: Exception) -> str:
+    from pydantic import ValidationError
+
+    if isinstance(error, ValidationError):
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "the document"
+        return (
+            f"not a kube-rdma.io/topology document ({_problems(error.error_count())}; first: "
+            f"{where}: {first['msg']}); copy the node's annotation, kubectl get node NODE -o "
+            "jsonpath='{.metadata.annotations.kube-rdma\\.io/topology}'"
+        )
+    if isinstance(error, OSError):
+        return f"{error.strerror or error}; check the path"
+    return str(error)
+
+
+def _problems(count: int) -> str:
+    return "1 problem" if count == 1 else f"{count} problems"
+
+
 def _expectation(args: argparse.Namespace, nodes: int) -> Any:
-    from fabric.verdict import Expectation, from_topology
+    from fabric.verdict import NO_THRESHOLD, Expectation, from_topology
     from kube_rdma.core.topology import decode
 
     if args.min_busbw is not None:
         return Expectation(args.min_busbw, "--min-busbw")
-    if args.topology is not None and nodes == 1:
-        return Expectation(None, "one node: its traffic never reaches the NICs")
     if args.topology is not None:
-        return from_topology(decode(args.topology.read_text()), args.fraction)
-    return Expectation(None)
+        topology = decode(args.topology.read_text())
+        if nodes == 1:
+            return Expectation(None, "one node: its traffic never reaches the NICs")
+        return from_topology(topology, args.fraction)
+    return Expectation(None, NO_THRESHOLD)
 
 
 def run_run(args: argparse.Namespace) -> int:
+    try:
+        parse_nodes(args.nodes)
+    except ValueError as e:
+        print(f"kube-rdma acceptance run: {e}", file=sys.stderr)
+        return 2
     return asyncio.run(_run(args))
 
 
@@ -225,28 +285,80 @@ async def _run(args: argparse.Namespace) -> int:
     return 0 if all(o.passed for o in outcomes) else 1
 
 
+LOG_SUFFIXES = (".log", ".txt")
+POD_REF = re.compile(r"(?:[a-z0-9]([-a-z0-9]*[a-z0-9])?/)?[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
+"""NAMESPACE/NAME or NAME, as Kubernetes spells them (a DNS label, a DNS subdomain)."""
+
+
 def run_diagnose(args: argparse.Namespace) -> int:
-    if args.nccl_log is not None:
-        return _diagnose_log(args)
-    if args.pod is None:
-        print("kube-rdma diagnose: give a POD or --nccl-log FILE", file=sys.stderr)
+    if args.nccl_log is not None and args.pod is not None:
+        print(
+            f"kube-rdma diagnose: give a POD or a log ({args.pod!r} and --nccl-log "
+            f"{args.nccl_log}), not both",
+            file=sys.stderr,
+        )
         return 2
+    if args.nccl_log is not None:
+        return _diagnose_log(args.nccl_log, args.json)
+    if args.pod is None:
+        print(
+            "kube-rdma diagnose: give a POD (NAMESPACE/NAME), an NCCL log FILE, or - to read "
+            "the log from standard input",
+            file=sys.stderr,
+        )
+        return 2
+    log = _as_log(args.pod)
+    if log is not None:
+        return _diagnose_log(log, args.json)
     return asyncio.run(_diagnose_pod(args))
 
 
-def _diagnose_log(args: argparse.Namespace) -> int:
+def _as_log(argument: str) -> Path | None:
+    """The file `kube-rdma diagnose ARGUMENT` reads, or None when ARGUMENT names a pod."""
+    path = Path(argument)
+    if argument == "-":
+        return path
+    if path.exists():
+        if POD_REF.fullmatch(argument):
+            print(
+                f"kube-rdma diagnose: {argument} is a file here: reading it as an NCCL log, "
+                "not as a pod",
+                file=sys.stderr,
+            )
+        return path
+    if argument.lower().endswith(LOG_SUFFIXES):
+        return path  # reading it says that no such file exists
+    return None
+
+
+def _diagnose_log(path: Path, as_json: bool) -> int:
     from fabric import diagnose, nccl_log
 
+    name = "standard input" if str(path) == "-" else str(path)
     try:
-        report = nccl_log.analyze(args.nccl_log.read_text(errors="replace"))
-    except OSError as e:
-        print(f"kube-rdma diagnose: {e}", file=sys.stderr)
+        if str(path) == "-":
+            text = sys.stdin.buffer.read().decode(errors="replace")
+        else:
+            text = path.read_text(errors="replace")
+    except FileNotFoundError:
+        print(
+            f"kube-rdma diagnose: {path}: no such file (an argument ending .log or .txt, or "
+            "given to --nccl-log, is read as an NCCL log); check the path",
+            file=sys.stderr,
+        )
         return 2
+    except OSError as e:
+        print(
+            f"kube-rdma diagnose: {name}: {e.strerror or e}; give an NCCL log file",
+            file=sys.stderr,
+        )
+        return 2
+    report = nccl_log.analyze(text)
     if not report.seen:
-        print(f"kube-rdma diagnose: {args.nccl_log}: {diagnose.NO_LINES}", file=sys.stderr)
+        print(f"kube-rdma diagnose: {name}: {diagnose.NO_LINES}", file=sys.stderr)
         return 2
     answer = diagnose.log_answer(report)
-    sys.stdout.write(json.dumps(answer, indent=2) + "\n" if args.json else diagnose.text(answer))
+    sys.stdout.write(json.dumps(answer, indent=2) + "\n" if as_json else diagnose.text(answer))
     return diagnose.exit_status(report)
 
 

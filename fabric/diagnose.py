@@ -29,6 +29,7 @@ def log_answer(report: LogReport) -> Json:
         "devices": [report.ib_devices[i] for i in sorted(report.ib_devices)],
         "connections": report.connections,
         "gdr": report.gdr,
+        "gdr_from": report.gdr_from,
         "gid_index": report.gid_index,
         "rdma": report.rdma,
         "errors": [
@@ -48,13 +49,16 @@ def log_answer(report: LogReport) -> Json:
 
 def notes(report: LogReport) -> list[str]:
     found = []
+    causes = [e for e in report.errors if not e.failure]
     if report.transport == "Socket":
         did = "sent" if "NET/Socket" in report.connections else "chose"
-        found.append(
-            f"NCCL {did} TCP sockets for the traffic between nodes: no usable RDMA device in "
-            "the pod (check /dev/infiniband, the RDMA resource, IPC_LOCK, NCCL_IB_HCA and "
-            "NCCL_IB_DISABLE)"
+        why = (
+            f"{causes[0].error} (line {causes[0].line}; its check says how to fix it)"
+            if causes
+            else "no usable RDMA device in the pod (check /dev/infiniband, the RDMA resource, "
+            "IPC_LOCK, NCCL_IB_HCA and NCCL_IB_DISABLE)"
         )
+        found.append(f"NCCL {did} TCP sockets for the traffic between nodes: {why}")
     elif report.network == "Socket":
         found.append(
             "NCCL found no RDMA device and chose the Socket network: any traffic between nodes "
@@ -65,7 +69,7 @@ def notes(report: LogReport) -> list[str]:
             "RDMA without GPUDirect RDMA: transfers are staged through host memory (check "
             "nvidia_peermem or dma-buf, and the GPU-NIC PCIe path)"
         )
-    if report.errors:
+    if report.failures:
         found.append(f"this log shows a failure; {FIRST_ERROR}")
     return found
 
@@ -86,6 +90,11 @@ def unknowns(report: LogReport) -> list[str]:
         )
     if report.gdr is None and report.transport in RDMA_TRANSPORTS:
         missing.append("whether GPUDirect RDMA was used (no `via NET/...` channel lines)")
+    elif report.gdr and report.gdr_from == "NICs":
+        missing.append(
+            "whether every GPU used GPUDirect RDMA: NCCL enabled it on the NICs but skips it for "
+            "a GPU too far from its NIC (no `via NET/...` channel lines)"
+        )
     if report.nodes is None and not report.connections:
         missing.append("how many nodes the job spans (no `nRanks N nNodes M` line)")
     return missing
@@ -102,7 +111,7 @@ def text(answer: Json) -> str:
         + (f", GID index {answer['gid_index']}" if answer["gid_index"] is not None else ""),
         "connections: "
         + (", ".join(f"{k} {v}" for k, v in answer["connections"].items()) or "none logged"),
-        f"GPUDirect RDMA: {_tri(answer['gdr'])}",
+        f"GPUDirect RDMA: {_gdr(answer)}",
     ]
     for error in answer["errors"]:
         lines += [
@@ -116,5 +125,22 @@ def text(answer: Json) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _tri(value: bool | None) -> str:
-    return "not used" if value is None else ("yes" if value else "no")
+GDR_SAID = {
+    (True, "connections"): "yes (every RDMA connection went `via NET/.../GDRDMA`)",
+    (False, "connections"): "no (RDMA connections without `/GDRDMA`)",
+    (True, "GPU-NIC pairs"): "enabled for every GPU-NIC pair logged (`GPU Direct RDMA Enabled "
+    "for GPU N / HCA M`)",
+    (False, "GPU-NIC pairs"): "disabled for a GPU-NIC pair (`GPU Direct RDMA Disabled for GPU N "
+    "/ HCA M`)",
+    (True, "NICs"): "enabled on the NICs (`GPU Direct RDMA Enabled for HCA N`)",
+    (False, "NICs"): "disabled on a NIC (`GPU Direct RDMA Disabled for HCA N`)",
+}
+
+
+def _gdr(answer: Json) -> str:
+    said = GDR_SAID.get((answer["gdr"], answer["gdr_from"]))
+    if said is not None:
+        return said
+    if answer["transport"] in ("Socket", "P2P/SHM"):
+        return "does not apply (no RDMA traffic)"
+    return "unknown"

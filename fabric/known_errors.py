@@ -30,6 +30,9 @@ class KnownError:
     pattern: re.Pattern[str]
     meaning: str
     check: str
+    failure: bool = True
+    """False for a line that explains why NCCL fell back to sockets but failed nothing itself
+    (a job on one node never needed RDMA)."""
 
 
 def _completion(status: int) -> re.Pattern[str]:
@@ -86,7 +89,21 @@ COMPLETIONS: tuple[KnownError, ...] = (
     ),
 )
 
+NO_VERBS = KnownError(
+    "no libibverbs (rdma-core) in the image",
+    re.compile(r"Failed to open libibverbs\.so"),
+    "NCCL could not load libibverbs: the container image has no rdma-core, so NCCL cannot use "
+    "any RDMA device and sends the traffic between nodes over TCP sockets (newer NCCL prints "
+    "this as an INFO line, older as a WARN)",
+    "install rdma-core in the image (Debian/Ubuntu: `apt-get install -y libibverbs1 "
+    "ibverbs-providers`; RHEL/Rocky/Fedora: `dnf install -y rdma-core libibverbs`), or build on "
+    "an NGC image (nvcr.io/nvidia/pytorch), which ships it; then `ldconfig -p | grep "
+    "libibverbs` inside the pod lists it",
+    failure=False,
+)
+
 NCCL_ERRORS: tuple[KnownError, ...] = (
+    NO_VERBS,
     KnownError(
         "ibv_modify_qp failed",
         re.compile(r"ibv_modify_qp failed"),

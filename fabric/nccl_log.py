@@ -14,10 +14,18 @@ NCCL prints (INIT and NET subsystems):
   via NET/IB/0`), `via NET/IB/1(2)/GDRDMA/Shared` (through the PXN proxy rank 2, shared
   buffers), `via NET/IBext_v8/0/GDRDMA(PCI)`, `via P2P/CUMEM/read`, `via SHM/direct/direct`,
   `via NET/Socket/0`;
-- RoCE's GID: `NCCL_IB_GID_INDEX set by environment to 3.`, and per queue pair `... GID 3 (...)`.
+- RoCE's GID: `NCCL_IB_GID_INDEX set by environment to 3.`, and per queue pair `... GID 3 (...)`;
+- whether GPUDirect RDMA is possible, per NIC (net_ib.cc): `NET/IB : GPU Direct RDMA Enabled for
+  HCA 0 'mlx5_0'`, `... Disabled for HCA 0 'mlx5_0' (no module)` (the Socket transport prints
+  `NET/Socket : GPU Direct RDMA Disabled for HCA 0 'eth0'`, which says nothing about RDMA); and
+  per GPU and NIC (graph/paths.cc): `GPU Direct RDMA Enabled for GPU 0 / HCA 1 (distance 3 <= 4),
+  read 1 mode Default`, `... Disabled for GPU 2 / HCA 1 (distance 5 > 4)` (older: with a
+  `NET/IB : ` in front).
 
 `Using network X` alone says what NCCL chose for traffic between nodes: Socket is TCP, IB or a
-plugin RDMA. Channel lines, where present, say what each connection used.
+plugin RDMA. Channel lines, where present, say what each connection used. GPUDirect RDMA is read
+from the best evidence present: the channel lines (what each connection used), else the GPU-NIC
+lines (what NCCL decided per pair), else the NIC lines (what each NIC allows).
 
 Pure: text in, a `LogReport` out. Lines from several ranks and hosts may be interleaved, and
 launchers' prefixes (fabric/prefixes.py) are taken off first.
@@ -46,6 +54,10 @@ ROCE_V2_GID = re.compile(r"localGid ::ffff:\d+\.\d+\.\d+\.\d+")
 """An IPv4-mapped GID exists only on RoCE v2 ports."""
 IB_AT_WORK = re.compile(r"NET/IB\w* ?: .*Got |Call to ibv_\w+ failed|ibv_\w+ failed")
 """A completion, an async event or a failed verbs call: NCCL's IB transport was at work."""
+GDR_LINE = re.compile(
+    r"(?:NET/(?P<net>\w[\w ]*?) ?: )?GPU Direct RDMA (?P<state>Enabled|Disabled) for "
+    r"(?:GPU (?P<gpu>\d+) / )?HCA (?P<hca>\d+ '[^']*'|\S+)"
+)
 RETURNED = re.compile(r"NCCL INFO [\w/.]+:\d+ -> (\d+)")
 NCCL_LINE = re.compile(r"NCCL (?:INFO|WARN|version)|ProcessGroupNCCL|NCCL error")
 RDMA_TRANSPORTS = ("IB", "RoCE", "IB/RoCE", "OFI")
@@ -72,6 +84,8 @@ class Finding:
     text: str
     meaning: str
     check: str
+    failure: bool = True
+    """False for a cause of a fall back to sockets that failed nothing by itself."""
 
 
 @dataclass(frozen=True)
@@ -86,13 +100,17 @@ class LogReport:
     """Connections per path kind: `NET/IB` (plugins' IB too), `NET/OFI`, `NET/Socket`, `P2P`,
     `SHM`, ... ."""
     gdr: bool | None
-    """Whether RDMA connections used GPUDirect RDMA; None without such connections."""
+    """Whether RDMA traffic used (or may use) GPUDirect RDMA; None when the log does not say."""
     gid_index: int | None
     errors: tuple[Finding, ...] = field(default=())
     nccl_lines: int = 0
     ib_seen: bool = False
     """A NET/IB line (a device list, a completion) shows NCCL's IB transport at work."""
     roce_v2_gid: bool = False
+    gdr_from: str | None = None
+    """What `gdr` was read from: `connections` (the channel lines), `GPU-NIC pairs` (NCCL's
+    per-pair decision) or `NICs` (what each NIC allows; a GPU far from its NIC may still go
+    without)."""
 
     @property
     def transport(self) -> Transport:
@@ -119,7 +137,11 @@ class LogReport:
     @property
     def rdma(self) -> bool:
         """Every connection that left a host used RDMA and nothing failed."""
-        return not self.errors and self.transport in (*RDMA_TRANSPORTS, "P2P/SHM")
+        return not self.failures and self.transport in (*RDMA_TRANSPORTS, "P2P/SHM")
+
+    @property
+    def failures(self) -> tuple[Finding, ...]:
+        return tuple(e for e in self.errors if e.failure)
 
     @property
     def _spans_nodes(self) -> bool:
@@ -141,6 +163,8 @@ class _Reading:
     devices: dict[int, str] = field(default_factory=dict)
     paths: Counter[str] = field(default_factory=Counter)
     gdr: list[bool] = field(default_factory=list)
+    gdr_pairs: dict[str, bool] = field(default_factory=dict)
+    gdr_nics: dict[str, bool] = field(default_factory=dict)
     errors: dict[str, Finding] = field(default_factory=dict)
     returned: dict[int, Finding] = field(default_factory=dict)
     traces: Counter[int] = field(default_factory=Counter)
@@ -165,6 +189,8 @@ class _Reading:
             self.gid = int(m[1])
         self.ib_seen = self.ib_seen or bool(IB_AT_WORK.search(line))
         self.roce_v2_gid = self.roce_v2_gid or bool(ROCE_V2_GID.search(line))
+        if m := GDR_LINE.search(line):
+            self._gdr_line(m)
         self._error(number, raw.strip(), line)
 
     def _channel(self, via: str) -> None:
@@ -177,6 +203,26 @@ class _Reading:
         if network in RDMA_TRANSPORTS:
             self.gdr.append(any(p.startswith("GDRDMA") for p in parts[2:]))
 
+    def _gdr_line(self, m: re.Match[str]) -> None:
+        if m["net"] and family(m["net"]) == "Socket":
+            return  # `NET/Socket : GPU Direct RDMA Disabled for HCA 0 'eth0'`: no RDMA at all
+        enabled = m["state"] == "Enabled"
+        if m["gpu"] is not None:
+            self.gdr_pairs[f"{m['gpu']}/{m['hca']}"] = enabled
+        else:
+            self.gdr_nics[m["hca"]] = enabled
+
+    def _gdr(self) -> tuple[bool | None, str | None]:
+        if self.gdr:
+            return all(self.gdr), "connections"
+        if self.network is not None and family(self.network) == "Socket":
+            return None, None  # no RDMA between nodes: the GPU-NIC lines do not apply
+        if self.gdr_pairs:
+            return all(self.gdr_pairs.values()), "GPU-NIC pairs"
+        if self.gdr_nics:
+            return all(self.gdr_nics.values()), "NICs"
+        return None, None
+
     def _error(self, number: int, text: str, line: str) -> None:
         known = known_errors.match(line)
         if known is None and "NCCL WARN" in line:
@@ -185,7 +231,9 @@ class _Reading:
         else:
             key = known.name if known else ""
         if known is not None and key not in self.errors:
-            self.errors[key] = Finding(known.name, number, text, known.meaning, known.check)
+            self.errors[key] = Finding(
+                known.name, number, text, known.meaning, known.check, known.failure
+            )
         if (m := RETURNED.search(line)) and int(m[1]) in known_errors.RESULTS:
             code = known_errors.returned(int(m[1]))
             self.traces[int(m[1])] += 1
@@ -196,19 +244,22 @@ class _Reading:
         # A code passed up through several calls is a failure; a single trace can be a plugin
         # that declined to start (`net_ib.cc:852 -> 3` with NCCL_IB_DISABLE=1), then Socket.
         chains = [f for code, f in self.returned.items() if self.traces[code] > 1]
-        errors = tuple(self.errors.values()) or tuple(chains)
+        found = tuple(self.errors.values())
+        errors = found if any(e.failure for e in found) else found + tuple(chains)
+        gdr, gdr_from = self._gdr()
         return LogReport(
             nccl_version=self.version,
             network=self.network,
             nodes=self.nodes,
             ib_devices=self.devices,
             connections=dict(sorted(self.paths.items())),
-            gdr=(all(self.gdr) if self.gdr else None),
+            gdr=gdr,
             gid_index=self.gid,
             errors=tuple(sorted(errors, key=lambda e: e.line)),
             nccl_lines=self.nccl_lines,
             ib_seen=self.ib_seen,
             roce_v2_gid=self.roce_v2_gid,
+            gdr_from=gdr_from,
         )
 
 

@@ -74,6 +74,13 @@ def node_answer(node: Json, pod: Json) -> Json:
     return answer
 
 
+NODE_GDR = {
+    True: "available",
+    False: "not available (no nvidia_peermem or dma-buf on the node)",
+    None: "unknown (the node's topology document does not say)",
+}
+
+
 def text(answer: Json) -> str:
     lines = [f"pod {answer['pod']}"]
     applied = answer["applied"]
@@ -93,7 +100,8 @@ def text(answer: Json) -> str:
         lines += [f"  {port}" for port in node.get("ports", [])]
         if "pairing" in node:
             pairs = ", ".join(f"{n} GPUs at {lvl}" for lvl, n in node["pairing"].items())
-            lines.append(f"  pairing: {pairs or 'no GPU gets a NIC'}; GPUDirect RDMA {node['gdr']}")
+            gdr = NODE_GDR[node["gdr"]]
+            lines.append(f"  pairing: {pairs or 'no GPU gets a NIC'}; GPUDirect RDMA {gdr}")
     if answer["log"] is None:
         lines.append(f"log: no NCCL lines ({diagnose.NO_LINES})")
     else:

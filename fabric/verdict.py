@@ -30,7 +30,13 @@ class Expectation:
     busbw: float | None
     """GB/s the best bus bandwidth must reach; None: judge correctness and transport only."""
     basis: str = ""
-    """Where the figure comes from, for the reasons."""
+    """Where the figure comes from (for the reasons), or why there is none."""
+
+
+NO_THRESHOLD = (
+    "no threshold given (--min-busbw GB/s, or --topology FILE for "
+    f"{DEFAULT_FRACTION:g} x what the node's ports carry)"
+)
 
 
 def from_topology(topology: Topology, fraction: float) -> Expectation:
@@ -62,9 +68,24 @@ def judge(run: NcclTestsRun, log: LogReport, expected: Expectation) -> Json:
         "transport": log.transport if log.seen else "unknown",
         "gdr": log.gdr,
         "expected_busbw": expected.busbw,
+        "expected_basis": expected.basis,
         "verdict": "fail" if reasons else "pass",
         "reasons": reasons,
     }
+
+
+def headline(answer: Json) -> str:
+    """The verdict in a line: the best bus bandwidth against the threshold that applied, or
+    what the verdict rests on when none did."""
+    best = answer["max_busbw"]
+    got = f"best bus bandwidth {best:g} GB/s" if best is not None else "no bus bandwidth"
+    if answer["expected_busbw"] is not None:
+        wanted = f"expected at least {answer['expected_busbw']:g} GB/s"
+        return f"{answer['verdict']}: {got}, {wanted} ({answer['expected_basis']})"
+    return (
+        f"{answer['verdict']}: {got}; no bandwidth bound: {answer['expected_basis']}; the "
+        "verdict rests on wrong results, out-of-bounds values, the transport and NCCL's errors"
+    )
 
 
 def _reasons(run: NcclTestsRun, log: LogReport, expected: Expectation) -> list[str]:
@@ -82,7 +103,7 @@ def _reasons(run: NcclTestsRun, log: LogReport, expected: Expectation) -> list[s
         reasons.append(f"{run.out_of_bounds} values were written out of bounds")
     if log.seen and log.transport == "Socket":
         reasons.append("NCCL used TCP sockets, not RDMA (NET/Socket): run kube-rdma diagnose")
-    reasons.extend(f"NCCL reported {e.error} (line {e.line}): {e.meaning}" for e in log.errors)
+    reasons.extend(f"NCCL reported {e.error} (line {e.line}): {e.meaning}" for e in log.failures)
     return reasons
 
 

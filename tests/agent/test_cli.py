@@ -56,6 +56,25 @@ def test_inspect_warns_of_an_unmatched_data_direct_function_and_prints_the_docum
     ]
 
 
+@pytest.mark.parametrize("made", [False, True], ids=["no-class-infiniband", "empty"])
+def test_inspect_without_rdma_prints_the_document_and_says_why_it_is_empty(
+    made: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    where = tmp_path / "class" / "infiniband"
+    if made:
+        where.mkdir(parents=True)
+    args = ["agent", "inspect", "--sysfs-root", str(tmp_path), "--proc-root", "/nonexistent"]
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["nics"] == []
+    absent = "" if made else " (it does not exist)"
+    assert captured.err == (
+        f"kube-rdma agent inspect: no RDMA devices under {where}{absent}: this host has no RDMA "
+        "NIC, its RDMA driver is not loaded (lsmod | grep -e mlx5_ib -e ib_uverbs), or this "
+        "runs in a container without the host's /sys (mount it and pass --sysfs-root)\n"
+    )
+
+
 def test_inspect_unreadable_input_exits_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

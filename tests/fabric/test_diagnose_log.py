@@ -5,6 +5,8 @@ error)."""
 
 from __future__ import annotations
 
+import argparse
+import io
 import json
 from pathlib import Path
 
@@ -36,6 +38,7 @@ H200: dict[str, object] = {
     "devices": [],
     "connections": {},
     "gdr": None,
+    "gdr_from": None,
 }
 
 
@@ -138,6 +141,7 @@ CASES = [
             "devices": [f"mlx5_{i}:1/IB" for i in (0, 3, 4, 5, 6, 9, 10, 11)],
             "connections": {"NET/IB": 4, "P2P": 2},
             "gdr": True,
+            "gdr_from": "connections",
             "gid_index": None,
             "rdma": True,
             "errors": [],
@@ -156,6 +160,7 @@ CASES = [
             "devices": [f"mlx5_{i}:1/RoCE" for i in range(4)],
             "connections": {"NET/IB": 3, "P2P": 1},
             "gdr": False,
+            "gdr_from": "connections",
             "gid_index": 3,
             "rdma": True,
             "errors": [],
@@ -177,6 +182,7 @@ CASES = [
             "devices": [],
             "connections": {"NET/Socket": 2},
             "gdr": None,
+            "gdr_from": None,
             "gid_index": None,
             "rdma": False,
             "errors": [],
@@ -195,6 +201,7 @@ CASES = [
             "devices": ["mlx5_2:1/RoCE", "mlx5_3:1/RoCE"],
             "connections": {"NET/IB": 2, "P2P": 1},
             "gdr": True,
+            "gdr_from": "connections",
             "gid_index": 3,
             "rdma": False,
             "errors": [
@@ -452,3 +459,245 @@ def test_channel_notations(via: str, connection: str, gdr: bool | None) -> None:
 )
 def test_the_network_line_alone(lines: list[str], transport: str) -> None:
     assert analyze("\n".join(f"h:1:1 [0] {line}" for line in lines)).transport == transport
+
+
+IB_START = [
+    "n01:5120:5190 [0] NCCL INFO NCCL version 2.21.5+cuda12.4",
+    "n01:5120:5190 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [RO]; OOB eth0:x<0>",
+    "n01:5120:5190 [0] NCCL INFO Using network IB",
+]
+GDR_UNKNOWN = "whether GPUDirect RDMA was used (no `via NET/...` channel lines)"
+GDR_PER_GPU = (
+    "whether every GPU used GPUDirect RDMA: NCCL enabled it on the NICs but skips it for a GPU "
+    "too far from its NIC (no `via NET/...` channel lines)"
+)
+
+
+@pytest.mark.parametrize(
+    ("lines", "gdr", "gdr_from", "said", "unknown"),
+    [
+        # net_ib.cc, per NIC
+        (
+            [
+                "n01:5120:5190 [0] NCCL INFO NET/IB : GPU Direct RDMA Enabled for HCA 0 'mlx5_0'",
+                "n01:5120:5190 [0] NCCL INFO NET/IB : GPU Direct RDMA Enabled for HCA 1 'mlx5_1'",
+            ],
+            True,
+            "NICs",
+            "enabled on the NICs (`GPU Direct RDMA Enabled for HCA N`)",
+            [GDR_PER_GPU],
+        ),
+        (
+            [
+                "n01:5120:5190 [0] NCCL INFO NET/IB : GPU Direct RDMA Enabled for HCA 0 'mlx5_0'",
+                "n01:5120:5190 [0] NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 1 'mlx5_1' "
+                "(no module)",
+            ],
+            False,
+            "NICs",
+            "disabled on a NIC (`GPU Direct RDMA Disabled for HCA N`)",
+            [],
+        ),
+        # graph/paths.cc, per GPU and NIC (newer, then older with the network's name)
+        (
+            [
+                "n01:5120:5190 [0] NCCL INFO GPU Direct RDMA Enabled for GPU 0 / HCA 0 "
+                "(distance 3 <= 4), read 1 mode Default",
+                "n01:5120:5190 [0] NCCL INFO NET/IB : GPU Direct RDMA Enabled for HCA 0 'mlx5_0'",
+            ],
+            True,
+            "GPU-NIC pairs",
+            "enabled for every GPU-NIC pair logged (`GPU Direct RDMA Enabled for GPU N / HCA M`)",
+            [],
+        ),
+        (
+            [
+                "n01:5120:5190 [0] NCCL INFO NET/IB : GPU Direct RDMA Disabled for GPU 2 / HCA 1 "
+                "(distance 5 >= 4)",
+            ],
+            False,
+            "GPU-NIC pairs",
+            "disabled for a GPU-NIC pair (`GPU Direct RDMA Disabled for GPU N / HCA M`)",
+            [],
+        ),
+        # the channel lines, where present, win
+        (
+            [
+                "n01:5120:5190 [0] NCCL INFO NET/IB : GPU Direct RDMA Enabled for HCA 0 'mlx5_0'",
+                "n01:5120:5190 [0] NCCL INFO Channel 00/0 : 4[0] -> 0[0] [receive] via NET/IB/0",
+            ],
+            False,
+            "connections",
+            "no (RDMA connections without `/GDRDMA`)",
+            [],
+        ),
+        # the Socket transport's line says nothing about RDMA
+        (
+            ["n01:5120:5190 [0] NCCL INFO NET/Socket : GPU Direct RDMA Disabled for HCA 0 'eth0'"],
+            None,
+            None,
+            "unknown",
+            [GDR_UNKNOWN],
+        ),
+    ],
+)
+def test_gpudirect_rdma_from_the_lines_that_say_it(
+    lines: list[str],
+    gdr: bool | None,
+    gdr_from: str | None,
+    said: str,
+    unknown: list[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    log = tmp_path / "nccl.log"
+    log.write_text("\n".join([*IB_START, *lines]) + "\n")
+    main(["diagnose", "--nccl-log", str(log), "--json"])
+    answer = json.loads(capsys.readouterr().out)
+    assert (answer["gdr"], answer["gdr_from"]) == (gdr, gdr_from)
+    assert [u for u in answer["unknown"] if "GPUDirect" in u] == unknown
+    main(["diagnose", "--nccl-log", str(log)])
+    out = capsys.readouterr().out
+    assert f"GPUDirect RDMA: {said}\n" in out
+    assert "not used" not in out
+
+
+def test_gpudirect_rdma_does_not_apply_without_rdma(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "nccl.log"
+    log.write_text(
+        "vm:1:1 [0] NCCL INFO Using network Socket\n"
+        "vm:1:1 [0] NCCL INFO GPU Direct RDMA Disabled for GPU 0 / HCA 0 (distance 5 > 4)\n"
+    )
+    main(["diagnose", "--nccl-log", str(log)])
+    assert "GPUDirect RDMA: does not apply (no RDMA traffic)\n" in capsys.readouterr().out
+
+
+NO_VERBS = [
+    "ws:58239:58239 [0] NCCL INFO NCCL version 2.23.4+cuda12.1",
+    "ws:58239:58245 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal "
+    "network plugin.",
+    "ws:58239:58245 [0] NCCL INFO Failed to open libibverbs.so[.1]",
+    "ws:58239:58245 [0] NCCL INFO NET/Socket : Using [0]eth0:192.0.2.7<0>",
+    "ws:58239:58245 [0] NCCL INFO Using network Socket",
+]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ws:58239:58245 [0] NCCL INFO Failed to open libibverbs.so[.1]",  # NCCL's ibvsymbols.cc
+        "ws:58239:58245 [0] misc/ibvwrap.cc:62 NCCL WARN Failed to open libibverbs.so[.1]",  # older
+    ],
+)
+def test_an_image_without_rdma_core_is_named_with_its_fix(
+    line: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "nccl.log"
+    log.write_text("\n".join([*NO_VERBS[:2], line, *NO_VERBS[3:]]) + "\n")
+    assert main(["diagnose", "--nccl-log", str(log), "--json"]) == 1
+    answer = json.loads(capsys.readouterr().out)
+    (error,) = answer["errors"]
+    assert (error["error"], error["line"]) == ("no libibverbs (rdma-core) in the image", 3)
+    assert "no rdma-core" in error["meaning"]
+    assert "libibverbs1" in error["check"]
+    assert "NGC image" in error["check"]
+    assert answer["notes"] == [
+        "NCCL chose TCP sockets for the traffic between nodes: no libibverbs (rdma-core) in the "
+        "image (line 3; its check says how to fix it)"
+    ]
+    assert "/dev/infiniband" not in json.dumps(answer)
+
+
+def test_a_job_on_one_node_without_rdma_core_is_fine(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "nccl.log"
+    one_node = "ws:58239:58245 [0] NCCL INFO comm 0x1 rank 0 nRanks 2 nNodes 1 localRanks 2"
+    log.write_text("\n".join([*NO_VERBS, one_node]) + "\n")
+    assert main(["diagnose", "--nccl-log", str(log), "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert (answer["transport"], answer["notes"]) == ("P2P/SHM", [NO_RDMA_NOTE])
+    assert [e["error"] for e in answer["errors"]] == ["no libibverbs (rdma-core) in the image"]
+
+
+GOOD = ROOT / "nccl-logs" / "roce-completion-error-12.log"
+
+
+def test_the_argument_is_a_log_when_such_a_file_exists(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "nccl.log").write_text(GOOD.read_text())
+    monkeypatch.chdir(tmp_path)
+    assert main(["diagnose", "nccl.log", "--json"]) == 1
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["transport"] == "RoCE"
+    # `nccl.log` is also a valid pod name: the answer says which it took
+    assert captured.err == (
+        "kube-rdma diagnose: nccl.log is a file here: reading it as an NCCL log, not as a pod\n"
+    )
+    assert main(["diagnose", str(GOOD), "--json"]) == 1
+    assert capsys.readouterr().err == ""
+
+
+def test_a_missing_log_is_named_not_taken_for_a_pod(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for name in ("nccl.log", "out.TXT"):
+        assert main(["diagnose", name]) == 2
+        assert capsys.readouterr().err == (
+            f"kube-rdma diagnose: {name}: no such file (an argument ending .log or .txt, or given "
+            "to --nccl-log, is read as an NCCL log); check the path\n"
+        )
+    assert main(["diagnose", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (
+        f"kube-rdma diagnose: {tmp_path}: Is a directory; give an NCCL log file\n"
+    )
+
+
+@pytest.mark.parametrize("argv", [["-"], ["--nccl-log", "-"]])
+def test_a_dash_reads_standard_input(
+    argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(GOOD.read_bytes())))
+    assert main(["diagnose", *argv, "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["transport"] == "RoCE"
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"epoch 1 loss 0.3\n")))
+    assert main(["diagnose", *argv]) == 2
+    assert capsys.readouterr().err.startswith("kube-rdma diagnose: standard input: no NCCL lines")
+
+
+def test_a_pod_name_is_still_a_pod(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    asked = []
+
+    async def pod(args: argparse.Namespace) -> int:
+        asked.append(args.pod)
+        return 0
+
+    monkeypatch.setattr("fabric.cli._diagnose_pod", pod)
+    monkeypatch.chdir(tmp_path)
+    assert main(["diagnose", "team-a/worker-0"]) == 0
+    assert main(["diagnose", "worker-0"]) == 0
+    assert asked == ["team-a/worker-0", "worker-0"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (
+            [],
+            "give a POD (NAMESPACE/NAME), an NCCL log FILE, or - to read the log from standard "
+            "input",
+        ),
+        (["worker-0", "--nccl-log", "x.log"], "give a POD or a log ('worker-0' and --nccl-log"),
+    ],
+)
+def test_neither_or_both_is_a_usage_error(
+    argv: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["diagnose", *argv]) == 2
+    assert capsys.readouterr().err.startswith(f"kube-rdma diagnose: {said}")

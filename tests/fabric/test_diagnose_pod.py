@@ -47,7 +47,10 @@ async def test_a_scheduled_pod_with_nccl_lines(fake_api: FakeApiServer) -> None:
         'applied: {"profile":"default","hash":"fbdbc5dab973","network":"macvlan"}',
         "nccl-conf:",
     ]
-    assert "  pairing: 7 GPUs at PIX; GPUDirect RDMA None" in lines
+    assert (
+        "  pairing: 7 GPUs at PIX; GPUDirect RDMA unknown (the node's topology document does not "
+        "say)"
+    ) in lines
 
 
 async def test_a_pending_pod_without_nccl_lines(fake_api: FakeApiServer) -> None:

@@ -196,7 +196,44 @@ def test_render_command_prints_yaml_and_checks_the_profile(
     docs = list(yaml.safe_load_all(capsys.readouterr().out))
     assert [d["kind"] for d in docs] == ["Secret", "Service", "Pod", "Pod", "Pod"]
     assert docs[0]["stringData"]["id_ed25519"].startswith("-----BEGIN OPENSSH PRIVATE KEY-----")
-    assert main(["acceptance", "render", "--profile", "nope", "--nodes", "a1"]) == 2
+    assert main(["acceptance", "render", "--profile", "nope", "--nodes", "a1,b1"]) == 2
     assert capsys.readouterr().err == (
         "kube-rdma acceptance render: no profile 'nope' (known: default)\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("verb", "nodes", "said"),
+    [
+        (
+            "render",
+            "n1",
+            "--nodes n1: an acceptance run needs at least two distinct nodes "
+            "(NODE[:LEAF],NODE[:LEAF],...): nccl-tests between nodes is what tests the fabric",
+        ),
+        (
+            "render",
+            "n1,n1",
+            "--nodes n1,n1: names n1 more than once; an acceptance run needs at least two "
+            "distinct nodes, each named once",
+        ),
+        (
+            "render",
+            "b,a:L1,b:L2,a",
+            "--nodes b,a:L1,b:L2,a: names a, b more than once; an acceptance run needs at least "
+            "two distinct nodes, each named once",
+        ),
+        (
+            "run",
+            "n1",
+            "--nodes n1: an acceptance run needs at least two distinct nodes "
+            "(NODE[:LEAF],NODE[:LEAF],...): nccl-tests between nodes is what tests the fabric",
+        ),
+    ],
+)
+def test_a_plan_that_can_never_run_is_refused(
+    verb: str, nodes: str, said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["acceptance", verb, "--profile", "default", "--nodes", nodes]) == 2
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == ("", f"kube-rdma acceptance {verb}: {said}\n")

@@ -31,6 +31,7 @@ CASES = [
             "transport": "IB",
             "gdr": True,
             "expected_busbw": 300.0,
+            "expected_basis": "--min-busbw",
             "verdict": "pass",
             "reasons": [],
         },
@@ -50,6 +51,7 @@ CASES = [
             "transport": "RoCE",
             "gdr": False,
             "expected_busbw": 300.0,
+            "expected_basis": "--min-busbw",
             "verdict": "fail",
             "reasons": [f"best bus bandwidth 38.89 GB/s at 8589934592 bytes {BELOW_300}"],
         },
@@ -69,6 +71,7 @@ CASES = [
             "transport": "Socket",
             "gdr": None,
             "expected_busbw": 300.0,
+            "expected_basis": "--min-busbw",
             "verdict": "fail",
             "reasons": [
                 f"best bus bandwidth 1.05 GB/s at 2147483648 bytes {BELOW_300}",
@@ -91,6 +94,7 @@ CASES = [
             "transport": "P2P/SHM",
             "gdr": None,
             "expected_busbw": 300.0,
+            "expected_basis": "--min-busbw",
             "verdict": "pass",
             "reasons": [],
         },
@@ -110,6 +114,7 @@ CASES = [
             "transport": "unknown",
             "gdr": None,
             "expected_busbw": 300.0,
+            "expected_basis": "--min-busbw",
             "verdict": "fail",
             "reasons": [
                 f"best bus bandwidth 20.3 GB/s at 1073741824 bytes {BELOW_300}",
@@ -132,6 +137,7 @@ CASES = [
             "transport": "unknown",
             "gdr": None,
             "expected_busbw": 300.0,
+            "expected_basis": "--min-busbw",
             "verdict": "fail",
             "reasons": ["24 values were written out of bounds"],
         },
@@ -151,6 +157,7 @@ CASES = [
             "transport": "unknown",
             "gdr": None,
             "expected_busbw": 300.0,
+            "expected_basis": "--min-busbw",
             "verdict": "fail",
             "reasons": [f"best bus bandwidth 46.34 GB/s at 134217728 bytes {BELOW_300}"],
         },
@@ -241,3 +248,56 @@ def test_one_node_sets_no_nic_bound_and_nodes_overrides_the_hosts_counted(
     assert (status, answer["expected_busbw"]) == (0, None)
     status, answer = verdict(capsys, "--log", two, "--topology", eight, "--nodes", "2")
     assert answer["expected_busbw"] == 360.0
+
+
+def test_a_missing_or_broken_topology_is_named_not_the_log(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = str(FIXTURES / "h100-ib-2node.txt")
+    nope = tmp_path / "nope.json"
+    assert main(["acceptance", "verdict", "--log", log, "--topology", str(nope)]) == 2
+    assert capsys.readouterr().err == (
+        f"kube-rdma acceptance verdict: --topology {nope}: No such file or directory; check the "
+        "path\n"
+    )
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"nics": 3}')
+    assert main(["acceptance", "verdict", "--log", log, "--topology", str(bad)]) == 2
+    assert capsys.readouterr().err == (
+        f"kube-rdma acceptance verdict: --topology {bad}: not a kube-rdma.io/topology document "
+        "(1 problem; first: nics: Input should be a valid array); copy the node's annotation, "
+        "kubectl get node NODE -o jsonpath='{.metadata.annotations.kube-rdma\\.io/topology}'\n"
+    )
+
+
+def test_the_headline_says_which_threshold_applied(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = str(FIXTURES / "h100-ib-2node.txt")
+    assert main(["acceptance", "verdict", "--log", log]) == 0
+    assert capsys.readouterr().out == (
+        "pass: best bus bandwidth 374.57 GB/s; no bandwidth bound: no threshold given "
+        "(--min-busbw GB/s, or --topology FILE for 0.9 x what the node's ports carry); the "
+        "verdict rests on wrong results, out-of-bounds values, the transport and NCCL's errors\n"
+    )
+    assert main(["acceptance", "verdict", "--log", log, "--min-busbw", "300"]) == 0
+    assert capsys.readouterr().out == (
+        "pass: best bus bandwidth 374.57 GB/s, expected at least 300 GB/s (--min-busbw)\n"
+    )
+    assert main(["acceptance", "verdict", "--log", log, "--min-busbw", "400"]) == 1
+    assert capsys.readouterr().out == (
+        "fail: best bus bandwidth 374.57 GB/s, expected at least 400 GB/s (--min-busbw)\n"
+        "  best bus bandwidth 374.57 GB/s at 8589934592 bytes is below the expected 400 GB/s "
+        "(--min-busbw)\n"
+    )
+    seven = write_topology(tmp_path / "seven.json", active=7, down=1)
+    assert main(["acceptance", "verdict", "--log", log, "--topology", seven]) == 0
+    assert capsys.readouterr().out == (
+        "pass: best bus bandwidth 374.57 GB/s, expected at least 315 GB/s (0.9 x 7 ports' 350 "
+        "GB/s)\n"
+    )
+    single = str(FIXTURES / "h200-single-node.txt")
+    main(["acceptance", "verdict", "--log", single, "--topology", seven])
+    assert "no bandwidth bound: one node: its traffic never reaches the NICs;" in (
+        capsys.readouterr().out
+    )

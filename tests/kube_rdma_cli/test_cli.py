@@ -67,7 +67,7 @@ def bad_inputs(tmp: Path, port: int) -> list[tuple[list[str], str]]:
             ],
             "gone.yaml",
         ),
-        (["diagnose", "--nccl-log", str(tmp / "missing.log")], "No such file"),
+        (["diagnose", "--nccl-log", str(tmp / "missing.log")], "missing.log: no such file"),
         (["diagnose", "team-a/x", "--kubeconfig", str(tmp / "missing")], "no such file"),
         (["simulate", "--cluster", str(tmp / "gone.json"), "--generate", "jobs=5"], "gone.json"),
         (["snapshot", "--kubeconfig", str(tmp / "missing"), "--out", str(tmp / "s")], "no such"),

@@ -56,8 +56,85 @@ CASES = [
         "profiles",
         "- a list\n",
         2,
-        ["F: expected a mapping with `profiles:`, got list"],
+        [
+            "F: expected a mapping with `profiles:`, got a list; write `profiles:` then each "
+            "profile's name with its settings"
+        ],
         id="profiles-not-a-mapping",
+    ),
+    pytest.param(
+        "profiles",
+        "",
+        2,
+        [
+            "F: the file is empty; it should hold a mapping with `profiles:`, each profile's "
+            "name with its settings (`profiles: {default: {}}` is the built-in one), and "
+            "optionally `defaultProfile:`"
+        ],
+        id="profiles-empty",
+    ),
+    pytest.param(
+        "profiles",
+        "profiles:\n  rails:\n    network: {mode: sriov, networks: [r1, r2]}\n"
+        "    resources: {perRail: [nvidia.com/r1, nvidia.com/r2, nvidia.com/r3]}\n"
+        "defaultProfile: rails\n",
+        2,
+        [
+            "F: profiles.rails: network.networks lists 2 networks but resources.perRail lists 3 "
+            "resources: each rail is one Multus network and one resource, in the same order; "
+            "list as many of each"
+        ],
+        id="profiles-rails-disagree",
+    ),
+    pytest.param(
+        "profiles",
+        "kind: ConfigMap\napiVersion: v1\nmetadata: {name: p}\n"
+        "data:\n  profiles.yaml: |\n    profiles: {default: {}}\n",
+        0,
+        ["F (ConfigMap p, data.profiles.yaml): ok (1 profile: default)"],
+        id="profiles-configmap",
+    ),
+    pytest.param(
+        "profiles",
+        "kind: ConfigMap\napiVersion: v1\nmetadata: {name: p}\n"
+        "data:\n  profiles.yaml: |\n    profiles: {default: {ipclock: 1}}\n",
+        2,
+        [
+            "F (ConfigMap p, data.profiles.yaml): profiles.default.ipclock: Extra inputs are not "
+            "permitted"
+        ],
+        id="profiles-configmap-bad",
+    ),
+    pytest.param(
+        "profiles",
+        "kind: ConfigMap\napiVersion: v1\nmetadata: {name: p}\ndata: {other.yaml: x}\n",
+        2,
+        [
+            "F: ConfigMap p has no data.profiles.yaml (its keys: other.yaml); the service reads "
+            "/config/profiles.yaml, its ConfigMap's data.profiles.yaml: put the file there"
+        ],
+        id="profiles-configmap-without-the-key",
+    ),
+    pytest.param(
+        "weights",
+        "kind: ConfigMap\napiVersion: v1\nmetadata: {name: w}\n"
+        "data:\n  weights.yaml: |\n    weights: {rate: 4}\n",
+        0,
+        [
+            "F (ConfigMap w, data.weights.yaml): ok (weights: affinity 3, rate 4, binpack 2, "
+            "locality 1)"
+        ],
+        id="weights-configmap",
+    ),
+    pytest.param(
+        "weights",
+        "kind: ConfigMap\napiVersion: v1\n",
+        2,
+        [
+            "F: ConfigMap without a name has no data.weights.yaml (its keys: none); the service "
+            "reads /config/weights.yaml, its ConfigMap's data.weights.yaml: put the file there"
+        ],
+        id="weights-configmap-without-data",
     ),
     pytest.param(
         "weights",
@@ -124,3 +201,37 @@ def test_every_file_is_reported_and_one_bad_file_fails_them_all(
         f"{files[1]}: cannot read: No such file or directory",
         f"{tmp_path / 'latin1.yaml'}: not UTF-8 text (byte 13)",
     ]
+
+
+@pytest.mark.parametrize(
+    ("kind", "manifest", "ok"),
+    [
+        (
+            "profiles",
+            "manifests/overlays/network-operator/profiles.yaml",
+            "(ConfigMap kube-rdma-profiles, data.profiles.yaml): ok (1 profile: default)",
+        ),
+        (
+            "profiles",
+            "manifests/overlays/kubeflow-trainer/profiles.yaml",
+            "(ConfigMap kube-rdma-profiles, data.profiles.yaml): ok (1 profile: default)",
+        ),
+        (
+            "profiles",
+            "manifests/webhook/configmap.yaml",
+            "(ConfigMap kube-rdma-profiles, data.profiles.yaml): ok (1 profile: default)",
+        ),
+        (
+            "weights",
+            "manifests/extender/configmap.yaml",
+            "(ConfigMap kube-rdma-weights, data.weights.yaml): ok (weights: affinity 3, rate 1, "
+            "binpack 2, locality 1)",
+        ),
+    ],
+)
+def test_the_configmaps_manifests_ship_validate(
+    kind: str, manifest: str, ok: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = ROOT / manifest
+    assert main(["validate", kind, str(path)]) == 0
+    assert capsys.readouterr().out == f"{path} {ok}\n"

@@ -111,7 +111,9 @@ def test_the_names_are_written_in_one_place() -> None:
 
 @needs_kubectl
 def test_every_placeholder_is_replaced_and_the_names_file_stays_local() -> None:
-    assert "from resource-names.yaml" not in yaml.safe_dump_all(built(NETWORK_OPERATOR))
+    text = yaml.safe_dump_all(built(NETWORK_OPERATOR))
+    assert "from resource-names.yaml" not in text
+    assert "resource-names.yaml/" not in text
     assert "network-operator-resource-names" not in {
         d["metadata"]["name"] for d in built(NETWORK_OPERATOR)
     }

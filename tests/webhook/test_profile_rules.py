@@ -66,7 +66,47 @@ def test_profiles_that_work_only_on_some_hardware_load_with_warnings(
 
 INVALID = [
     ("not-yaml", "profiles: [", "f.yaml: not valid YAML: "),
-    ("not-a-mapping", "- a", "f.yaml: expected a mapping with `profiles:`, got list"),
+    (
+        "not-a-mapping",
+        "- a",
+        "f.yaml: expected a mapping with `profiles:`, got a list; write `profiles:` then each "
+        "profile's name with its settings",
+    ),
+    (
+        "empty",
+        "# nothing yet\n",
+        "f.yaml: the file is empty; it should hold a mapping with `profiles:`, each profile's "
+        "name with its settings (`profiles: {default: {}}` is the built-in one), and "
+        "optionally `defaultProfile:`",
+    ),
+    (
+        "a-word",
+        "profiles",
+        "f.yaml: expected a mapping with `profiles:`, got the text 'profiles'; write "
+        "`profiles:` then each profile's name with its settings",
+    ),
+    (
+        "a-number",
+        "3",
+        "f.yaml: expected a mapping with `profiles:`, got the value 3; write `profiles:` then "
+        "each profile's name with its settings",
+    ),
+    (
+        "rails-disagree",
+        "profiles: {default: {network: {mode: sriov, networks: [r1, r2]},"
+        " resources: {perRail: [a/r1, a/r2, a/r3]}}}",
+        "f.yaml: profiles.default: network.networks lists 2 networks but resources.perRail "
+        "lists 3 resources: each rail is one Multus network and one resource, in the same "
+        "order; list as many of each",
+    ),
+    (
+        "rails-disagree-one",
+        "profiles: {default: {network: {mode: macvlan, networks: [r1, r2], },"
+        " gid: {strategy: pod}, resources: {perRail: [a/r1]}}}",
+        "f.yaml: profiles.default: network.networks lists 2 networks but resources.perRail "
+        "lists 1 resource: each rail is one Multus network and one resource, in the same "
+        "order; list as many of each",
+    ),
     ("no-profiles", "{}", "f.yaml: profiles: Field required"),
     (
         "default-missing",

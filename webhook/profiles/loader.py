@@ -57,14 +57,29 @@ def parse_profiles(text: str, source: str) -> ProfileSet:
         raise ProfileError(f"{source}: not valid YAML: {e}") from e
     except RecursionError as e:
         raise ProfileError(f"{source}: not valid YAML: nested too deeply") from e
+    if data is None:
+        raise ProfileError(
+            f"{source}: the file is empty; it should hold a mapping with `profiles:`, each "
+            "profile's name with its settings (`profiles: {default: {}}` is the built-in one), "
+            "and optionally `defaultProfile:`"
+        )
     if not isinstance(data, dict):
         raise ProfileError(
-            f"{source}: expected a mapping with `profiles:`, got {type(data).__name__}"
+            f"{source}: expected a mapping with `profiles:`, got {_yaml_kind(data)}; write "
+            "`profiles:` then each profile's name with its settings"
         )
     try:
         return ProfileSet.model_validate(data)
     except ValidationError as e:
         raise ProfileError(f"{source}: {_describe(e)}") from e
+
+
+def _yaml_kind(data: object) -> str:
+    if isinstance(data, list):
+        return "a list"
+    if isinstance(data, str):
+        return f"the text {data[:40]!r}"
+    return f"the value {data!r}"
 
 
 def load_profiles(path: Path) -> ProfileSet:

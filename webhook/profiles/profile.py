@@ -65,7 +65,13 @@ class Profile(ProfileModel):
 
     @model_validator(mode="after")
     def _check(self) -> Self:
-        for problem in (self._gid_problem(), self._nccl_problem(), self._device_problem()):
+        problems = (
+            self._gid_problem(),
+            self._nccl_problem(),
+            self._device_problem(),
+            self._rail_problem(),
+        )
+        for problem in problems:
             if problem:
                 raise ValueError(problem)
         return self
@@ -132,6 +138,16 @@ class Profile(ProfileModel):
             return "gpuResources must name at least one GPU resource"
         return None
 
+    def _rail_problem(self) -> str | None:
+        networks, per_rail = self.network.networks, self.resources.per_rail
+        if networks and per_rail and len(networks) != len(per_rail):
+            return (
+                f"network.networks lists {_count(len(networks), 'network')} but "
+                f"resources.perRail lists {_count(len(per_rail), 'resource')}: each rail is "
+                "one Multus network and one resource, in the same order; list as many of each"
+            )
+        return None
+
     @cached_property
     def load_warnings(self) -> tuple[str, ...]:
         """Combinations that load but work only on some hardware."""
@@ -183,3 +199,7 @@ class Profile(ProfileModel):
             option=orjson.OPT_SORT_KEYS,
         )
         return hashlib.sha256(body).hexdigest()[:12]
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
