@@ -304,7 +304,7 @@ async def _extender_app(args: argparse.Namespace, tls: Any = None) -> Any:
     if args.cluster_snapshot:
         snapshot = SnapshotSource.from_file(args.cluster_snapshot, cluster)
         return create_app(settings, snapshot, tls, None, ModelDisruptions(snapshot.cluster))
-    await load_config(args.kubeconfig)
+    await load_config(args.kubeconfig, server=True)
     api = client.ApiClient()
     custom = client.CustomObjectsApi(api)
     source = LiveSource(client.CoreV1Api(api), custom_api=custom, cluster=cluster)
