@@ -61,14 +61,32 @@ def test_explain_json_and_errors(extender: str, capsys: pytest.CaptureFixture[st
         "fail": 0,
         "unresolvable": 1,
     }
-    assert main(["explain", "team-a/ghost", "--url", extender]) == 1
-    assert capsys.readouterr().err == (
+    assert main(["explain", "team-a/ghost", "--extender", extender]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        f"kube-rdma explain: asking the extender at {extender} (--extender)",
         f"kube-rdma explain: pod team-a/ghost does not exist (asked the extender at {extender}); "
-        "check the name: kubectl get pod -n team-a ghost\n"
+        "check the name: kubectl get pod -n team-a ghost",
+    ]
+    assert main(["explain", "-n", "team-a", "worker-0", "--extender", extender, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["pod"] == "team-a/worker-0"
+    assert main(["explain", "-n", "team-b", "team-a/worker-0", "--extender", extender]) == 2
+    assert capsys.readouterr().err == (
+        "kube-rdma explain: give the pod as NAMESPACE/POD or -n NAMESPACE POD, not "
+        "'team-a/worker-0' with -n team-b\n"
     )
-    assert main(["explain", "worker-0", "--url", extender]) == 2
-    assert main(["explain", "a/b", "--url", "http://127.0.0.1:9"]) == 1
-    assert "cannot reach the extender at http://127.0.0.1:9" in capsys.readouterr().err
+
+
+def test_explain_at_a_url_nobody_answers_says_where_the_extender_listens(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["explain", "a/b", "--extender", "http://127.0.0.1:9"]) == 1
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "kube-rdma explain: cannot reach the extender at http://127.0.0.1:9: [Errno 111] "
+        "Connection refused; the extender listens on 127.0.0.1 in the scheduler pod: leave out "
+        "--extender to reach it through the apiserver, or give --extender after `kubectl "
+        "port-forward -n kube-rdma pod/POD 8888` (POD: the holder of Lease "
+        "kube-rdma/rdma-scheduler: kubectl get lease -n kube-rdma rdma-scheduler)"
+    )
 
 
 @pytest.mark.parametrize(
