@@ -152,3 +152,19 @@ def test_a_bad_dra_device_rule_is_refused_with_the_form_wanted(tmp_path: Path) -
         "kube-rdma extender: error: argument --dra-device: 'nic=dra.net' is not "
         "KIND=DRIVER:ATTRIBUTE=VALUE with KIND gpu or nic (e.g. nic=dra.net:rdma=true)"
     )
+
+
+def test_a_pod_without_namespace_needs_a_kubeconfig_to_take_it_from(
+    extender: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    assert main(["explain", "worker-0", "--extender", extender]) == 2
+    assert capsys.readouterr().err.startswith(
+        "kube-rdma explain: give the pod as NAMESPACE/POD or -n NAMESPACE POD: no kubeconfig to "
+        "take the namespace from (Service host/port is not set. No kubeconfig either: "
+    )
