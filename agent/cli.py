@@ -297,7 +297,7 @@ async def _serve(
     from agent.vpd_command import vpd_reader
     from kube_rdma.kube.kubeconfig import load_config
 
-    await load_config(args.kubeconfig)
+    await load_config(args.kubeconfig, server=True)
     vpd = vpd_reader(args.sysfs_root, args.vpd_file)
 
     def scan(problems: Problems) -> Topology:

@@ -1,4 +1,5 @@
-"""`kube-rdma extender` and `kube-rdma explain`: the scheduler extender's commands."""
+"""`kube-rdma extender` and `kube-rdma explain` (explain_cli.py): the scheduler extender's
+commands."""
 
 from __future__ import annotations
 
@@ -6,10 +7,10 @@ import argparse
 import ipaddress
 import logging
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
+from extender.explain_cli import register_explain
 from extender.levels.vocabularies import PRESETS
 from kube_rdma.core.resources import DEFAULT_RDMA_PATTERNS
 
@@ -19,7 +20,7 @@ log = logging.getLogger("kube_rdma.extender")
 def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `extender` and `explain` to the `kube-rdma` command."""
     _register_extender(subcommands)
-    _register_explain(subcommands)
+    register_explain(subcommands)
 
 
 def _register_extender(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -154,17 +155,6 @@ def _register_extender(subcommands: argparse._SubParsersAction[argparse.Argument
     where.add_argument("--kubeconfig", type=Path)
     where.add_argument("--in-cluster", action="store_true")
     extender.set_defaults(run=run_extender)
-
-
-def _register_explain(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    explain = subcommands.add_parser(
-        "explain", help="why is a pod pending: every node's verdict and score for it"
-    )
-    explain.add_argument("pod", help="NAMESPACE/NAME")
-    explain.add_argument("--url", default="http://127.0.0.1:8888", help="the extender's address")
-    explain.add_argument("--cacert", type=Path, help="CA to verify an HTTPS extender with")
-    explain.add_argument("--json", action="store_true", help="print the JSON answer")
-    explain.set_defaults(run=run_explain)
 
 
 def _topology_object(value: str) -> Any:
@@ -304,7 +294,7 @@ async def _extender_app(args: argparse.Namespace, tls: Any = None) -> Any:
     if args.cluster_snapshot:
         snapshot = SnapshotSource.from_file(args.cluster_snapshot, cluster)
         return create_app(settings, snapshot, tls, None, ModelDisruptions(snapshot.cluster))
-    await load_config(args.kubeconfig)
+    await load_config(args.kubeconfig, server=True)
     api = client.ApiClient()
     custom = client.CustomObjectsApi(api)
     source = LiveSource(client.CoreV1Api(api), custom_api=custom, cluster=cluster)
@@ -333,49 +323,3 @@ def _identity() -> str:
     import uuid
 
     return f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
-
-
-def run_explain(args: argparse.Namespace) -> int:
-    import ssl
-    import urllib.error
-    import urllib.parse
-    import urllib.request
-
-    namespace, _, name = args.pod.partition("/")
-    if not namespace or not name:
-        print("kube-rdma explain: give the pod as NAMESPACE/NAME", file=sys.stderr)
-        return 2
-    query = urllib.parse.urlencode(
-        {"namespace": namespace, "name": name, **({} if args.json else {"format": "table"})}
-    )
-    context = ssl.create_default_context(cafile=str(args.cacert)) if args.cacert else None
-    try:
-        with urllib.request.urlopen(
-            f"{args.url.rstrip('/')}/explain?{query}", timeout=30, context=context
-        ) as response:
-            sys.stdout.write(response.read().decode())
-    except urllib.error.HTTPError as e:
-        print(f"kube-rdma explain: {_refusal(e, args)}", file=sys.stderr)
-        return 1
-    except (urllib.error.URLError, OSError) as e:
-        print(f"kube-rdma explain: cannot reach the extender at {args.url}: {e}", file=sys.stderr)
-        return 1
-    return 0
-
-
-def _refusal(error: Any, args: argparse.Namespace) -> str:
-    """The extender's refusal (an HTTPError) as a sentence, not the JSON it came in."""
-    import json
-
-    text = error.read().decode(errors="replace").strip()
-    try:
-        message = str(json.loads(text)["error"])
-    except (ValueError, KeyError, TypeError):
-        message = text or f"HTTP {error.code}"
-    if error.code == 404:
-        namespace, _, name = args.pod.partition("/")
-        return (
-            f"{message.removesuffix('.')} (asked the extender at {args.url}); check the name: "
-            f"kubectl get pod -n {namespace} {name}"
-        )
-    return f"the extender at {args.url} answered {error.code}: {message}"

@@ -1,6 +1,8 @@
 """Why is my pod pending? Every node's verdict for a pod, and how the passing ones scored; for a
 gang member, what its gang has: its plan, or the numbers of why it has none, how long it has
 waited and why, the nodes it holds; and, for every other pod, the nodes a gang holds against it.
+A pod already bound says where, by which scheduler and when (`bound_to`); its own node is judged
+without its own requests, and a gang bound whole says so rather than asking for room.
 
 The same body serves the JSON answer of `GET /explain` and, rendered by `table`, the readable
 one that `kube-rdma explain NAMESPACE/POD` prints. The JSON keeps kube-scheduler's words (a
@@ -14,7 +16,9 @@ from collections import Counter
 
 from extender.book.holds import HoldBook
 from extender.book.reservations import GangKey
+from extender.cluster.trim import DEFAULT_SCHEDULER, SCHEDULED
 from extender.engine import Assessment
+from extender.filters import Verdict
 from extender.gangs.identity import Gang, Singleton
 from extender.gangs.planner import Planner
 from extender.podview import PodView
@@ -24,6 +28,42 @@ from kube_rdma.core.objects import Json
 
 SHOWN = {"pass": "pass", "fail": "busy", "unresolvable": "unsuitable"}
 """The table's word for each verdict."""
+BOUND_HERE = "the pod is bound here; judged without its own requests"
+
+
+def bound_to(pod: Json) -> Json | None:
+    """Where a bound pod is, which scheduler bound it (spec.schedulerName) and when (its
+    PodScheduled condition's lastTransitionTime; None when the pod has none); None when the pod
+    is not bound."""
+    spec = pod.get("spec") or {}
+    if not spec.get("nodeName"):
+        return None
+    scheduled = [
+        c
+        for c in (pod.get("status") or {}).get("conditions") or []
+        if c.get("type") == SCHEDULED and c.get("status") == "True"
+    ]
+    return {
+        "node": str(spec["nodeName"]),
+        "scheduler": str(spec.get("schedulerName") or DEFAULT_SCHEDULER),
+        "at": scheduled[0].get("lastTransitionTime") if scheduled else None,
+    }
+
+
+def judge_own_node(body: Json, node: str, verdict: Verdict) -> None:
+    """A bound pod's own node, judged as if the pod were not on it (`verdict`), first."""
+    entries = body["nodes"]
+    old = next((e for e in entries if e["node"] == node), None)
+    if old is None:
+        return
+    entries.remove(old)
+    body["summary"][old["verdict"]] -= 1
+    entry: Json = {"node": node, "verdict": _verdict_of(verdict)}
+    entry["reason"] = BOUND_HERE + (f": {verdict.reason}" if verdict.reason else "")
+    if "notes" in old:
+        entry["notes"] = old["notes"]
+    body["summary"][entry["verdict"]] += 1
+    entries.insert(0, entry)
 
 
 def explanation(pod: PodView, assessments: list[Assessment], weights: Weights) -> Json:
@@ -48,9 +88,13 @@ def explanation(pod: PodView, assessments: list[Assessment], weights: Weights) -
 
 
 def _verdict(a: Assessment) -> str:
-    if a.verdict.ok:
+    return _verdict_of(a.verdict)
+
+
+def _verdict_of(verdict: Verdict) -> str:
+    if verdict.ok:
         return "pass"
-    return "fail" if a.verdict.resolvable else "unresolvable"
+    return "fail" if verdict.resolvable else "unresolvable"
 
 
 def _asks(pod: PodView) -> Json:
@@ -72,6 +116,7 @@ def table(body: Json) -> str:
     asks = body["asks"]
     rdma = ", ".join(f"{k}: {v}" for k, v in asks["rdma"].items()) or "none"
     lines = [
+        *_bound_line(body.get("bound")),
         f"pod {body['pod']}: {asks['gpus']} GPUs, RDMA {rdma}, {asks['rails']} rails"
         + (f", {asks['linkLayer']}" if "linkLayer" in asks else "")
         + (f", min affinity {asks['minAffinity']}" if "minAffinity" in asks else "")
@@ -117,6 +162,13 @@ def _notes(nodes: list[Json]) -> list[str]:
     return ["", "notes:", *found] if found else []
 
 
+def _bound_line(bound: Json | None) -> list[str]:
+    if not bound:
+        return []
+    at = bound["at"] or "an unknown time (the pod has no PodScheduled condition)"
+    return [f"bound to {bound['node']} by {bound['scheduler']} at {at}"]
+
+
 def _gang_line(gang: Json | None) -> list[str]:
     if not gang:
         return []
@@ -124,11 +176,12 @@ def _gang_line(gang: Json | None) -> list[str]:
         reason = gang["singleton"]
         return [] if reason == "the pod names no gang" else [f"scheduled alone: {reason}"]
     plan = gang.get("plan")
-    where = (
-        f"planned in {plan['domain']} on {len(plan['nodes'])} nodes"
-        if plan
-        else f"no plan now: {gang['capacity']}"
-    )
+    if plan:
+        where = f"planned in {plan['domain']} on {len(plan['nodes'])} nodes"
+    elif gang.get("whole"):
+        where = gang["capacity"]
+    else:
+        where = f"no plan now: {gang['capacity']}"
     return [f"gang {gang['name']} of {gang['size']} ({gang['source']}): {where}"]
 
 
@@ -168,12 +221,19 @@ def gang_summary(
     planner: Planner,
     contention: Contention,
     holds: HoldBook,
+    bound_members: int | None = None,
 ) -> Json:
+    """The gang's plan, or why it has none; `bound_members`: for a bound pod, how many of its
+    gang's members are bound (a gang bound whole needs no room: it says so, not "needs 0 x")."""
     if isinstance(gang, Singleton):
         return {"singleton": gang.reason or "the pod names no gang"}
     summary: Json = {"name": str(gang), "size": gang.size, "source": gang.source}
     plan = planner.plans.get(gang.key)
-    if plan is None:
+    if plan is None and bound_members is not None and bound_members >= gang.size:
+        summary["plan"] = None
+        summary["whole"] = True
+        summary["capacity"] = f"bound whole: {bound_members} of {gang.size} members bound"
+    elif plan is None:
         summary["plan"] = None
         # What the filter answers kube-scheduler for this member now: the numbers.
         summary["capacity"] = planner.no_fit_reason(view, gang)

@@ -26,7 +26,7 @@ from extender.cluster.pods import PodKey
 from extender.cluster.source import BindError, ClusterSource, LookupFailed
 from extender.core import DEFAULT_CONTENTION, Core
 from extender.engine import FilterOutcome
-from extender.explain import explanation, gang_summary, mark_held
+from extender.explain import bound_to, explanation, gang_summary, judge_own_node, mark_held
 from extender.filtered_pods import WATCH_LAG_SECONDS, FilteredPods, until_cached
 from extender.gangs.identity import Gang
 from extender.gangs.planner import GangSettings
@@ -276,15 +276,34 @@ class Scheduler:
         return None if pod is None else self.explain_pod(pod)
 
     def explain_pod(self, pod: Json) -> Json:
-        """Every node's verdict and scores for `pod`, and its gang's plan."""
+        """Every node's verdict and scores for `pod`, and its gang's plan; for a bound pod,
+        where it is, and its node judged without it."""
         view, gang = self.view(pod), self.gang(pod)
         body = explanation(view, self.engine.explain(view, gang_key(gang)), self._weights())
-        body["gang"] = gang_summary(gang, view, self.planner, self.contention, self.holds)
+        bound = bound_to(pod)
+        members = self._bound_members(gang) if bound and isinstance(gang, Gang) else None
+        body["gang"] = gang_summary(gang, view, self.planner, self.contention, self.holds, members)
         if self.engine.require_acceptance:
             body["requireAcceptance"] = True
         if self.holds:
             mark_held(body, self.holds, pod_priority(pod), gang_key(gang))
+        if bound is not None:
+            body["bound"] = bound
+            node = self._source.cluster.node(bound["node"])
+            if node is not None:
+                without = self.contention.freeing.without(node, [pod])
+                judge_own_node(body, node.name, self.engine.verdict_on(view, without))
         return body
+
+    def _bound_members(self, gang: Gang) -> int:
+        """How many of the gang's pods the cache shows bound."""
+        return sum(
+            1
+            for pod in self._source.cluster.pods()
+            if (pod.get("spec") or {}).get("nodeName")
+            and (pod.get("metadata") or {}).get("namespace") == gang.namespace
+            and gang_key(self.gang(pod)) == gang.key
+        )
 
     def sweep(self) -> None:
         """Gang plan upkeep as time passes and pods come and go (extender/upkeep.py)."""

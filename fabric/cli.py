@@ -39,7 +39,9 @@ def register(subcommands: Subcommands) -> None:
         "that exists here, or a name ending .log or .txt, or - for standard input",
     )
     diagnose.add_argument("--nccl-log", type=Path, help="an NCCL_DEBUG=INFO log file")
-    diagnose.add_argument("--kubeconfig", type=Path)
+    from kube_rdma.kube.kubeconfig import add_cluster_flags
+
+    add_cluster_flags(diagnose)
     diagnose.add_argument("--json", action="store_true")
     diagnose.set_defaults(run=run_diagnose)
 
@@ -89,7 +91,9 @@ def _register_verdict(verbs: Subcommands) -> None:
 
 def _register_run(verbs: Subcommands) -> None:
     run = verbs.add_parser("run", help="render, apply, wait, judge and clean up")
-    run.add_argument("--kubeconfig", type=Path)
+    from kube_rdma.kube.kubeconfig import add_cluster_flags
+
+    add_cluster_flags(run, namespace=False)  # --namespace: the run's own (_test_options)
     run.add_argument("--nodes", required=True, help="NODE,... (leaves from kube-rdma.io/leaf)")
     run.add_argument("--min-busbw", type=float)
     run.add_argument("--fraction", type=float, default=DEFAULT_FRACTION)
@@ -272,7 +276,7 @@ async def _run(args: argparse.Namespace) -> int:
         args.label,
         args.round_timeout,
     )
-    await load_config(args.kubeconfig)
+    await load_config(args.kubeconfig, args.context)
     async with client.ApiClient() as api:
         core = client.CoreV1Api(api)
         try:
@@ -370,7 +374,8 @@ async def _diagnose_pod(args: argparse.Namespace) -> int:
     from kube_rdma.kube.kubeconfig import load_config
 
     namespace, _, name = args.pod.rpartition("/")
-    await load_config(args.kubeconfig)
+    used = await load_config(args.kubeconfig, args.context)
+    namespace = namespace or args.namespace or used.namespace  # NAMESPACE/, -n, the context's
     async with client.ApiClient() as api:
         try:
             answer = await pod_answer(client.CoreV1Api(api), namespace or "default", name)

@@ -116,7 +116,7 @@ def _namespaces_ctx(settings: Settings) -> Any:
 
         from kube_rdma.kube.kubeconfig import load_config
 
-        await load_config(None if settings.in_cluster else settings.kubeconfig)
+        await load_config(None if settings.in_cluster else settings.kubeconfig, server=True)
         async with client.ApiClient() as api:
             live = LiveNamespaces(client.CoreV1Api(api))
             _install(app, live, LiveDra(client.CustomObjectsApi(api)), settings)

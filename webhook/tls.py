@@ -45,7 +45,7 @@ async def self_provisioned_app(
 
     from kube_rdma.kube.kubeconfig import load_config
 
-    await load_config(kubeconfig)
+    await load_config(kubeconfig, server=True)
     api = client.ApiClient()
     provisioner = Provisioner(
         client.CoreV1Api(api), client.AdmissionregistrationV1Api(api), provision

@@ -9,7 +9,8 @@ informer's store), so memory follows the useful data. What each one keeps, and w
   view, gang identity); spec.nodeName and each container's name, resources and the env entries
   that read a field (the pod's requests, the annotations a bind must write); spec.nodeSelector,
   the required node affinity and the tolerations (the nodes a gang member may use); priority,
-  preemptionPolicy and activeDeadlineSeconds (preemption and holds); status.phase;
+  preemptionPolicy and activeDeadlineSeconds (preemption and holds); status.phase; the
+  PodScheduled condition's time, and spec.schedulerName (explain says who bound a pod and when);
   spec.resourceClaims and status.resourceClaimStatuses (the devices its DRA claims ask for).
   Annotations are kept but for a few large ones nothing here reads (NOT_READ_ANNOTATIONS), since
   gang identity looks up keys of many schedulers and queues.
@@ -46,6 +47,7 @@ REQUIRED: Final = "requiredDuringSchedulingIgnoredDuringExecution"
 
 
 DISRUPTION = "DisruptionTarget"
+SCHEDULED = "PodScheduled"
 DEFAULT_SCHEDULER = "default-scheduler"
 """What an absent spec.schedulerName means (the apiserver fills it in): trimmed as absent."""
 
@@ -90,8 +92,9 @@ def trim_pod(pod: Json) -> Json:
 
 def _pod_status(status: Json) -> Json:
     """The phase, the start time (preemption spares pods that ran longer), the node
-    kube-scheduler's preemption nominated for a pending pod, and a DisruptionTarget condition
-    (a pod kube-scheduler preempted says so)."""
+    kube-scheduler's preemption nominated for a pending pod, a DisruptionTarget condition
+    (a pod kube-scheduler preempted says so) and when a PodScheduled condition became True (when
+    the pod was bound)."""
     kept: Json = {}
     if status.get("phase") is not None:
         kept["phase"] = sys.intern(str(status["phase"]))
@@ -99,9 +102,15 @@ def _pod_status(status: Json) -> Json:
         kept["startTime"] = status["startTime"]
     if status.get("nominatedNodeName"):
         kept["nominatedNodeName"] = sys.intern(str(status["nominatedNodeName"]))
-    disruption = [c for c in status.get("conditions") or [] if c.get("type") == DISRUPTION]
-    if disruption:
-        kept["conditions"] = disruption
+    conditions = status.get("conditions") or []
+    kept_conditions = [c for c in conditions if c.get("type") == DISRUPTION]
+    kept_conditions += [
+        {"type": SCHEDULED, "status": "True", "lastTransitionTime": c["lastTransitionTime"]}
+        for c in conditions
+        if c.get("type") == SCHEDULED and c.get("status") == "True" and c.get("lastTransitionTime")
+    ]
+    if kept_conditions:
+        kept["conditions"] = kept_conditions
     if status.get("resourceClaimStatuses"):
         kept["resourceClaimStatuses"] = status["resourceClaimStatuses"]
     return kept

@@ -51,13 +51,15 @@ def _register_simulate(subcommands: argparse._SubParsersAction[argparse.Argument
 
 
 def _register_snapshot(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from kube_rdma.kube.kubeconfig import add_cluster_flags
+
     parser = subcommands.add_parser(
         "snapshot",
         help="save a cluster's Nodes, running pods, PodGroups and workloads to a file",
         description="Save what `kube-rdma simulate` and `kube-rdma extender "
         "--cluster-snapshot` read of a live cluster.",
     )
-    parser.add_argument("--kubeconfig", type=Path, help="kubeconfig (default: in-cluster)")
+    add_cluster_flags(parser, namespace=False)
     parser.add_argument("--out", type=Path, required=True, help="file to write (.json or YAML)")
     parser.add_argument(
         "--anonymize",
@@ -130,8 +132,13 @@ class _Bar:
 
 
 def run_snapshot(args: argparse.Namespace) -> int:
+    from kube_rdma.kube.kubeconfig import load_config
     from kubesim.simulate.snapshot import take_snapshot
 
-    count = asyncio.run(take_snapshot(args.kubeconfig, args.out, args.anonymize))
-    print(f"wrote {count} objects to {args.out}", file=sys.stderr)
+    async def snapshot() -> tuple[int, object]:
+        used = await load_config(args.kubeconfig, args.context)
+        return await take_snapshot(args.out, args.anonymize), used
+
+    count, used = asyncio.run(snapshot())
+    print(f"wrote {count} objects to {args.out} (read with {used})", file=sys.stderr)
     return 0

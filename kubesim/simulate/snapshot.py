@@ -27,7 +27,6 @@ from kube_rdma.core.frameworks import coscheduling, volcano
 from kube_rdma.core.objects import Json
 from kube_rdma.kube.client import call
 from kube_rdma.kube.errors import NotFound
-from kube_rdma.kube.kubeconfig import load_config
 from kubesim.simulate.anonymize import anonymize
 
 TIMEOUT = 60.0
@@ -37,9 +36,9 @@ PODGROUPS = (
 )
 
 
-async def take_snapshot(kubeconfig: Path | None, out: Path, anonymized: bool) -> int:
-    """Write the snapshot to `out` (JSON for .json, else YAML); the number of objects."""
-    await load_config(kubeconfig)
+async def take_snapshot(out: Path, anonymized: bool) -> int:
+    """Write the snapshot to `out` (JSON for .json, else YAML); the number of objects. The
+    caller has configured the client (kube_rdma/kube/kubeconfig.py)."""
     async with client.ApiClient() as api:
         objects = await collect(client.CoreV1Api(api), client.CustomObjectsApi(api))
     if anonymized:

@@ -3,7 +3,8 @@
 The verbs are the apiserver's: GET on a collection lists (or watches, with `watch=true`), POST
 creates, GET/PUT/PATCH/DELETE on a name read, replace, patch and delete, and the `status`
 subresource reads and writes the whole object. A Binding is accepted on pods/NAME/binding and on
-namespaces/NS/bindings. Lists ignore `resourceVersion` and always serve the latest state; `limit`
+namespaces/NS/bindings; pods/NAME/log and pods/NAME/portforward are served as in logs.py and
+portforward.py. Lists ignore `resourceVersion` and always serve the latest state; `limit`
 pages them, the `continue` token being the offset of the next page (so, unlike the apiserver's,
 pages are not one consistent snapshot when writes come between them).
 """
@@ -19,6 +20,7 @@ from kube_rdma.core.objects import Json
 from testbed.fakeapi.errors import NO_RESOURCE, ApiError, integer, json_response
 from testbed.fakeapi.evictions import Termination, evict
 from testbed.fakeapi.logs import LOGS, PodLogs, serve_log
+from testbed.fakeapi.portforward import PORT_FORWARDS, PortForwards, serve_port_forward
 from testbed.fakeapi.recording import BODY, TRUE, Recorder
 from testbed.fakeapi.selectors import Selector
 from testbed.fakeapi.store import Store, check_name
@@ -46,9 +48,11 @@ def create_app(
     recorder: Recorder,
     logs: PodLogs | None = None,
     termination: Termination | None = None,
+    port_forwards: PortForwards | None = None,
 ) -> web.Application:
     app = web.Application(middlewares=[recorder.middleware])
     app[STORE], app[WATCHES], app[LOGS] = store, watches, logs or PodLogs()
+    app[PORT_FORWARDS] = port_forwards or PortForwards()
     app[TERMINATION] = termination or Termination()
     app.router.add_route("*", "/api/{version}/{path:.*}", dispatch)
     app.router.add_route("*", "/apis/{group}/{version}/{path:.*}", dispatch)
@@ -72,6 +76,8 @@ async def dispatch(request: web.Request) -> web.StreamResponse:
         return json_response(answer, 201)
     if target.plural == "pods" and target.subresource == "log" and target.name is not None:
         return serve_log(request, store, target.namespace, target.name)
+    if target.plural == "pods" and target.subresource == "portforward" and target.name is not None:
+        return await serve_port_forward(request, store, target.namespace, target.name)
     if target.subresource not in (None, "status"):
         raise ApiError(404, NO_RESOURCE)
     if target.name is None:

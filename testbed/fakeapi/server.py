@@ -23,6 +23,7 @@ from testbed.fakeapi.faults import Faults, StreamFault
 from testbed.fakeapi.kubeconfig import write_kubeconfig
 from testbed.fakeapi.logs import PodLogs
 from testbed.fakeapi.patches import MERGE_PATCH
+from testbed.fakeapi.portforward import PortForwards
 from testbed.fakeapi.recording import Failure, RecordedRequest, Recorder
 from testbed.fakeapi.routes import create_app
 from testbed.fakeapi.selectors import Selector
@@ -55,6 +56,8 @@ class FakeApiServer:
         self._refusing = False
         self.logs = PodLogs()
         """What pods printed, served on pods/NAME/log (the test plays the kubelet)."""
+        self.port_forwards = PortForwards()
+        """The local port standing for each pod's port, for pods/NAME/portforward."""
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -80,7 +83,14 @@ class FakeApiServer:
         await self.stop()
 
     def create_app(self) -> web.Application:
-        app = create_app(self._store, self._watches, self._recorder, self.logs, self.termination)
+        app = create_app(
+            self._store,
+            self._watches,
+            self._recorder,
+            self.logs,
+            self.termination,
+            self.port_forwards,
+        )
         app.middlewares.append(self.faults.middleware)
         add_discovery_routes(app)
         return app

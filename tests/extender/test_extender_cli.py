@@ -61,14 +61,32 @@ def test_explain_json_and_errors(extender: str, capsys: pytest.CaptureFixture[st
         "fail": 0,
         "unresolvable": 1,
     }
-    assert main(["explain", "team-a/ghost", "--url", extender]) == 1
-    assert capsys.readouterr().err == (
+    assert main(["explain", "team-a/ghost", "--extender", extender]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        f"kube-rdma explain: asking the extender at {extender} (--extender)",
         f"kube-rdma explain: pod team-a/ghost does not exist (asked the extender at {extender}); "
-        "check the name: kubectl get pod -n team-a ghost\n"
+        "check the name: kubectl get pod -n team-a ghost",
+    ]
+    assert main(["explain", "-n", "team-a", "worker-0", "--extender", extender, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["pod"] == "team-a/worker-0"
+    assert main(["explain", "-n", "team-b", "team-a/worker-0", "--extender", extender]) == 2
+    assert capsys.readouterr().err == (
+        "kube-rdma explain: give the pod as NAMESPACE/POD or -n NAMESPACE POD, not "
+        "'team-a/worker-0' with -n team-b\n"
     )
-    assert main(["explain", "worker-0", "--url", extender]) == 2
-    assert main(["explain", "a/b", "--url", "http://127.0.0.1:9"]) == 1
-    assert "cannot reach the extender at http://127.0.0.1:9" in capsys.readouterr().err
+
+
+def test_explain_at_a_url_nobody_answers_says_where_the_extender_listens(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["explain", "a/b", "--extender", "http://127.0.0.1:9"]) == 1
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "kube-rdma explain: cannot reach the extender at http://127.0.0.1:9: [Errno 111] "
+        "Connection refused; the extender listens on 127.0.0.1 in the scheduler pod: leave out "
+        "--extender to reach it through the apiserver, or give --extender after `kubectl "
+        "port-forward -n kube-rdma pod/POD 8888` (POD: the holder of Lease "
+        "kube-rdma/rdma-scheduler: kubectl get lease -n kube-rdma rdma-scheduler)"
+    )
 
 
 @pytest.mark.parametrize(
@@ -133,4 +151,20 @@ def test_a_bad_dra_device_rule_is_refused_with_the_form_wanted(tmp_path: Path) -
     assert done.stderr.strip().splitlines()[-1] == (
         "kube-rdma extender: error: argument --dra-device: 'nic=dra.net' is not "
         "KIND=DRIVER:ATTRIBUTE=VALUE with KIND gpu or nic (e.g. nic=dra.net:rdma=true)"
+    )
+
+
+def test_a_pod_without_namespace_needs_a_kubeconfig_to_take_it_from(
+    extender: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    assert main(["explain", "worker-0", "--extender", extender]) == 2
+    assert capsys.readouterr().err.startswith(
+        "kube-rdma explain: give the pod as NAMESPACE/POD or -n NAMESPACE POD: no kubeconfig to "
+        "take the namespace from (Service host/port is not set. No kubeconfig either: "
     )

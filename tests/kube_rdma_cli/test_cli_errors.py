@@ -119,7 +119,7 @@ async def test_without_a_kubeconfig_outside_a_cluster_the_error_says_so(
 ) -> None:
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     with pytest.raises(ConfigException) as raised:
-        await load_config(None)
+        await load_config(None, server=True)
     assert explain_error(raised.value)[0].startswith(
         "no usable Kubernetes configuration (Service host/port is not set.)"
     )

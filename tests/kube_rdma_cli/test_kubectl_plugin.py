@@ -46,7 +46,7 @@ def test_kubectl_passes_the_subcommand_and_its_flags(plugin_path: Path) -> None:
     done = kubectl(plugin_path, "rdma", "explain", "--help")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("usage: kube-rdma explain ")
-    assert "(default: http://127.0.0.1:8888)" in " ".join(done.stdout.split())
+    assert "the extender's port in that pod (default: 8888)" in " ".join(done.stdout.split())
 
 
 def test_kubectl_lists_the_plugin(plugin_path: Path) -> None:

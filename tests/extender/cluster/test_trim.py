@@ -291,13 +291,16 @@ def test_serving_adds_nothing_the_extender_reads_but_tolerations_and_priority() 
     tolerations of not-ready and unreachable nodes that admission (DefaultTolerationSeconds)
     adds, which TaintToleration reads, and the priority its Priority admission plugin fills in
     from a PriorityClass (here the DaemonSet pods' system-node-critical), which preemption
-    reads; the priority's defaults (0, may preempt) are trimmed as if absent."""
+    reads; the priority's defaults (0, may preempt) are trimmed as if absent; and when a bound
+    pod was scheduled (its PodScheduled condition's time), which explain shows."""
     spec = ClusterSpec(nodes=32, seed=2, daemon_pods_per_node=2, cpu_pods=10)
     plain, full = generate(spec), generate(replace(spec, served=True))
     trim = {"Node": trim_node, "Pod": trim_pod}
     served = [trim[o["kind"]](o) for o in full]
     priorities = {o["spec"].pop("priority", None) for o in served if o["kind"] == "Pod"}
     assert priorities == {None, 2000001000}
+    scheduled = [o["status"].pop("conditions", []) for o in served if o["kind"] == "Pod"]
+    assert {c["type"] for conditions in scheduled for c in conditions} == {"PodScheduled"}
     assert [without_default_tolerations(o) for o in served] == [trim[o["kind"]](o) for o in plain]
     assert served[-1]["spec"]["tolerations"][-2:] == [
         {"key": f"node.kubernetes.io/{key}", "operator": "Exists", "effect": "NoExecute"}
