@@ -42,7 +42,7 @@ unit: $(STAMP)
 	$(PY) -m testbed.coverage_floor 85
 
 # Against a real control plane: etcd, kube-apiserver, kube-controller-manager and kube-scheduler
-# 1.20, built from Debian's source package on the first run (about 10 minutes on 2 cores, as
+# 1.20, built from Debian's source package on the first run (about 15 minutes on 2 cores, as
 # root: it installs with apt) and cached in ~/.cache/kube-rdma (tests/e2e, docs/e2e.md).
 e2e: $(STAMP)
 	$(PY) -m pytest -q -m e2e tests/e2e
