@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from examples.demo import DECODE, apply_patch, port_from
+from kube_rdma.core.objects import Json
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -127,8 +128,11 @@ def test_the_suggested_curl_prints_the_patch_decoded() -> None:
 
 
 def test_the_patch_is_applied_without_a_test_library() -> None:
-    document = {"metadata": {"name": "p"}, "spec": {"containers": [{"env": [{"name": "A"}]}]}}
-    patch = [
+    document: Json = {
+        "metadata": {"name": "p"},
+        "spec": {"containers": [{"env": [{"name": "A"}]}]},
+    }
+    patch: list[Json] = [
         {"op": "add", "path": "/metadata/annotations", "value": {"a~b/c": "1"}},
         {"op": "add", "path": "/spec/containers/0/env/-", "value": {"name": "B"}},
         {"op": "replace", "path": "/spec/containers/0/env/0", "value": {"name": "Z"}},
