@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from examples.demo import DECODE, apply_patch, port_from
+from examples.demo import DECODE, apply_patch, closing, port_from
 from kube_rdma.core.objects import Json
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -112,6 +112,15 @@ def test_one_shot_says_the_services_stopped_and_what_to_run_next(
         f"  kube-rdma simulate --cluster {d}/cluster.json --workload examples/workload.yaml\n",
     ]:
         assert line in ending, line
+
+
+def test_serving_says_where_and_how_to_call_them() -> None:
+    said = closing(40001, 40002, oneshot=False)
+    assert said.startswith("\n4. Serving: webhook https://localhost:40001/mutate, extender ")
+    assert f"https://localhost:40001/mutate | {DECODE}\n" in said
+    assert "  kube-rdma explain ml-training/finetune-0 --url http://127.0.0.1:40002\n" in said
+    assert "Stopped" not in said
+    assert "  kube-rdma validate weights examples/weights.yaml\n" in said
 
 
 def test_the_suggested_curl_prints_the_patch_decoded() -> None:
