@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+# What `make demo` runs needs kube-rdma and its runtime dependencies only, not the test tools.
+RUNTIME_STAMP := $(VENV)/.installed-runtime
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 IMAGE  ?= ghcr.io/kube-rdma/kube-rdma:$(VERSION)
 TOOLS  := .tools
@@ -13,12 +15,21 @@ UV_VERSION := 0.13.9
 # Quiet for CI's `make test`; `make demo` shows pip's progress instead of a silent minute.
 PIP_QUIET ?= -q
 
+# `make test` installs kube-rdma with the test tools (.[test]), `make demo` without them (.);
+# each in the one .venv, from a fresh clone or after the other.
 $(STAMP): pyproject.toml
-	@test -x $(PY) || echo "Creating $(VENV) and installing kube-rdma with its dependencies (first run only, about a minute)"
+	@test -x $(PY) || echo "Creating $(VENV) and installing kube-rdma with its test tools (first run only, about a minute)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install $(PIP_QUIET) --upgrade pip
 	$(PY) -m pip install $(PIP_QUIET) -e '.[test]'
 	touch $(STAMP)
+
+$(RUNTIME_STAMP): pyproject.toml
+	@test -x $(PY) || echo "Creating $(VENV) and installing kube-rdma with its dependencies (first run only, under a minute)"
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	test $(STAMP) -nt pyproject.toml || $(PY) -m pip install $(PIP_QUIET) --upgrade pip
+	test $(STAMP) -nt pyproject.toml || $(PY) -m pip install $(PIP_QUIET) -e .
+	touch $(RUNTIME_STAMP)
 
 test: prerequisites lint typecheck unit
 
@@ -42,14 +53,15 @@ unit: $(STAMP)
 	$(PY) -m testbed.coverage_floor 85
 
 # Against a real control plane: etcd, kube-apiserver, kube-controller-manager and kube-scheduler
-# 1.20, built from Debian's source package on the first run (about 10 minutes on 2 cores, as
+# 1.20, built from Debian's source package on the first run (about 15 minutes on 2 cores, as
 # root: it installs with apt) and cached in ~/.cache/kube-rdma (tests/e2e, docs/e2e.md).
 e2e: $(STAMP)
 	$(PY) -m pytest -q -m e2e tests/e2e
 
-# Target-specific, so it holds for the install the demo triggers too.
+# Target-specific, so it holds for the install the demo triggers too. The demo needs the runtime
+# package only (`pip install -e .`); `make test` adds the test tools to the same .venv.
 demo: PIP_QUIET :=
-demo: $(STAMP)
+demo: $(RUNTIME_STAMP)
 	$(PY) -m examples.demo
 
 bench: $(STAMP)

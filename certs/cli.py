@@ -4,12 +4,16 @@
 means a new `caBundle` in the webhook configuration, and a CA silently regenerated (by a script
 rerun on every upgrade, say) breaks every call the apiserver makes until someone notices.
 Every flag is checked, and the directory too, before anything is generated or written.
+
+Exit status as every `kube-rdma` subcommand: 2 for a flag or `--out` it cannot use (one line,
+said by `kube_rdma_cli`), 1 when writing fails for another reason (a disk full), 0 done.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import errno
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,8 +35,12 @@ PROG = "kube-rdma certs generate"
 MAX_DAYS = 36500
 
 
-class UsageError(Exception):
-    """A flag value `certs generate` cannot use: exit 2 with the message."""
+# Writing failed because of the --out given, not because something broke while writing.
+_BAD_OUT = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EACCES, errno.EPERM, errno.EROFS})
+
+
+class UsageError(ValueError):
+    """A flag value `certs generate` cannot use: exit 2 with the message (`kube_rdma_cli`)."""
 
 
 @dataclass(frozen=True)
@@ -96,12 +104,8 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 
 def run_generate(args: argparse.Namespace) -> int:
-    try:
-        plan = plan_generate(args)
-        check_out_dir(args.out, force=args.force)
-    except UsageError as e:
-        print(f"{PROG}: {e}", file=sys.stderr)
-        return 2
+    plan = plan_generate(args)
+    check_out_dir(args.out, force=args.force)
     now = dt.datetime.now(dt.UTC)
     ca = generate_ca(
         f"kube-rdma CA for {args.service}.{args.namespace}",
@@ -120,6 +124,8 @@ def run_generate(args: argparse.Namespace) -> int:
     try:
         written = write_bundle(args.out, ca, serving)
     except OSError as e:
+        if e.errno in _BAD_OUT:
+            raise UsageError(f"cannot write to {args.out}: {e.strerror or e}") from None
         print(f"{PROG}: cannot write to {args.out}: {e.strerror or e}", file=sys.stderr)
         return 1
     for path in written:

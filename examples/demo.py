@@ -9,7 +9,12 @@
    its pods together.
 3. Places a 4-GPU pod after the job, where bin-packing wants it.
 4. Keeps both serving (Ctrl-C stops them) and prints how to call them. DEMO_ONESHOT=1 stops
-   after step 3.
+   them after step 3 and prints how to start them by hand.
+5. Prints three commands to try next on the shipped samples: `kube-rdma validate`, `diagnose`
+   and `simulate` (on the demo's cluster).
+
+It needs kube-rdma's runtime dependencies only (`make demo` installs them with `pip install -e .`):
+the JSON patch is applied here, not with a test library.
 
 Ports: free ones, which each service picks and logs, unless DEMO_PORT (webhook) or
 DEMO_EXTENDER_PORT name them; a named port that is taken is said so, by name. The services'
@@ -19,6 +24,7 @@ logs go to demo-certs/*.log; the demo goes on once a service's /healthz answers.
 from __future__ import annotations
 
 import base64
+import copy
 import json
 import os
 import re
@@ -28,8 +34,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
-
-import jsonpatch
+from typing import Any
 
 from examples.demo_cluster import write_cluster
 from examples.demo_scheduling import Scheduler, gang_step, single_step
@@ -118,8 +123,33 @@ def webhook_step(port: int) -> Json:
         print("     " + json.dumps(op))
     for warning in answer.get("warnings", []):
         print(f"     warning: {warning}")
-    pod: Json = jsonpatch.apply_patch(review["request"]["object"], patch)
-    return pod
+    return apply_patch(review["request"]["object"], patch)
+
+
+def apply_patch(document: Json, patch: list[Json]) -> Json:
+    """`document` with the webhook's JSON patch applied: the add, replace and remove operations
+    it writes (webhook/patch.py), "-" appending to a list."""
+    result: Json = copy.deepcopy(document)
+    for op in patch:
+        *parents, last = [
+            part.replace("~1", "/").replace("~0", "~") for part in op["path"].split("/")[1:]
+        ]
+        target: Any = result
+        for part in parents:
+            target = target[int(part)] if isinstance(target, list) else target[part]
+        if isinstance(target, list):
+            index = len(target) if last == "-" else int(last)
+            if op["op"] == "add":
+                target.insert(index, op["value"])
+            elif op["op"] == "replace":
+                target[index] = op["value"]
+            else:
+                del target[index]
+        elif op["op"] == "remove":
+            del target[last]
+        else:
+            target[last] = op["value"]
+    return result
 
 
 def certificates() -> None:
@@ -132,21 +162,55 @@ def certificates() -> None:
     print(f"certificates: {shown(CERTS)}/{{ca.crt,tls.crt,tls.key}}")
 
 
-def closing(webhook_port: int, extender_port: int) -> None:
+# The patch comes base64-encoded in the AdmissionReview's response: this prints it decoded, one
+# operation a line, as step 1 shows it.
+DECODE = (
+    "python3 -c 'import base64, json, sys; [print(json.dumps(op)) for op in "
+    'json.loads(base64.b64decode(json.load(sys.stdin)["response"]["patch"]))]\''
+)
+
+
+def closing(webhook_port: int, extender_port: int, *, oneshot: bool) -> str:
+    """What to do next: call the services (or, one-shot, start them), then try the samples."""
     certs = shown(CERTS)
-    print(
-        f"\n4. Serving: webhook https://localhost:{webhook_port}/mutate, extender "
-        f"http://127.0.0.1:{extender_port}/{{filter,prioritize,bind,explain}}; logs in "
-        f"{certs}/*.log. Try:\n"
-        f"  curl --cacert {certs}/ca.crt -H 'Content-Type: application/json' "
-        f"--data @{REVIEW.relative_to(ROOT)} https://localhost:{webhook_port}/mutate\n"
-        f"  .venv/bin/kube-rdma explain ml-training/finetune-0 "
-        f"--url http://127.0.0.1:{extender_port}\n"
+    review = REVIEW.relative_to(ROOT)
+    extender = f"http://127.0.0.1:{extender_port}"
+    calls = (
+        f"  curl -s --cacert {certs}/ca.crt -H 'Content-Type: application/json' "
+        f"--data @{review} https://localhost:{webhook_port}/mutate | {DECODE}\n"
+        f"  kube-rdma explain ml-training/finetune-0 --url {extender}\n"
     )
+    if oneshot:
+        head = (
+            f"\n4. Stopped both services (DEMO_ONESHOT=1); logs in {certs}/*.log. `make demo` "
+            "keeps them serving; or start them yourself, each in its own terminal:\n"
+            f"  kube-rdma webhook --tls-cert-file {certs}/tls.crt --tls-key-file "
+            f"{certs}/tls.key --profiles {shown(EXAMPLES / 'profiles.yaml')} "
+            f"--namespaces-file {shown(EXAMPLES / 'namespaces.yaml')} --host 127.0.0.1 "
+            f"--port {webhook_port}\n"
+            f"  kube-rdma extender --cluster-snapshot {certs}/cluster.json --host 127.0.0.1 "
+            f"--port {extender_port}\n"
+            "and call them (the patch decoded):\n"
+        )
+    else:
+        head = (
+            f"\n4. Serving: webhook https://localhost:{webhook_port}/mutate, extender "
+            f"{extender}/{{filter,prioritize,bind,explain}}; logs in {certs}/*.log. "
+            "Try (the patch decoded):\n"
+        )
+    samples = (
+        "\n5. Next, on the shipped samples (`kube-rdma` is .venv/bin/kube-rdma; "
+        "`. .venv/bin/activate` puts it on PATH):\n"
+        "  kube-rdma validate weights examples/weights.yaml\n"
+        "  kube-rdma diagnose examples/nccl-logs/socket-fallback.log\n"
+        f"  kube-rdma simulate --cluster {certs}/cluster.json --workload examples/workload.yaml\n"
+    )
+    return head + calls + samples
 
 
 def run(processes: list[subprocess.Popen[bytes]]) -> int:
-    webhook_port, extender_port = port_from("DEMO_PORT"), port_from("DEMO_EXTENDER_PORT")
+    asked = port_from("DEMO_PORT"), port_from("DEMO_EXTENDER_PORT")
+    webhook_port, extender_port = asked
     CERTS.mkdir(parents=True, exist_ok=True)
     certificates()
     webhook, log = start(
@@ -171,8 +235,13 @@ def run(processes: list[subprocess.Popen[bytes]]) -> int:
     scheduler = Scheduler(f"http://127.0.0.1:{extender_port}", pods, nodes)
     gang_step(scheduler)
     single_step(scheduler)
-    closing(webhook_port, extender_port)
-    if os.environ.get("DEMO_ONESHOT"):
+    oneshot = bool(os.environ.get("DEMO_ONESHOT"))
+    if oneshot:
+        stop(processes)
+        # Started by hand, on the ports asked for or the services' own defaults.
+        webhook_port, extender_port = asked[0] or 8443, asked[1] or 8888
+    print(closing(webhook_port, extender_port, oneshot=oneshot), end="")
+    if oneshot:
         return 0
     print("Ctrl-C stops them.")
     return int(webhook.wait())
@@ -190,10 +259,14 @@ def main() -> int:
     except KeyboardInterrupt:
         return 0
     finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            process.wait(timeout=10)
+        stop(processes)
+
+
+def stop(processes: list[subprocess.Popen[bytes]]) -> None:
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        process.wait(timeout=10)
 
 
 if __name__ == "__main__":

@@ -194,10 +194,7 @@ def run_extender(args: argparse.Namespace) -> int:
     from aiohttp import web
 
     from certs.reload import CertificateReloader
-    from certs.serving import TLSConfigError
     from extender.app import SHUTDOWN_TIMEOUT_SECONDS
-    from extender.cluster.snapshot import SnapshotError
-    from kube_rdma.core.config_file import ConfigError
     from kube_rdma.core.listen import bound_port, listening_socket
 
     if bool(args.tls_cert_file) != bool(args.tls_key_file):
@@ -217,35 +214,29 @@ def run_extender(args: argparse.Namespace) -> int:
             args.hold_after,
         )
         return 2
-    try:
-        tls = (
-            CertificateReloader(args.tls_cert_file, args.tls_key_file)
-            if args.tls_cert_file
-            else None
+    # A certificate, weights or snapshot file, or a kubeconfig that cannot be used raises before
+    # "listening" is logged: kube_rdma_cli says it in one line, exit status 2.
+    tls = CertificateReloader(args.tls_cert_file, args.tls_key_file) if args.tls_cert_file else None
+    ssl_context = tls.context if tls else None
+    scheme = "https" if ssl_context else "http"
+    sock = listening_socket(args.host, args.port)
+    url = f"{scheme}://{args.host}:{bound_port(sock)}"
+    if ssl_context is None and not _loopback(args.host):
+        log.warning(
+            "serving plain HTTP on %s: whoever reaches it can bind pods; listen on "
+            "127.0.0.1 beside kube-scheduler, or give --tls-cert-file and --tls-key-file",
+            args.host,
         )
-        ssl_context = tls.context if tls else None
-        scheme = "https" if ssl_context else "http"
-        sock = listening_socket(args.host, args.port)
-        url = f"{scheme}://{args.host}:{bound_port(sock)}"
-        if ssl_context is None and not _loopback(args.host):
-            log.warning(
-                "serving plain HTTP on %s: whoever reaches it can bind pods; listen on "
-                "127.0.0.1 beside kube-scheduler, or give --tls-cert-file and --tls-key-file",
-                args.host,
-            )
-        web.run_app(
-            _extender_app(args, tls),
-            sock=sock,
-            ssl_context=ssl_context,
-            # aiohttp prints once the app exists (weights, snapshot or kubeconfig read): only
-            # then is "listening" true, on the port bound (--port 0: any free one).
-            print=lambda _: log.info("extender listening on %s", url),
-            access_log=None,
-            shutdown_timeout=SHUTDOWN_TIMEOUT_SECONDS,
-        )
-    except (TLSConfigError, ConfigError, SnapshotError) as e:
-        log.error("cannot start the extender: %s", e)
-        return 1
+    web.run_app(
+        _extender_app(args, tls),
+        sock=sock,
+        ssl_context=ssl_context,
+        # aiohttp prints once the app exists (weights, snapshot or kubeconfig read): only
+        # then is "listening" true, on the port bound (--port 0: any free one).
+        print=lambda _: log.info("extender listening on %s", url),
+        access_log=None,
+        shutdown_timeout=SHUTDOWN_TIMEOUT_SECONDS,
+    )
     return 0
 
 

@@ -1,14 +1,24 @@
 """What the `kube-rdma` command prints when a subcommand fails: one line saying what was wrong
 and what to do, and the exit status, instead of a traceback.
 
-Our own errors already say both (a profile, weights or snapshot file refused, a sysfs tree that
-cannot be read...); the rest come from the system or the libraries and get the missing half
-here: the address in use, the file not there, the kubeconfig not usable.
+Every subcommand keeps one convention, decided here for whatever it raises:
+
+- 0: done, nothing wrong;
+- 1 (FAILURE): the input was usable and the command found a failure or met one while running
+  (NCCL fell back to TCP, an extender that does not answer, a disk full, an internal error);
+- 2 (USAGE): input the command cannot use, as argparse exits for a bad flag: a flag value, a
+  file missing, unreadable or invalid (profiles, weights, snapshot, certificate, kubeconfig), a
+  port another process holds.
+
+Our own errors already say what was wrong and what to do (a profile, weights or snapshot file
+refused, a sysfs tree that cannot be read...); the rest come from the system or the libraries
+and get the missing half here: the address in use, the file not there, the kubeconfig not usable.
 """
 
 from __future__ import annotations
 
 import errno
+import socket
 
 import yaml
 from kubernetes_asyncio.config import ConfigException
@@ -22,9 +32,29 @@ from extender.cluster.snapshot import SnapshotError
 from kube_rdma.core.config_file import ConfigError
 from kube_rdma.kube.errors import ApiError
 
+OK = 0
+FAILURE = 1
+"""Exit status for a failure found or met while running."""
 USAGE = 2
 """Exit status for input the command cannot use (argparse's own)."""
-INTERNAL = 1
+INTERNAL = FAILURE
+
+# System errors that say the path, address or permission given was wrong, not that something
+# failed while the command ran (a disk full, an I/O error, a connection refused or reset).
+_INPUT_ERRNOS = frozenset(
+    {
+        errno.ENOENT,
+        errno.ENOTDIR,
+        errno.EISDIR,
+        errno.EACCES,
+        errno.EPERM,
+        errno.EROFS,
+        errno.ENAMETOOLONG,
+        errno.ELOOP,
+        errno.EADDRINUSE,
+        errno.EADDRNOTAVAIL,
+    }
+)
 
 _OURS = (
     ConfigError,
@@ -66,8 +96,10 @@ def explain_error(error: BaseException) -> tuple[str, int]:
         return f"the apiserver refused: {error}", USAGE
     if isinstance(error, _OURS):
         return _one_line(str(error)), USAGE
+    if isinstance(error, socket.gaierror):
+        return f"{_one_line(str(error))}: check the host name", USAGE
     if isinstance(error, OSError):
-        return f"{_one_line(str(error))}", USAGE
+        return _one_line(str(error)), USAGE if error.errno in _INPUT_ERRNOS else FAILURE
     return (
         f"internal error ({type(error).__name__}: {_one_line(str(error))}); rerun with "
         "--log-level debug for the traceback, and report it",

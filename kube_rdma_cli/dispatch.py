@@ -3,10 +3,12 @@
 Each part registers its own subcommands; this module only builds the parser from them, sets up
 logging and dispatches. Nothing is registered at import time: the parser is built per call.
 
-Every parser shows its defaults in its help, takes `--log-level` before or after the
-subcommand, and refuses abbreviated options. Whatever a subcommand raises ends as one line on
-stderr that says what was wrong and what to do, and exit status 2 (1 for an internal error),
-never a traceback, unless `--log-level debug` asks for it.
+Every parser shows its defaults in its help (set here once, for every subcommand), takes
+`--log-level` before or after the subcommand, and refuses abbreviated options. Every subcommand
+keeps one exit status convention (`cli_errors`): 0 done, 1 a failure found, 2 input it cannot
+use. Whatever a subcommand raises ends as one line on stderr that says what was wrong and what
+to do, with the status `cli_errors` gives it, never a traceback, unless `--log-level debug` asks
+for it.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from importlib import metadata
-from typing import Any
+from typing import Any, NoReturn
 
 from agent import cli as agent_cli
 from certs import cli as certs_cli
@@ -25,12 +27,14 @@ from extender import cli as extender_cli
 from fabric import cli as fabric_cli
 from kube_rdma.core import logs
 from kube_rdma_cli import validate
-from kube_rdma_cli.cli_errors import explain_error
+from kube_rdma_cli.cli_errors import USAGE, explain_error
 from kubesim.simulate import cli as simulate_cli
 from webhook import cli as webhook_cli
 
 PARTS = (webhook_cli, certs_cli, agent_cli, extender_cli, simulate_cli, fabric_cli, validate)
 LOG_LEVELS = ["debug", "info", "warning"]
+LOG_LEVEL_HELP = "how much to log; debug also shows the traceback of a failure"
+DEFAULT_LOG_LEVEL = "info"
 
 
 class HelpWithDefaults(argparse.HelpFormatter):
@@ -58,8 +62,17 @@ class Parser(argparse.ArgumentParser):
         if self.prog != "kube-rdma":
             # Absent unless given here, so that a level given before the subcommand stands.
             self.add_argument(
-                "--log-level", choices=LOG_LEVELS, default=argparse.SUPPRESS, help="as above"
+                "--log-level",
+                choices=LOG_LEVELS,
+                default=argparse.SUPPRESS,
+                help=f"{LOG_LEVEL_HELP}; also taken before the subcommand "
+                f"(default: {DEFAULT_LOG_LEVEL})",
             )
+
+    def error(self, message: str) -> NoReturn:
+        """A bad flag or argument: argparse's one line without the usage block above it (`--help`
+        shows that), and exit status 2."""
+        self.exit(USAGE, f"{self.prog}: error: {message}\n")
 
 
 def version() -> str:
@@ -75,8 +88,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="kube-rdma", description="RDMA plumbing and placement for GPU training on Kubernetes"
     )
     parser.add_argument("--version", action="version", version=f"kube-rdma {version()}")
-    parser.add_argument("--log-level", default="info", choices=LOG_LEVELS)
-    subcommands = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument(
+        "--log-level", default=DEFAULT_LOG_LEVEL, choices=LOG_LEVELS, help=LOG_LEVEL_HELP
+    )
+    subcommands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for part in PARTS:
         part.register(subcommands)
     return parser
@@ -93,5 +108,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.log_level == "debug":
             logging.getLogger("kube_rdma").exception("%s failed", args.command)
         message, status = explain_error(e)
-        print(f"kube-rdma {args.command}: {message}", file=sys.stderr)
+        print(f"{_name(args)}: {message}", file=sys.stderr)
         return status
+
+
+def _name(args: argparse.Namespace) -> str:
+    """The subcommand as typed: `kube-rdma certs generate`, `kube-rdma webhook`."""
+    verb = getattr(args, "verb", None)
+    return " ".join(["kube-rdma", args.command, *([verb] if isinstance(verb, str) else [])])

@@ -5,7 +5,10 @@ the last run left in TIME_WAIT is not. The demo writes its keys and logs under `
 
 from __future__ import annotations
 
+import base64
+import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -14,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from examples.demo import port_from
+from examples.demo import DECODE, apply_patch, closing, port_from
+from kube_rdma.core.objects import Json
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -80,13 +84,96 @@ def test_demo_runs_once_end_to_end(demo: Demo, tmp_path: Path) -> None:
     ]
 
 
+def test_one_shot_says_the_services_stopped_and_what_to_run_next(
+    demo: Demo, tmp_path: Path
+) -> None:
+    out = demo().stdout
+    ending = out[out.index("\n4. ") :]
+    d = tmp_path / "demo"
+    assert ending.startswith(f"\n4. Stopped both services (DEMO_ONESHOT=1); logs in {d}/*.log.")
+    assert "Serving" not in ending
+    for line in [
+        f"  kube-rdma webhook --tls-cert-file {d}/tls.crt --tls-key-file {d}/tls.key "
+        "--profiles examples/profiles.yaml --namespaces-file examples/namespaces.yaml "
+        "--host 127.0.0.1 --port 8443\n",
+        f"  kube-rdma extender --cluster-snapshot {d}/cluster.json --host 127.0.0.1 --port 8888\n",
+        "https://localhost:8443/mutate | python3 -c 'import base64, json, sys; ",
+        "  kube-rdma explain ml-training/finetune-0 --url http://127.0.0.1:8888\n",
+        "  kube-rdma validate weights examples/weights.yaml\n",
+        "  kube-rdma diagnose examples/nccl-logs/socket-fallback.log\n",
+        f"  kube-rdma simulate --cluster {d}/cluster.json --workload examples/workload.yaml\n",
+    ]:
+        assert line in ending, line
+
+
+def test_serving_says_where_and_how_to_call_them() -> None:
+    said = closing(40001, 40002, oneshot=False)
+    assert said.startswith("\n4. Serving: webhook https://localhost:40001/mutate, extender ")
+    assert f"https://localhost:40001/mutate | {DECODE}\n" in said
+    assert "  kube-rdma explain ml-training/finetune-0 --url http://127.0.0.1:40002\n" in said
+    assert "Stopped" not in said
+    assert "  kube-rdma validate weights examples/weights.yaml\n" in said
+
+
+def test_the_suggested_curl_prints_the_patch_decoded() -> None:
+    answer = {"response": {"patch": base64.b64encode(b'[{"op": "add", "path": "/a", "value": 1}]')}}
+    program = DECODE.removeprefix("python3 -c ").strip("'")
+    done = subprocess.run(
+        [sys.executable, "-c", program],
+        input=json.dumps(answer, default=bytes.decode),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout == '{"op": "add", "path": "/a", "value": 1}\n'
+
+
+def test_the_patch_is_applied_without_a_test_library() -> None:
+    document: Json = {
+        "metadata": {"name": "p"},
+        "spec": {"containers": [{"env": [{"name": "A"}]}]},
+    }
+    patch: list[Json] = [
+        {"op": "add", "path": "/metadata/annotations", "value": {"a~b/c": "1"}},
+        {"op": "add", "path": "/spec/containers/0/env/-", "value": {"name": "B"}},
+        {"op": "replace", "path": "/spec/containers/0/env/0", "value": {"name": "Z"}},
+        {"op": "remove", "path": "/metadata/annotations/a~0b~1c"},
+        {"op": "add", "path": "/spec/containers/0/env/0", "value": {"name": "Y"}},
+    ]
+    assert apply_patch(document, patch) == {
+        "metadata": {"name": "p", "annotations": {}},
+        "spec": {"containers": [{"env": [{"name": "Y"}, {"name": "Z"}, {"name": "B"}]}]},
+    }
+    assert document["spec"]["containers"][0]["env"] == [{"name": "A"}]
+
+
+@pytest.mark.parametrize(
+    ("target", "installs"), [("demo", "-e ."), ("unit", "-e '.[test]'"), ("lint", "-e '.[test]'")]
+)
+def test_make_demo_installs_the_runtime_package_and_make_test_the_test_tools(
+    tmp_path: Path, target: str, installs: str
+) -> None:
+    """From a fresh clone (no venv yet): what each target would install, without running it."""
+    done = subprocess.run(
+        ["make", "-n", target, f"VENV={tmp_path}/venv"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    installed = re.findall(r"pip install (?:-q )?\s*(-e .*)$", done.stdout, re.MULTILINE)
+    assert installed == [installs], done.stdout
+
+
 def test_the_ports_can_be_named(demo: Demo) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         free = s.getsockname()[1]
     result = demo(DEMO_PORT=str(free))
     assert result.returncode == 0, result.stderr
-    assert f"webhook https://localhost:{free}/mutate" in result.stdout
+    assert f"--host 127.0.0.1 --port {free}\n" in result.stdout  # the command to start it
+    assert f"https://localhost:{free}/mutate | python3" in result.stdout
 
 
 def test_a_named_port_that_is_taken_is_said_so(demo: Demo, held_port: int) -> None:

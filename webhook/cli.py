@@ -1,4 +1,8 @@
-"""`kube-rdma webhook`: serve the mutating admission webhook."""
+"""`kube-rdma webhook`: serve the mutating admission webhook.
+
+Flags, files and certificates that cannot be used end the command before it listens, raised to
+`kube_rdma_cli` like every subcommand's: one line and exit status 2.
+"""
 
 from __future__ import annotations
 
@@ -23,11 +27,19 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="keep a CA and serving certificate in a Secret and the CA in the webhook "
         "configuration's caBundle, renewing and rotating them (needs --own-namespace)",
     )
-    webhook.add_argument("--tls-secret", default="kube-rdma-webhook-tls")
-    webhook.add_argument("--webhook-configuration", default="kube-rdma")
+    webhook.add_argument(
+        "--tls-secret",
+        default="kube-rdma-webhook-tls",
+        help="with --self-provision: the Secret that keeps the CA and serving certificate",
+    )
+    webhook.add_argument(
+        "--webhook-configuration",
+        default="kube-rdma",
+        help="with --self-provision: the MutatingWebhookConfiguration whose caBundle is kept",
+    )
     webhook.add_argument("--profiles", type=Path, help="RDMA profiles YAML (default: built-in)")
-    webhook.add_argument("--port", type=int, default=8443)
-    webhook.add_argument("--host", default="0.0.0.0")
+    webhook.add_argument("--port", type=int, default=8443, help="HTTPS port (0: any free one)")
+    webhook.add_argument("--host", default="0.0.0.0", help="address to listen on")
     where = webhook.add_mutually_exclusive_group()
     where.add_argument("--kubeconfig", type=Path, help="watch Namespaces with this kubeconfig")
     where.add_argument(
@@ -49,7 +61,12 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         default=os.environ.get("POD_NAMESPACE"),
         help="the webhook's namespace, never mutated (default: $POD_NAMESPACE)",
     )
-    webhook.add_argument("--max-body-bytes", type=int, default=6 << 20)
+    webhook.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=6 << 20,
+        help="larger AdmissionReview requests are refused",
+    )
     webhook.add_argument(
         "--service-name",
         default="kube-rdma-webhook",
@@ -68,10 +85,8 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 def run_webhook(args: argparse.Namespace) -> int:
     from aiohttp import web
 
-    from certs.provision import ProvisionError, ProvisionSettings
+    from certs.provision import ProvisionSettings
     from certs.reload import CertificateReloader
-    from certs.serving import TLSConfigError
-    from kube_rdma.core.config_file import ConfigError
     from kube_rdma.core.listen import bound_port, listening_socket
     from webhook.app import SHUTDOWN_TIMEOUT_SECONDS, Settings, create_app
     from webhook.podsecurity import Level
@@ -90,39 +105,37 @@ def run_webhook(args: argparse.Namespace) -> int:
     required = [f"{args.service_name}.{args.own_namespace}.svc"] if args.own_namespace else []
     problem = _tls_problem(args)
     if problem:
-        log.error("cannot start the webhook: %s", problem)
-        return 2
-    try:
-        if args.self_provision:
-            tls = placeholder_reloader(required)
-            provision = ProvisionSettings(
-                namespace=args.own_namespace,
-                service=args.service_name,
-                secret_name=args.tls_secret,
-                webhook_configuration=args.webhook_configuration,
-                # The Secret is checked as often as certificate files are: within 10 s.
-                check_interval=dt.timedelta(seconds=10),
-            )
-            app: Any = self_provisioned_app(settings, tls, provision, args.kubeconfig)
-        else:
-            tls = CertificateReloader(args.tls_cert_file, args.tls_key_file, required)
-            app = create_app(settings, tls=tls)
-        sock = listening_socket(args.host, args.port)
-        port = bound_port(sock)
-        web.run_app(
-            app,
-            sock=sock,
-            ssl_context=tls.context,
-            # aiohttp prints once the app started (profiles, namespaces, kubeconfig and
-            # certificate read): only then is "listening" true, on the port bound (--port 0:
-            # any free one).
-            print=lambda _: log.info("webhook listening on https://%s:%d", args.host, port),
-            access_log=None,
-            shutdown_timeout=SHUTDOWN_TIMEOUT_SECONDS,
+        raise ValueError(problem)
+    # A certificate, profiles, namespaces or DRA file, a kubeconfig or a provisioned Secret that
+    # cannot be used raises before "listening" is logged (TLSConfigError, ConfigError,
+    # ProvisionError...): kube_rdma_cli says it in one line, exit status 2.
+    if args.self_provision:
+        tls = placeholder_reloader(required)
+        provision = ProvisionSettings(
+            namespace=args.own_namespace,
+            service=args.service_name,
+            secret_name=args.tls_secret,
+            webhook_configuration=args.webhook_configuration,
+            # The Secret is checked as often as certificate files are: within 10 s.
+            check_interval=dt.timedelta(seconds=10),
         )
-    except (TLSConfigError, ConfigError, ProvisionError) as e:
-        log.error("cannot start the webhook: %s", e)
-        return 1
+        app: Any = self_provisioned_app(settings, tls, provision, args.kubeconfig)
+    else:
+        tls = CertificateReloader(args.tls_cert_file, args.tls_key_file, required)
+        app = create_app(settings, tls=tls)
+    sock = listening_socket(args.host, args.port)
+    port = bound_port(sock)
+    web.run_app(
+        app,
+        sock=sock,
+        ssl_context=tls.context,
+        # aiohttp prints once the app started (profiles, namespaces, kubeconfig and
+        # certificate read): only then is "listening" true, on the port bound (--port 0:
+        # any free one).
+        print=lambda _: log.info("webhook listening on https://%s:%d", args.host, port),
+        access_log=None,
+        shutdown_timeout=SHUTDOWN_TIMEOUT_SECONDS,
+    )
     log.info("webhook stopped")
     return 0
 

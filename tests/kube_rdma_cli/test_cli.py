@@ -1,9 +1,11 @@
-"""The `kube-rdma` command as a user meets it: every subcommand given bad input ends in one line
-that says what is wrong, and a non-zero exit, never a traceback; help shows every default;
-`--log-level` goes before or after the subcommand; options are never abbreviated."""
+"""The `kube-rdma` command as a user meets it: every subcommand given input it cannot use ends in
+one line that says what is wrong and exit status 2, a failure found or met while running in exit
+status 1, never a traceback; every subcommand's help shows every default; `--log-level` goes
+before or after the subcommand; options are never abbreviated."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import subprocess
@@ -29,8 +31,24 @@ def kube_rdma(*argv: str, timeout: float = 30) -> subprocess.CompletedProcess[st
     )
 
 
-def bad_inputs(tmp: Path, port: int) -> list[tuple[list[str], str]]:
-    """(argv, words the one line must contain)."""
+def subcommands() -> list[tuple[str, ...]]:
+    """Every runnable subcommand, with its verb: ("webhook",), ("certs", "generate"), ..."""
+
+    def leaves(parser: argparse.ArgumentParser, path: tuple[str, ...]) -> list[tuple[str, ...]]:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subs:
+            return [path]
+        return [leaf for n, p in subs[0].choices.items() for leaf in leaves(p, (*path, n))]
+
+    return leaves(cli.build_parser(), ())
+
+
+USAGE, FAILURE = 2, 1
+
+
+def cases(tmp: Path, port: int) -> list[tuple[list[str], str, int]]:
+    """(argv, words the one line must contain, exit status): input the command cannot use is
+    2, whatever the subcommand; a failure found or met while running is 1."""
     (tmp / "binary").write_bytes(b"\x00\xff\xfe\x00garbage")
     (tmp / "broken.yaml").write_text("profiles: [\n")
     (tmp / "not-kubeconfig.yaml").write_text("hello: world\n")
@@ -39,61 +57,89 @@ def bad_inputs(tmp: Path, port: int) -> list[tuple[list[str], str]]:
     snapshot = ["--cluster-snapshot", str(tmp / "empty.yaml")]
     kube_rdma("certs", "generate", "--service", "s", "--namespace", "n", "--out", str(tmp))
     tls = ["--tls-cert-file", str(tmp / "tls.crt"), "--tls-key-file", str(tmp / "tls.key")]
+    certs = ["certs", "generate", "--service", "s", "--namespace", "n"]
+    render = ["acceptance", "render", "--profile", "x", "--nodes", "a"]
     return [
-        (["extender", "--in-cluster"], "--kubeconfig"),
-        (["extender", "--kubeconfig", str(tmp / "missing")], "no such file"),
-        (["extender", "--kubeconfig", str(tmp / "not-kubeconfig.yaml")], "Kubernetes config"),
-        (["agent", "run", "--kubeconfig", str(tmp / "missing")], "no such file"),
-        (["agent", "inspect", "--topo-file", str(tmp / "binary")], "not text"),
-        (["agent", "inspect", "--sysfs-root", str(tmp / "nonexistent")], "not a directory"),
-        (["extender", *snapshot, "--port", str(port), "--host", "127.0.0.1"], "another process"),
-        (["webhook", *tls, "--profiles", str(tmp / "broken.yaml")], "broken.yaml"),
-        (["webhook", *tls, "--profiles", str(tmp / "missing.yaml")], "missing.yaml"),
-        (["webhook", *tls, "--namespaces-file", str(tmp / "latin1.yaml")], "latin1.yaml"),
-        (["extender", *snapshot, "--weights", str(tmp / "binary")], "binary"),
-        (["explain", "team-a/x", "--url", f"http://127.0.0.1:{port}0"], "cannot reach"),
-        (["nccl-conf", "--sysfs-root", str(tmp / "nonexistent"), "--out", str(tmp / "n")], "GID"),
-        (["acceptance", "verdict", "--log", str(tmp / "missing.log")], "missing.log"),
+        (["webhook"], "give --tls-cert-file and --tls-key-file, or --self-provision", USAGE),
+        (["webhook", "--tls-cert-file", str(tmp / "tls.crt")], "--tls-key-file", USAGE),
+        (["webhook", *tls, "--profiles", str(tmp / "broken.yaml")], "broken.yaml", USAGE),
+        (["webhook", *tls, "--profiles", str(tmp / "missing.yaml")], "missing.yaml", USAGE),
+        (["webhook", *tls, "--namespaces-file", str(tmp / "latin1.yaml")], "latin1.yaml", USAGE),
+        (["webhook", "--tls-cert-file", str(tmp / "gone.crt"), *tls[2:]], "gone.crt", USAGE),
+        (["webhook", "--self-provision"], "--own-namespace", USAGE),
+        (["webhook", *tls, "--port", "https"], "invalid int value", USAGE),
+        ([*certs, "--out", "/proc/x/y"], "cannot write", USAGE),
+        ([*certs, "--out", str(tmp), "--days", "0"], "--days must be between", USAGE),
+        ([*certs, "--out", str(tmp)], "refusing to overwrite", USAGE),
+        (["agent", "inspect", "--topo-file", str(tmp / "binary")], "not text", USAGE),
+        (["agent", "inspect", "--sysfs-root", str(tmp / "nonexistent")], "not a directory", USAGE),
+        (["agent", "run", "--kubeconfig", str(tmp / "missing")], "no such file", USAGE),
+        (["agent", "run", "--kubeconfig", str(tmp / "tls.crt")], "is not a kubeconfig", USAGE),
+        (["agent", "run", "--sysfs-root", str(tmp / "nonexistent")], "not a directory", USAGE),
         (
-            [
-                "acceptance",
-                "render",
-                "--profiles",
-                str(tmp / "gone.yaml"),
-                "--profile",
-                "x",
-                "--nodes",
-                "a",
-            ],
-            "gone.yaml",
+            ["agent", "read-vpd", "--sysfs-root", str(tmp / "nonexistent"), "--out", "x"],
+            "not a directory",
+            USAGE,
         ),
-        (["diagnose", "--nccl-log", str(tmp / "missing.log")], "missing.log: no such file"),
-        (["diagnose", "team-a/x", "--kubeconfig", str(tmp / "missing")], "no such file"),
-        (["simulate", "--cluster", str(tmp / "gone.json"), "--generate", "jobs=5"], "gone.json"),
-        (["snapshot", "--kubeconfig", str(tmp / "missing"), "--out", str(tmp / "s")], "no such"),
-        (["validate", "profiles", str(tmp / "gone.yaml")], "gone.yaml"),
+        (["nccl-conf", "--set", "FOO"], "is not NCCL_NAME=VALUE", USAGE),
+        (["extender", "--in-cluster"], "--kubeconfig", USAGE),
+        (["extender", "--kubeconfig", str(tmp / "missing")], "no such file", USAGE),
+        (["extender", "--kubeconfig", str(tmp / "not-kubeconfig.yaml")], "Kubernetes", USAGE),
         (
-            ["certs", "generate", "--service", "s", "--namespace", "n", "--out", "/proc/x/y"],
-            "cannot write",
+            ["extender", *snapshot, "--port", str(port), "--host", "127.0.0.1"],
+            "another process",
+            USAGE,
         ),
-        (["extender", "--cluster-snapshot", str(tmp / "broken.yaml")], "broken.yaml"),
+        (["extender", *snapshot, "--weights", str(tmp / "binary")], "binary", USAGE),
+        (["extender", "--cluster-snapshot", str(tmp / "broken.yaml")], "broken.yaml", USAGE),
+        (["extender", *snapshot, "--tls-cert-file", str(tmp / "tls.crt")], "together", USAGE),
         (
             ["extender", *snapshot, "--percentage-of-nodes-to-score", "150"],
             "'150' is not a percentage from 0 to 100",
+            USAGE,
         ),
-        (["agent", "run", "--kubeconfig", str(tmp / "tls.crt")], "is not a kubeconfig"),
-        (["agent", "run", "--sysfs-root", str(tmp / "nonexistent")], "not a directory"),
+        (["explain", "a/b/c"], "NAMESPACE/POD", USAGE),
+        (["simulate", "--cluster", str(tmp / "gone.json"), "--generate", "jobs=5"], "gone", USAGE),
+        (["snapshot", "--kubeconfig", str(tmp / "missing"), "--out", str(tmp / "s")], "no", USAGE),
+        ([*render, "--profiles", str(tmp / "gone.yaml")], "gone.yaml", USAGE),
+        (["acceptance", "verdict", "--log", str(tmp / "missing.log")], "missing.log", USAGE),
+        (["acceptance", "run", "--nodes", "a", "--profile", "x", "--soak", "5x"], "5x", USAGE),
+        (["diagnose", "--nccl-log", str(tmp / "missing.log")], "missing.log: no such file", USAGE),
+        (["diagnose", "team-a/x", "--kubeconfig", str(tmp / "missing")], "no such file", USAGE),
+        (["validate", "profiles", str(tmp / "gone.yaml")], "gone.yaml", USAGE),
+        (["validate", "weights", str(tmp / "broken.yaml")], "broken.yaml", USAGE),
+        (["explain", "team-a/x", "--url", f"http://127.0.0.1:{port}0"], "cannot reach", FAILURE),
+        (
+            ["nccl-conf", "--sysfs-root", str(tmp / "nonexistent"), "--out", str(tmp / "n")],
+            "GID",
+            FAILURE,
+        ),
     ]
 
 
-def test_bad_input_never_shows_a_traceback(tmp_path: Path, held_port: int) -> None:
+def test_every_subcommand_has_a_bad_input_case(tmp_path: Path, held_port: int) -> None:
+    covered = {
+        tuple(argv[: len(leaf)])
+        for argv, _, status in cases(tmp_path, held_port)
+        if status == USAGE
+        for leaf in subcommands()
+    }
+    assert [leaf for leaf in subcommands() if leaf not in covered] == []
+
+
+def test_bad_input_is_one_line_and_exit_2_failures_exit_1(tmp_path: Path, held_port: int) -> None:
     failures = []
-    for argv, words in bad_inputs(tmp_path, held_port):
+    for argv, words, status in cases(tmp_path, held_port):
         done = kube_rdma(*argv)
         said = (done.stderr.strip() or done.stdout.strip()).splitlines()  # validate: stdout
         last = said[-1] if said else ""
-        if done.returncode == 0 or "Traceback" in done.stderr + done.stdout or words not in last:
-            failures.append(f"{argv}: exit {done.returncode}, last line {last!r}")
+        if (
+            done.returncode != status
+            or "Traceback" in done.stderr + done.stdout
+            or words not in last
+            or (status == USAGE and len(done.stderr.strip().splitlines()) > 1)
+        ):
+            failures.append(f"{argv}: exit {done.returncode}, said {said!r}")
     assert failures == []
 
 
@@ -116,10 +162,15 @@ def test_services_say_listening_only_after_their_inputs_are_checked(tmp_path: Pa
     assert said == dict.fromkeys(said, (False, 2))
 
 
-def test_help_shows_every_default() -> None:
-    usage = kube_rdma("extender", "--help").stdout
+def help_entries(*argv: str) -> dict[str, str]:
+    """Each option of `kube-rdma ARGV --help`, with its help on one line."""
+    usage = kube_rdma(*argv, "--help").stdout
     usage = usage[usage.index("options:") :]
-    entries = {e.split()[0]: " ".join(e.split()) for e in re.split(r"\n  (?=-)", usage)[1:]}
+    return {e.split()[0]: " ".join(e.split()) for e in re.split(r"\n  (?=-)", usage)[1:]}
+
+
+def test_help_shows_every_default() -> None:
+    entries = help_entries("extender")
     for option, default in [
         ("--port", "8888"),
         ("--host", "127.0.0.1"),
@@ -127,6 +178,25 @@ def test_help_shows_every_default() -> None:
         ("--percentage-of-nodes-to-score", "100"),
     ]:
         assert f"(default: {default})" in entries[option], entries[option]
+
+
+@pytest.mark.parametrize("argv", subcommands(), ids=" ".join)
+def test_every_subcommands_help_lists_its_defaults(argv: tuple[str, ...]) -> None:
+    parser = cli.build_parser()
+    for name in argv:
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = sub.choices[name]
+    with_default = [
+        a.option_strings[-1]
+        for a in parser._actions
+        if a.option_strings
+        and a.nargs != 0
+        and a.default not in (None, False, [], argparse.SUPPRESS)
+    ]
+    entries = help_entries(*argv)
+    assert [o for o in with_default if "(default: " not in entries[o]] == []
+    assert "(default: info)" in entries["--log-level"]
+    assert [e for e in entries.values() if "as above" in e] == []
 
 
 def test_log_level_goes_before_or_after_the_subcommand() -> None:

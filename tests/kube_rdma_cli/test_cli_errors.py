@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import socket
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from certs.rotation import ProvisionError
 from kube_rdma.core.config_file import ConfigError
 from kube_rdma.kube.errors import ApiError
 from kube_rdma.kube.kubeconfig import load_config
-from kube_rdma_cli.cli_errors import INTERNAL, USAGE, explain_error
+from kube_rdma_cli.cli_errors import FAILURE, INTERNAL, USAGE, explain_error
 
 
 def yaml_error() -> yaml.YAMLError:
@@ -76,7 +77,22 @@ CASES = [
     ),
     (ConfigError("weights.rate: must be >= 0"), "weights.rate: must be >= 0", USAGE),
     (ProvisionError("the Secret has no\n  ca.key"), "the Secret has no ca.key", USAGE),
-    (OSError(errno.EIO, "Input/output error"), "[Errno 5] Input/output error", USAGE),
+    (OSError(errno.EIO, "Input/output error"), "[Errno 5] Input/output error", FAILURE),
+    (
+        ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused"),
+        "[Errno 111] Connection refused",
+        FAILURE,
+    ),
+    (
+        OSError(errno.EADDRNOTAVAIL, "Cannot assign requested address"),
+        "[Errno 99] Cannot assign requested address",
+        USAGE,
+    ),
+    (
+        socket.gaierror(socket.EAI_NONAME, "Name or service not known"),
+        "[Errno -2] Name or service not known: check the host name",
+        USAGE,
+    ),
     (
         KeyError("spec"),
         "internal error (KeyError: 'spec'); rerun with --log-level debug for the traceback, and "
