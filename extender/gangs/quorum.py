@@ -95,7 +95,7 @@ class Quorum:
         counts: Counter[tuple[str, str]] = Counter()
         for key in list(cluster.pending):
             pod = cluster.pod(*key)
-            if pod is None or (pod.get("metadata") or {}).get("deletionTimestamp"):
+            if pod is None:
                 continue
             gang = self._gang_of(pod)
             if isinstance(gang, Gang):
