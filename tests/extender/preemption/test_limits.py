@@ -122,7 +122,7 @@ async def test_a_preemption_whose_dry_run_is_refused_gives_its_budget_and_round_
     busy = [guarded, pod("job-b1", 0, "b1")] + [pod(f"job-{n}", 5, n) for n in NAMES[:4]]
     urgent = [member("urgent", i, 2, priority=10) for i in range(2)]
     s = scheduler([*cluster(), *busy, *urgent], clock)
-    s.evictor._disruptions = Refusing(s)  # type: ignore[assignment]
+    s.evictor._disruptions = Refusing(s)
     s.filter(urgent[0], NAMES)
     await s.evictor.drain()
     assert s.evictor.budget.left() == 64
