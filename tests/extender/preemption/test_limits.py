@@ -213,3 +213,19 @@ def test_may_cross() -> None:
     assert not may_cross("a", ("x",), ("y",), ())
     assert may_cross("a", ("x", "y"), ("y",), ())
     assert may_cross("ops", (), (), ("ops",))
+
+
+async def test_a_broken_gang_the_budget_has_no_room_for_is_torn_down_later() -> None:
+    clock = Clock()
+    gang = [member("g", i, 3, node=f"a{i}") for i in range(3)]
+    s = scheduler([*cluster(), *gang], clock, broken_grace=60, eviction_budget=1)
+    s.sweep()  # seen whole
+    s._source.cluster.delete_pod(("team-a", "g-0"))
+    clock.now += 30
+    s.sweep()
+    clock.now += 61
+    s.sweep()
+    await s.evictor.drain()
+    assert s._source.cluster.pod("team-a", "g-1") is not None, "2 evictions, 1 in the budget"
+    assert s.broken.broken(), "still judged broken: tried again at the next check"
+    assert s.evictor.budget.refusals[EVICTION_BUDGET] == 1
