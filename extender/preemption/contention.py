@@ -358,6 +358,7 @@ class Contention:
             self.holds.remove(key)
             self.backoff.forget(key)
         self.backoff.prune(self._clock())
+        self._deferred = {k for k in self._deferred if self.backoff.rounds(k)}
         for hold in self.holds:
             if hold.gang not in self.waiting:
                 self.holds.remove(hold.gang)
