@@ -150,6 +150,9 @@ def _register_extender(subcommands: argparse._SubParsersAction[argparse.Argument
         action="store_true",
         help="gangs never preempt lower-priority pods (they still hold nodes to drain)",
     )
+    from extender.preemption.flags import add_limit_flags
+
+    add_limit_flags(extender)
     where = extender.add_mutually_exclusive_group(required=True)
     where.add_argument("--cluster-snapshot", type=Path, help="a JSON/YAML file of Nodes and Pods")
     where.add_argument("--kubeconfig", type=Path)
@@ -255,6 +258,7 @@ async def _extender_app(args: argparse.Namespace, tls: Any = None) -> Any:
     from extender.gangs.planner import GangSettings
     from extender.gangs.settings import level_settings
     from extender.preemption.contention import ContentionSettings
+    from extender.preemption.flags import limit_settings
     from kube_rdma.core.dra.kinds import DEFAULT_KIND_RULES
     from kube_rdma.kube.kubeconfig import load_config
 
@@ -277,6 +281,7 @@ async def _extender_app(args: argparse.Namespace, tls: Any = None) -> Any:
             preemption=not args.no_gang_preemption,
             broken_grace=args.broken_gang_grace,
             scheduler_name=args.scheduler_name,
+            **limit_settings(args),
         ),
     )
     cluster = Cluster(

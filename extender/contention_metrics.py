@@ -1,5 +1,6 @@
 """Metrics of shared clusters, read from the scheduler's state at each scrape: gangs waiting
-and for how long, the holds in force, and the preemptions and evictions made."""
+and for how long, the holds in force, the preemptions and evictions made, and the evictions
+refused (the extender's eviction budget, PodDisruptionBudgets, a gang's backoff)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,11 @@ from collections.abc import Callable, Iterator
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from extender.preemption.limits import BACKOFF, DISRUPTION_BUDGET, EVICTION_BUDGET
 from extender.scheduling import Scheduler
+
+EVENT_REASONS = ("Preempted", "GangBroken")
+REFUSAL_REASONS = (EVICTION_BUDGET, DISRUPTION_BUDGET, BACKOFF)
 
 
 class ContentionCollector(Collector):
@@ -51,8 +56,29 @@ class ContentionCollector(Collector):
             "Gang preemptions carried out (every dry run passed).",
             value=evictor.preemptions,
         )
-        yield CounterMetricFamily(
+        budget = evictor.budget
+        evictions = CounterMetricFamily(
             "kube_rdma_gang_evictions",
-            "Pods evicted (or, for the rest of a victim gang, deleted) by the extender.",
-            value=evictor.evicted,
+            "Pods evicted by the extender (or deleted, with --delete-when-eviction-refused), "
+            "by the event's reason: Preempted (a gang preemption), GangBroken (the rest of a "
+            "gang that lost a member).",
+            labels=["reason"],
+        )
+        for reason in sorted({*EVENT_REASONS, *budget.evictions}):
+            evictions.add_metric([reason], budget.evictions[reason])
+        yield evictions
+        refusals = CounterMetricFamily(
+            "kube_rdma_eviction_refusals",
+            "Evictions the extender did not make, by reason: eviction-budget (its own "
+            "--eviction-budget had no room), disruption-budget (a PodDisruptionBudget "
+            "refused), backoff (a gang's preemption deferred by its backoff).",
+            labels=["reason"],
+        )
+        for reason in sorted({*REFUSAL_REASONS, *budget.refusals}):
+            refusals.add_metric([reason], budget.refusals[reason])
+        yield refusals
+        yield GaugeMetricFamily(
+            "kube_rdma_eviction_budget_remaining",
+            "Evictions the extender may still make in the current minute (--eviction-budget).",
+            value=budget.left(),
         )

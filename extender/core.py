@@ -4,8 +4,9 @@ what it uses, so that no part reaches back for one built after it.
 
     requirements (the levels each gang is planned over)
     book (what plans hold) <- engine (reads it) <- holds
-    freeing (what evictions free), evictor (acts)
+    freeing (what evictions free), eviction budget <- evictor (acts)
       <- contention (decides: waits, holds, preemption) <- broken-gang teardown
+    quorum (whether a gang's members exist)
     planner (writes the book, fences each plan it holds) <- upkeep, bind barrier
 
 The one answer that runs back is the evictor's: a preemption whose dry runs were refused is
@@ -32,6 +33,7 @@ from extender.gangs.fences import plan_fence
 from extender.gangs.identity import Gang, Singleton, gang_of
 from extender.gangs.ownership import owner_gang
 from extender.gangs.planner import GangSettings, Planner
+from extender.gangs.quorum import Quorum
 from extender.gangs.requirements import LevelSettings, Requirements
 from extender.gangs.top_owner import top_owner
 from extender.podview import PodView, pod_view
@@ -39,6 +41,7 @@ from extender.preemption.broken import BrokenGangs
 from extender.preemption.contention import Contention, ContentionSettings
 from extender.preemption.evictor import Evictor
 from extender.preemption.freeing import Freeing
+from extender.preemption.limits import EvictionBudget
 from extender.upkeep import Upkeep, gang_key
 from extender.weights import Weights
 from kube_rdma.core.objects import Json
@@ -76,7 +79,14 @@ class Core:
         if disruptions is None:
             contention = replace(contention, preemption=False)
         self.freeing = Freeing(cluster, DraNames(gpu=self._resources[0][0]))
-        self.evictor = Evictor(cluster, disruptions or ModelDisruptions(cluster), self._refused)
+        self.budget = EvictionBudget(contention.eviction_budget, clock)
+        self.evictor = Evictor(
+            cluster,
+            disruptions or ModelDisruptions(cluster),
+            self._refused,
+            self.budget,
+            contention.delete_when_refused,
+        )
         self.contention = Contention(
             cluster,
             self.engine,
@@ -89,6 +99,7 @@ class Core:
             self.evictor.start,
             self.freeing,
             self._resources[0],
+            self.budget,
         )
         self.broken = BrokenGangs(
             contention.broken_grace, clock, self.gang, self.evictor.tear_down_gang
@@ -107,6 +118,7 @@ class Core:
             self._top_owner,
             requirements=self.requirements,
             fence_of=partial(plan_fence, cluster, self.requirements),
+            quorum=Quorum(cluster, self.gang, contention.max_gang_size, clock),
         )
         self.upkeep = Upkeep(
             cluster,
@@ -140,7 +152,9 @@ class Core:
         ]
 
     def _owner_gang(self, pod: Json) -> Gang | Singleton | None:
-        return owner_gang(pod, self._source.owners, self._needs)
+        """The gang its owning workload declares, which vouches for members not created yet."""
+        found = owner_gang(pod, self._source.owners, self._needs)
+        return replace(found, vouched=True) if isinstance(found, Gang) else found
 
     def _needs(self, template: Json) -> bool:
         """Whether a workload's pod template requests GPUs or RDMA."""
@@ -149,5 +163,5 @@ class Core:
     def _top_owner(self, pod: Json) -> Json | None:
         return top_owner(pod, self._source.owners)
 
-    def _refused(self, hold: Hold, reason: str, pods: list[PodKey]) -> None:
-        self.contention.refused(hold, reason, pods)
+    def _refused(self, hold: Hold, reason: str, pods: list[PodKey], begun: bool) -> None:
+        self.contention.refused(hold, reason, pods, begun)

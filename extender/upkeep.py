@@ -68,7 +68,11 @@ class Upkeep:
             self._broken.check(self._cluster.pods())
 
     def decide(self, waiting: Waiting) -> None:
-        """The gang's plan now, or else its preemption or hold."""
+        """The gang's plan now, or else its preemption or hold; nothing for a gang that may not
+        act (its members do not exist, or it can never be placed): it waits no more here."""
+        if self._planner.refusal(waiting.member, waiting.gang) is not None:
+            self._contention.forget(waiting.gang.key)
+            return
         no_fit = self._planner.attempt(waiting.gang, waiting.member)
         if no_fit is None:
             self._contention.placed(waiting.gang.key)

@@ -78,6 +78,8 @@ def trim_pod(pod: Json) -> Json:
         trimmed_spec["priority"] = spec["priority"]
     if spec.get("preemptionPolicy") == "Never":
         trimmed_spec["preemptionPolicy"] = "Never"
+    if spec.get("priorityClassName"):  # who may preempt across namespaces (--preempt-across-*)
+        trimmed_spec["priorityClassName"] = sys.intern(str(spec["priorityClassName"]))
     if spec.get("activeDeadlineSeconds") is not None:  # when a held domain drains at the latest
         trimmed_spec["activeDeadlineSeconds"] = spec["activeDeadlineSeconds"]
     trimmed_spec.update(_node_constraints(spec))

@@ -14,7 +14,7 @@ scheduled alone, and `reason` says why (explain shows it).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kube_rdma.core import keys
 from kube_rdma.core.frameworks import coscheduling, jobset, koordinator, kubeflow, kueue, volcano
@@ -47,6 +47,9 @@ class Gang:
     size: int
     source: str
     """Which key named it, e.g. `kube-rdma.io/gang`, or `PodGroup` and the PodGroup's API group."""
+    vouched: bool = field(default=False, compare=False)
+    """Read off its owning workload, whose controller creates every member: the gang may act
+    before all its members exist (extender/gangs/quorum.py)."""
 
     @property
     def key(self) -> tuple[str, str]:

@@ -22,6 +22,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable
+from dataclasses import replace
 
 from extender.book.holds import HoldBook
 from extender.book.records import MemoryRecords, PlanRecords
@@ -31,9 +32,10 @@ from extender.cluster.pods import PodKey
 from extender.cluster.source import BindError
 from extender.engine import Engine, FilterOutcome
 from extender.gangs.fitting import FitMeasure
-from extender.gangs.identity import Gang
+from extender.gangs.identity import Gang, gang_of
 from extender.gangs.making import PlanMaker, need_of
 from extender.gangs.plan import Plan, record_of
+from extender.gangs.quorum import Presence, Quorum
 from extender.gangs.requirements import LevelSettings, Requirements
 from extender.gangs.sampling import ruled_out_reason, sampled, sampled_reason
 from extender.gangs.settings import Decision as Decision
@@ -64,10 +66,15 @@ class Planner:
         top_owner: Callable[[Json], Json | None] = lambda pod: None,
         requirements: Requirements | None = None,
         fence_of: Callable[[Plan], Fence | None] | None = None,
+        quorum: Quorum | None = None,
     ) -> None:
         """`holds` keeps the nodes held for waiting gangs from lower-priority gangs' plans;
         `priority` gives a gang's priority, and `ahead` the waiting gangs of a higher one,
-        first first (extender/preemption/contention.py)."""
+        first first (extender/preemption/contention.py); `quorum` counts a gang's members
+        (default: by the pods' own keys, extender/gangs/quorum.py)."""
+        self._quorum = quorum or Quorum(
+            cluster, lambda pod: gang_of(pod, cluster.podgroup_size), clock=clock
+        )
         self._holds = holds or HoldBook()
         self._priority = priority
         self._ahead = ahead
@@ -257,9 +264,21 @@ class Planner:
         return self._maker.no_fit_reason(pod, gang)
 
     def refusal(self, pod: PodView, gang: Gang) -> str | None:
-        """Why the gang can never be placed as it asks (the numbers); None when it can, or
-        when it has a plan."""
+        """Why the gang may not be planned, hold or preempt: its declared members do not exist
+        (yet), or it can never be placed as it asks (the numbers); None when it may, or when it
+        has a plan."""
+        planned = gang.key in self.plans
+        if not planned and (absent := self.presence(gang, pod.key).refusal()) is not None:
+            return absent
         return self._maker.refusal(pod, gang)
+
+    def presence(self, gang: Gang, asking: PodKey | None = None) -> Presence:
+        """How many of the gang's declared members exist (explain shows `summary()`); the
+        member `asking` counts too when kube-scheduler sent it before the cache has it."""
+        found = self._quorum.presence(gang, len(self.bound_of(gang)))
+        if asking is not None and self._cluster.pod(*asking) is None:
+            return replace(found, pending=found.pending + 1)
+        return found
 
     # Reservations
 

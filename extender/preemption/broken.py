@@ -33,9 +33,10 @@ class BrokenGangs:
         grace: float | None,
         clock: Callable[[], float],
         gang_of: Callable[[Json], Gang | Singleton],
-        tear_down: Callable[[Gang, list[PodKey]], None],
+        tear_down: Callable[[Gang, list[PodKey]], bool],
     ) -> None:
-        """`grace` in seconds; None turns the teardown off."""
+        """`grace` in seconds; None turns the teardown off. `tear_down` answers False when it
+        could not act now (the eviction budget): the gang is judged again at the next check."""
         self._grace = grace
         self._clock = clock
         self._gang_of = gang_of
@@ -81,7 +82,8 @@ class BrokenGangs:
                         now - since,
                         extra={"gang": str(gang)},
                     )
-                    self._tear_down(gang, members)
+                    if not self._tear_down(gang, members):
+                        continue
                     self._whole.discard(key)
                     self._broken.pop(key, None)
 

@@ -14,6 +14,13 @@ are judged as device-plugin nodes are.
 
 Decisions look at the whole cache, so each gang is reconsidered at most every
 `recheck` seconds; a filter call in between answers from the last decision.
+
+Only gangs whose members exist get here (extender/gangs/quorum.py). A gang with a member that
+says `preemptionPolicy: Never` neither preempts nor holds. A gang that preempted and is still
+not placed backs off before it preempts again, and every preemption must fit in the
+extender's eviction budget (extender/preemption/limits.py). Where the admin lists who may
+preempt across namespaces (`--preempt-across-namespaces-*`), any other gang takes victims in
+its own namespace only.
 """
 
 from __future__ import annotations
@@ -31,7 +38,9 @@ from extender.gangs.identity import Gang, Singleton
 from extender.gangs.requirements import GangLevels
 from extender.podview import PodView
 from extender.preemption.freeing import Freeing, emptied
-from extender.preemption.priority import Unit, may_preempt, pod_priority
+from extender.preemption.limits import BACKOFF, Backoff, EvictionBudget
+from extender.preemption.priority import Unit, may_cross, may_preempt, pod_priority
+from extender.preemption.settings import ContentionSettings as ContentionSettings
 from extender.preemption.units import Units
 from extender.preemption.victims import Room, Slices, VictimChoice, choose_victims
 from kube_rdma.core.objects import Json
@@ -48,28 +57,6 @@ AHEAD = 8
 GangOf = Callable[[Json], "Gang | Singleton"]
 
 
-@dataclass(frozen=True)
-class ContentionSettings:
-    hold_after: float = 120.0
-    """Seconds a gang waits without a plan before it holds a domain to drain. Two minutes is
-    several of kube-scheduler's backoff cycles (at most 10 s each): a gang that arrived while
-    the cluster was merely busy has been tried often enough by then; waiting longer only delays
-    the drain, whose idle GPUs cost the same whenever it starts."""
-    hold_share: float = 0.5
-    """The most of the cluster's GPUs that holds may take together; the oldest waiting gang of
-    the highest priority may go past it."""
-    recheck: float = 5.0
-    """Seconds between two decisions for the same gang."""
-    preemption: bool = True
-    """Whether gangs may preempt lower-priority pods (needs the eviction RBAC)."""
-    scheduler_name: str = "rdma-scheduler"
-    """The kube-scheduler profile whose pending pods are gangs waiting, from the pod cache
-    (those kube-scheduler's in-tree filters find no node for never reach the extender's
-    filter)."""
-    broken_grace: float | None = None
-    """Seconds a running gang may lack members before the rest is torn down; None: never."""
-
-
 @dataclass
 class Waiting:
     """A gang that was filtered and could not be planned."""
@@ -82,6 +69,8 @@ class Waiting:
     decided: float | None = None
     reason: str = ""
     members: set[PodKey] = field(default_factory=set)
+    classes: set[str] = field(default_factory=set)
+    """Its members' PriorityClasses."""
 
 
 class Contention:
@@ -98,8 +87,14 @@ class Contention:
         start_preemption: Callable[[Hold], None],
         freeing: Freeing,
         gpu_resources: tuple[str, ...] = ("nvidia.com/gpu",),
+        budget: EvictionBudget | None = None,
     ) -> None:
-        """`freeing`: what evicting pods frees, their claims' devices included."""
+        """`freeing`: what evicting pods frees, their claims' devices included; `budget`: the
+        evictions the extender may still make (extender/preemption/limits.py)."""
+        self.budget = budget or EvictionBudget(settings.eviction_budget, clock)
+        self.backoff = Backoff(settings.backoff, settings.backoff_cap)
+        self._deferred: set[GangKey] = set()
+        """Gangs whose preemption the backoff deferred, counted once per round."""
         self.freeing = freeing
         self._gather = Units(cluster, gang_of, freeing, gpu_resources)
         self._cluster = cluster
@@ -126,6 +121,8 @@ class Contention:
         entry.priority = max(entry.priority, pod_priority(pod))
         entry.preempts = entry.preempts and may_preempt(pod)
         entry.members.add(member.key)
+        if name := (pod.get("spec") or {}).get("priorityClassName"):
+            entry.classes.add(str(name))
         return entry
 
     def waiting_from_cache(
@@ -159,6 +156,11 @@ class Contention:
         self.waiting.pop(gang, None)
         self.holds.remove(gang, record=False)
 
+    def forget(self, gang: GangKey) -> None:
+        """The gang may not act (extender/gangs/quorum.py): it neither waits nor holds."""
+        self.waiting.pop(gang, None)
+        self.holds.remove(gang)
+
     def now(self) -> float:
         return self._clock()
 
@@ -170,10 +172,14 @@ class Contention:
         """A PodDisruptionBudget refused to evict the pod: its unit is no victim for a while."""
         self._protected[pod] = self._clock() + PROTECTED_SECONDS
 
-    def refused(self, hold: Hold, reason: str, pods: list[PodKey]) -> None:
-        """A preemption's dry runs were refused: the gang holds nothing, and decides again,
-        without the units of the pods a budget protects."""
+    def refused(self, hold: Hold, reason: str, pods: list[PodKey], begun: bool = False) -> None:
+        """A preemption's dry runs were refused (or, `begun`, a real eviction after some were
+        made): the gang holds nothing, and decides again, without the units of the pods a
+        budget protects. Refused before any eviction, the round does not count."""
         self.holds.remove(hold.gang)
+        if not begun:
+            self.backoff.undo(hold.gang)
+            self.budget.give_back(len(hold.victims))
         for pod in pods:
             self.protect(pod)
         waiting = self.waiting.get(hold.gang)
@@ -196,24 +202,55 @@ class Contention:
         if entry.decided is not None and now - entry.decided < self.settings.recheck:
             return entry.reason or no_fit
         entry.decided = now
-        hold = self.holds.get(entry.gang.key)
+        hold: Hold | str | None = self.holds.get(entry.gang.key)
         if hold is None and entry.preempts and self.settings.preemption:
             hold = self._preempt(entry)
-        if hold is None and now - entry.since >= self.settings.hold_after:
-            hold = self._hold(entry)
-        entry.reason = no_fit if hold is None else f"{no_fit}; {hold.progress()}"
+        # preemptionPolicy: Never holds nothing either: kube-scheduler never lets such a pod
+        # keep others off a node.
+        if (
+            not isinstance(hold, Hold)
+            and entry.preempts
+            and now - entry.since >= self.settings.hold_after
+        ):
+            hold = self._hold(entry) or hold
+        entry.reason = no_fit if hold is None else f"{no_fit}; {_progress(hold)}"
         return entry.reason
 
     # Preemption
 
-    def _preempt(self, entry: Waiting) -> Hold | None:
-        lower = self._gather.units(lambda pod: pod_priority(pod) < entry.priority, entry.gang.key)
-        units = self._evictable(lower)
+    def _preempt(self, entry: Waiting) -> Hold | str | None:
+        """The hold of the preemption made; else why none is made when something stopped one
+        (the backoff, the eviction budget), else None."""
+        key, now = entry.gang.key, self._clock()
+        if (wait := self.backoff.left(key, now)) > 0:
+            if key not in self._deferred:
+                self._deferred.add(key)
+                self.budget.refusals[BACKOFF] += 1
+            rounds = self.backoff.rounds(key)
+            return f"preempts again in {wait:.0f}s at the earliest ({rounds} preemption(s) so far)"
+        across = may_cross(
+            entry.gang.namespace,
+            entry.classes,
+            self.settings.across_classes,
+            self.settings.across_namespaces,
+        )
+
+        def eligible(pod: Json) -> bool:
+            mine = (pod.get("metadata") or {}).get("namespace") == entry.gang.namespace
+            return pod_priority(pod) < entry.priority and (across or mine)
+
+        units = self._evictable(self._gather.units(eligible, key))
         if not units:
             return None
         choice = self._choose(entry, units, rank=None)
         if choice is None or not choice.units:
             return None
+        victims = sum(len(u.pods) for u in choice.units)
+        if (full := self.budget.take(victims)) is not None:
+            log.warning("gang %s does not preempt: %s", entry.gang, full)
+            return f"does not preempt: {full}"
+        self.backoff.preempted(key, now)
+        self._deferred.discard(key)
         hold = self._make_hold(entry, choice, tuple((u.name, u.pods) for u in choice.units))
         log.info(
             "gang %s preempts %s",
@@ -319,12 +356,19 @@ class Contention:
         for key in [k for k in self.waiting if not live(k)]:
             self.waiting.pop(key)
             self.holds.remove(key)
+            self.backoff.forget(key)
+        self.backoff.prune(self._clock())
+        self._deferred = {k for k in self._deferred if self.backoff.rounds(k)}
         for hold in self.holds:
             if hold.gang not in self.waiting:
                 self.holds.remove(hold.gang)
             elif hold.units and not any(self._cluster.pod(*k) for k in hold.victims):
                 hold.units = ()
                 self.holds.changed(hold)
+
+
+def _progress(hold: Hold | str) -> str:
+    return hold if isinstance(hold, str) else hold.progress()
 
 
 def _drain_rank(choice: VictimChoice) -> tuple[object, ...]:

@@ -12,7 +12,7 @@ with more members than its minimum, gives up its extra members one by one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -100,3 +100,19 @@ def least_damage_first(units: Sequence[Unit]) -> list[Unit]:
 
 def gang_priority(members: Sequence[Json]) -> int:
     return max((pod_priority(p) for p in members), default=0)
+
+
+def may_cross(
+    namespace: str,
+    classes: Iterable[str],
+    allowed_classes: Iterable[str],
+    namespaces: Iterable[str],
+) -> bool:
+    """Whether a gang of `namespace`, whose members have PriorityClasses `classes`, may take
+    victims in other namespaces: always, as kube-scheduler lets any pod preempt lower-priority
+    pods anywhere, unless the admin listed who may (PriorityClasses, namespaces): then only
+    those."""
+    allowed_classes, namespaces = set(allowed_classes), set(namespaces)
+    if not allowed_classes and not namespaces:
+        return True
+    return namespace in namespaces or bool(allowed_classes & set(classes))

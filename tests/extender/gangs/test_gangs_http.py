@@ -121,7 +121,7 @@ async def test_a_gang_is_planned_whole_in_the_tightest_leaf_and_steered(serve: A
 
 async def test_a_gang_that_fits_nowhere_is_unresolvable_everywhere(serve: Any) -> None:
     big = member("big", 0, 10)
-    client = await serve([*cluster(), big], GangSettings())
+    client = await serve([*cluster(), *(member("big", i, 10) for i in range(10))], GangSettings())
     result = await client.filter(big, NAMES)
     reason = (
         "gang team-a/big needs 10 x (8 GPU, 8 rails): best domain leaf-a fits 4, cluster fits 6"

@@ -51,7 +51,7 @@ def test_a_gang_that_fits_nowhere_is_unresolvable_everywhere() -> None:
 
 def test_a_second_gang_plans_around_the_first() -> None:
     s = setup(PAIR)
-    s.cluster.replace_pods([member(TRIO, i) for i in range(3)] + [member(PAIR, 0)])
+    s.cluster.replace_pods([member(TRIO, i) for i in range(3)] + [member(PAIR, i) for i in (0, 1)])
     s.filter(PAIR, 0)
     s.filter(TRIO, 0)
     assert s.planner.plans[TRIO.key].slots == ["a0", "a1", "a2"]
