@@ -50,8 +50,9 @@ def test_the_table_names_every_variant(cluster: Path, capsys: pytest.CaptureFixt
     status, out, _ = run(capsys, "--cluster", str(cluster), "--generate", "jobs=5")
     lines = out.splitlines()
     assert status == 0
-    assert (
-        lines[0] == "8 nodes, 64 GPUs (64 free); 5 jobs, 5 pods, 0 gangs (generate seed=0,jobs=5)"
+    assert lines[0] == (
+        "8 nodes, 64 GPUs (64 free); 5 jobs, 5 pods, 0 gangs (generate seed=0,jobs=5, "
+        "network=macvlan from the nodes' link layer)"
     )
     assert lines[1].split() == ["kube-scheduler", "extender"]
     assert lines[2].split() == ["jobs", "placed", "5", "of", "5", "5", "of", "5"]
