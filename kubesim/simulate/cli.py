@@ -78,7 +78,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     if args.plot is not None:
         from kubesim.simulate.plot import check_plotting
 
-        check_plotting()
+        check_plotting(args.plot)
     if getattr(args, "log_level", "info") != "debug":
         # The extender logs every gang it plans, binds and gives up: thousands of lines in a
         # day, which the table sums up (--log-level debug shows them).

@@ -24,6 +24,7 @@ The generated model (`Generated`, `--generate jobs=N,seed=S,...`) is in docs/sim
 
 from __future__ import annotations
 
+import difflib
 import math
 import random
 from collections import Counter
@@ -142,11 +143,7 @@ def read_workload(path: Path, shape: Shape) -> list[Job]:
     try:
         entries = WorkloadFile.model_validate(data).jobs
     except ValidationError as e:
-        item = e.errors()[0]
-        where = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in item["loc"])
-        where = where.replace(".[", "[")
-        message = item["msg"].removeprefix("Value error, ")
-        raise ConfigError(f"{path}: {where or 'top level'}: {message}") from e
+        raise ConfigError(f"{path}: {_problem(e)}") from e
     names = [entry.name or f"job-{i:04d}" for i, entry in enumerate(entries, 1)]
     seen: set[tuple[str, str]] = set()
     for index, (entry, name) in enumerate(zip(entries, names, strict=True)):
@@ -154,6 +151,29 @@ def read_workload(path: Path, shape: Shape) -> list[Job]:
             raise ConfigError(f"{path}: jobs[{index}].name: {entry.namespace}/{name} appears twice")
         seen.add((entry.namespace, name))
     return [_job(entry, name, shape) for entry, name in zip(entries, names, strict=True)]
+
+
+def _problem(error: ValidationError) -> str:
+    """The first problem, a key the file may not have first: a misspelt key (`duraton:`) is also
+    a missing one (`duration`), and the unknown key is what to fix."""
+    items = error.errors()
+    item = next((i for i in items if i["type"] == "extra_forbidden"), items[0])
+    loc = item["loc"]
+    if item["type"] == "extra_forbidden":
+        loc, key = loc[:-1], str(loc[-1])
+    where = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in loc)
+    where = where.replace(".[", "[") or "top level"
+    if item["type"] != "extra_forbidden":
+        return f"{where}: {item['msg'].removeprefix('Value error, ')}"
+    model = JobEntry if loc else WorkloadFile
+    return unknown_key(where, key, list(model.model_fields))
+
+
+def unknown_key(where: str, key: str, known: list[str]) -> str:
+    """`jobs[0]: unknown key 'duraton' (did you mean duration?); the keys are ...`"""
+    close = difflib.get_close_matches(key, known, n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    return f"{where}: unknown key {key!r}{hint}; the keys are {', '.join(known)}"
 
 
 def _job(entry: JobEntry, name: str, shape: Shape) -> Job:
@@ -259,12 +279,16 @@ def parse_generate(text: str) -> Generated:
     dra=0.5`; raises ConfigError."""
     fields: dict[str, object] = {}
     kinds = {"jobs": int, "seed": int, "hours": float, "load": float, "gangs": float, "dra": float}
+    known = [*kinds, "network", "priorities"]
     for part in filter(None, text.split(",")):
         key, sep, value = part.partition("=")
         key = key.strip()
-        if not sep or key not in [*kinds, "network", "priorities"]:
-            known = ", ".join([*kinds, "network", "priorities"])
-            raise ConfigError(f"--generate: {part!r} is not KEY=VALUE with KEY one of {known}")
+        if not sep:
+            raise ConfigError(
+                f"--generate: {part!r} is not KEY=VALUE with KEY one of {', '.join(known)}"
+            )
+        if key not in known:
+            raise ConfigError(unknown_key("--generate", key, known))
         if key == "priorities":
             fields[key] = parse_priorities(value)
             continue

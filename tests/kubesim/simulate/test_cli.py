@@ -70,7 +70,22 @@ def test_the_table_names_every_variant(cluster: Path, capsys: pytest.CaptureFixt
         (
             {"w.yaml": "jobs:\n- {arrival: 0, gpus: 8, duration: 60, color: red}\n"},
             ["--workload", "{w.yaml}"],
-            "{w.yaml}: jobs[0].color: Extra inputs are not permitted",
+            "{w.yaml}: jobs[0]: unknown key 'color'; the keys are name, namespace, arrival, "
+            "pods, gpus, rdma, duration, gang, network, priority, preemptionPolicy, "
+            "annotations, dra",
+        ),
+        (
+            # misspelt, so `duration` is missing too: the unknown key is the one to name
+            {"w.yaml": "jobs:\n- {arrival: 0, gpus: 8, duraton: 60}\n"},
+            ["--workload", "{w.yaml}"],
+            "{w.yaml}: jobs[0]: unknown key 'duraton' (did you mean duration?); the keys are "
+            "name, namespace, arrival, pods, gpus, rdma, duration, gang, network, priority, "
+            "preemptionPolicy, annotations, dra",
+        ),
+        (
+            {"w.yaml": "job:\n- {arrival: 0, gpus: 8, duration: 60}\n"},
+            ["--workload", "{w.yaml}"],
+            "{w.yaml}: top level: unknown key 'job' (did you mean jobs?); the keys are jobs",
         ),
         (
             {"heavy.yaml": "weights:\n  affinity: -1\n"},
@@ -86,7 +101,19 @@ def test_the_table_names_every_variant(cluster: Path, capsys: pytest.CaptureFixt
         (
             {},
             ["--generate", "jobs=5,colour=red"],
-            "--generate: 'colour=red' is not KEY=VALUE with KEY one of jobs, seed, hours, load, "
+            "--generate: unknown key 'colour'; the keys are jobs, seed, hours, load, gangs, dra, "
+            "network, priorities",
+        ),
+        (
+            {},
+            ["--generate", "jbos=5"],
+            "--generate: unknown key 'jbos' (did you mean jobs?); the keys are jobs, seed, "
+            "hours, load, gangs, dra, network, priorities",
+        ),
+        (
+            {},
+            ["--generate", "jobs"],
+            "--generate: 'jobs' is not KEY=VALUE with KEY one of jobs, seed, hours, load, "
             "gangs, dra, network, priorities",
         ),
         ({}, ["--generate", "jobs=5,dra=2"], "--generate: dra must be 0 to 1, got 2"),
