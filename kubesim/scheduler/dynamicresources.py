@@ -16,6 +16,16 @@ dynamicresources):
   (upstream at the end of the failed cycle; here at the start of the pod's next cycle, before
   its filters).
 
+Extended resources a DeviceClass serves (`extendedResourceName`, KEP-5004, DRAExtendedResource:
+the apiserver keeps the field only while the feature is on): a pod asking for such a resource in
+its containers, on a node whose allocatable has none of it, is judged here rather than by
+NodeResourcesFit, which passes it (kubesim/scheduler/fit.py): the node fits when the class's
+devices there, less those claims hold and those the pods already placed there ask for by that
+name, cover the request (`extended_checker`). Simplification: no special ResourceClaim is
+made for such a pod (upstream's PreBind writes one, annotated
+`resource.kubernetes.io/extended-resource-claim`): its devices are counted, not named, so a
+claim pod's allocation on the same node does not see them taken.
+
 The ResourceClaim controller's part is played too: before a pod's first cycle, a claim is made
 from each of its `resourceClaimTemplateName` entries (named `<pod>-<entry>-<5 letters>`, owned
 by the pod) and named in the pod's `status.resourceClaimStatuses`
@@ -28,7 +38,7 @@ emulator's clusters are small) rather than watched.
 from __future__ import annotations
 
 import copy
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -40,11 +50,13 @@ from kube_rdma.core.dra.shapes import DeviceId
 from kube_rdma.core.objects import Json
 from kube_rdma.kube.client import call
 from kube_rdma.kube.errors import NotFound
-from kubesim.scheduler.pods import PodKey, pod_key
+from kubesim.scheduler.pods import PodKey, pod_key, pod_requests
 
 SetStatus = Callable[[str, str, Json], Awaitable[Json]]
 """Merges a status into a pod's (ApiCalls.patch_pod_status)."""
 PLURALS = ("resourceslices", "deviceclasses", "resourceclaims", "resourceclaimtemplates")
+CANNOT_ALLOCATE = "cannot allocate all claims"
+"""DynamicResources' Filter failure, for the devices of an extended resource it serves too."""
 
 
 class DraCalls(Protocol):
@@ -69,6 +81,50 @@ class DynamicResources:
         """The claims made for a pod from its templates, before the informer shows them."""
         self._unplaced: set[PodKey] = set()
         """Pods whose last cycle found no node (filtered, never reserved)."""
+        self._listed = False
+
+    async def served(self, pod: Json) -> dict[str, int]:
+        """What the pod asks in its containers of extended resources a DeviceClass serves
+        (KEP-5004), with the claims as they are now when it asks any."""
+        if not self._listed:
+            await self.refresh()
+        names = self._index.extended_resources()
+        asked = {r: n for r, n in pod_requests(pod).items() if r in names} if names else {}
+        if asked:
+            self._index.replace_claims(await self._calls.list("resourceclaims"))
+        return asked
+
+    def extended_checker(
+        self,
+        asked: Mapping[str, int],
+        allocatable: Callable[[str], Mapping[str, int]],
+        used: Callable[[str], Mapping[str, int]],
+    ) -> Callable[[str], str | None]:
+        """Filter for the extended resources DRA serves (`served`): on a node with none of a
+        resource in its allocatable, enough free devices of the class naming it, beyond what
+        the pods placed there ask for by that name (`used`)."""
+        classes = sorted(self._index.classes.values(), key=lambda c: c.name)
+        serving = {r: next(c for c in classes if c.extended_resource == r) for r in asked}
+        taken = self._taken()
+
+        def check(name: str) -> str | None:
+            node = self._index.node(name)
+            for resource, amount in asked.items():
+                if allocatable(name).get(resource, 0):
+                    continue  # a device plugin's: NodeResourcesFit judged it
+                expressions = serving[resource].selectors
+                free = 0
+                if node is not None:
+                    free = sum(
+                        1
+                        for device in node.free()
+                        if device.id not in taken and self._selectors.matches(expressions, device)
+                    )
+                if free - used(name).get(resource, 0) < amount:
+                    return CANNOT_ALLOCATE
+            return None
+
+        return check
 
     @staticmethod
     def wants(pod: Json) -> bool:
@@ -83,6 +139,7 @@ class DynamicResources:
             index.upsert_template(obj)
         index.replace_claims(await self._calls.list("resourceclaims"))
         self._index = index
+        self._listed = True
 
     async def claims_made(self, pod: Json, set_status: SetStatus) -> Json:
         """The pod with a claim made from each of its templates that has none yet (the

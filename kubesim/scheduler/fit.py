@@ -4,8 +4,9 @@ Where it simplifies kube-scheduler's default profile, and a careful reader could
 - the filters are NodeUnschedulable, TaintToleration and NodeAffinity (kube_rdma.core.
   nodeconstraints, which also implies the taints the node lifecycle controller puts on a node
   that is not Ready), then NodeResourcesFit (every requested resource, and the pod count when
-  the node lists `pods`); the other filters of the default profile (ports, volumes, inter-pod
-  affinity, topology spread) are not emulated;
+  the node lists `pods`; an extended resource a DeviceClass serves is left to DynamicResources
+  on a node whose allocatable has none of it, KEP-5004); the other filters of the default
+  profile (ports, volumes, inter-pod affinity, topology spread) are not emulated;
 - the score is LeastAllocated over GPUs alone (0-100, weight 1), where the default profile scores
   cpu and memory with several plugins: only how it compares to the extender's 0-500 matters.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from kube_rdma.core import nodeconstraints
@@ -52,9 +54,11 @@ def fit_failure(
     used: Mapping[str, int],
     requests: Mapping[str, int],
     constraints: NodeConstraints,
+    deferred: AbstractSet[str] = frozenset(),
 ) -> str | None:
     """Why the pod cannot go to the node (the reasons kube-scheduler prints), None if it can;
-    the filters in the default profile's order."""
+    the filters in the default profile's order. `deferred`: the extended resources DRA serves
+    (kubesim/scheduler/dynamicresources.py judges them where the node has none of its own)."""
     refusal = constraints.refusal(node.constraints)
     if refusal is not None:
         return refusal
@@ -62,6 +66,8 @@ def fit_failure(
     if pods is not None and used.get("pods", 0) + 1 > pods:
         return "Too many pods"
     for name, amount in sorted(requests.items()):
+        if name in deferred and not node.allocatable.get(name, 0):
+            continue
         if node.allocatable.get(name, 0) - used.get(name, 0) < amount:
             return f"Insufficient {name}"
     return None

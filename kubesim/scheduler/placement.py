@@ -108,14 +108,17 @@ class Shape:
     requests: Mapping[str, int]
     constraints: NodeConstraints
     priority: int
+    deferred: frozenset[str] = frozenset()
+    """Its extended resources DRA serves (fit_failure's `deferred`)."""
 
     @classmethod
-    def of(cls, pod: Json) -> Shape:
-        return cls(pod_requests(pod), NodeConstraints.of(pod), priority(pod))
+    def of(cls, pod: Json, deferred: frozenset[str] = frozenset()) -> Shape:
+        return cls(pod_requests(pod), NodeConstraints.of(pod), priority(pod), deferred)
 
     @property
     def key(self) -> Hashable:
-        return (tuple(sorted(self.requests.items())), self.constraints.key, self.priority)
+        requests = tuple(sorted(self.requests.items()))
+        return (requests, self.constraints.key, self.priority, self.deferred)
 
 
 class Placement:
@@ -145,16 +148,18 @@ class Placement:
         pod: Json,
         extender: ExtenderClient | None,
         claims: Callable[[str], str | None] | None = None,
+        deferred: frozenset[str] = frozenset(),
     ) -> tuple[str, int]:
         """The node for the pod, and how many feasible nodes the in-tree pass sampled; `extender`
         None when the pod is not for the extender; `claims` the DynamicResources filter for a
-        pod with resource claims. Raises Unschedulable, or ExtenderError when /filter
+        pod with resource claims or extended resources DRA serves (`deferred`, which
+        NodeResourcesFit leaves to it). Raises Unschedulable, or ExtenderError when /filter
         failed."""
         started = self._clock.now()
         names = self._tree.list()
         if not names:
             raise Unschedulable("no nodes available to schedule pods")
-        shape = Shape.of(pod)
+        shape = Shape.of(pod, deferred)
         check = self.checker(pod, shape)
         if claims is not None:
             fit, dra = check, claims
@@ -231,7 +236,7 @@ class Placement:
             if known is not None and known[1] == changes and known[0] is facts and name != own:
                 return known[2]
             used = _plus(usage.of(name), nominations.of(name, mine, key))
-            reason = fit_failure(facts, used, requests, constraints)
+            reason = fit_failure(facts, used, requests, constraints, shape.deferred)
             if name != own:
                 verdicts[name] = (facts, changes, reason)
             return reason

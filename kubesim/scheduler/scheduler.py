@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -302,7 +302,13 @@ class EmulatedScheduler:
                 await dra.refresh()
                 pod = await dra.claims_made(pod, self.connections.apiserver.patch_pod_status)
                 claims = dra.checker(pod)
-            node, sampled = await self._placement.find_node(pod, self._extender_for(pod), claims)
+            deferred: frozenset[str] = frozenset()
+            if self._dra is not None and (asked := await self._dra.served(pod)):
+                deferred = frozenset(asked)
+                extended = self._dra.extended_checker(asked, self._allocatable, self.usage.of)
+                claims = extended if claims is None else _both(claims, extended)
+            extender = self._extender_for(pod)
+            node, sampled = await self._placement.find_node(pod, extender, claims, deferred)
         except ExtenderError as e:
             del self._in_flight[key]
             self._requeue(queued)
@@ -332,6 +338,10 @@ class EmulatedScheduler:
         self._bindings.add(task)
         task.add_done_callback(self._binding_done)
         return Attempt(key, now, "assumed", node, sampled=sampled)
+
+    def _allocatable(self, node: str) -> Mapping[str, int]:
+        facts = self.nodes.get(node)
+        return facts.allocatable if facts is not None else {}
 
     def _extender_for(self, pod: Json) -> ExtenderClient | None:
         extender = self.connections.extender
@@ -374,3 +384,12 @@ class EmulatedScheduler:
             self._account(key)
         if outcome.error:
             self._requeue(queued)
+
+
+def _both(
+    first: Callable[[str], str | None], second: Callable[[str], str | None]
+) -> Callable[[str], str | None]:
+    def check(name: str) -> str | None:
+        return first(name) or second(name)
+
+    return check

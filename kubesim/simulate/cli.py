@@ -75,12 +75,12 @@ def run_simulate(args: argparse.Namespace) -> int:
     from kubesim.simulate.run import Settings
     from kubesim.simulate.simulation import run_variants
     from kubesim.simulate.variants import build_variants
-    from kubesim.simulate.workload import parse_generate, read_workload
+    from kubesim.simulate.workload import network_warnings, parse_generate, read_workload
 
     if args.plot is not None:
         from kubesim.simulate.plot import check_plotting
 
-        check_plotting()
+        check_plotting(args.plot)
     if getattr(args, "log_level", "info") != "debug":
         # The extender logs every gang it plans, binds and gives up: thousands of lines in a
         # day, which the table sums up (--log-level debug shows them).
@@ -89,14 +89,22 @@ def run_simulate(args: argparse.Namespace) -> int:
     if args.cycle < 0:
         raise ConfigError(f"--cycle must not be negative, got {args.cycle:g}")
     cluster = load_cluster(args.cluster)
+    shape = cluster.shape()
     if args.workload is not None:
-        jobs, source = read_workload(args.workload, cluster.shape()), str(args.workload)
+        jobs, source = read_workload(args.workload, shape), str(args.workload)
     else:
         text = args.generate if "seed=" in args.generate else f"seed={args.seed},{args.generate}"
-        jobs, source = parse_generate(text).stream(cluster.shape()), f"generate {text}"
+        generated = parse_generate(text)
+        jobs, source = generated.stream(shape), f"generate {text}"
+        if generated.network is None:
+            source += f", network={shape.network()} from the nodes' link layer"
     claim_templates(jobs, cluster.model.cluster.dra)  # refuses claim jobs the cluster cannot serve
+    warnings = network_warnings(jobs, shape)
+    for warning in warnings:
+        print(f"kube-rdma simulate: warning: {warning}", file=sys.stderr)
     progress = _Bar() if sys.stderr.isatty() else None
-    document = run_variants(cluster, jobs, source, variants, Settings(cycle=args.cycle), progress)
+    settings = Settings(cycle=args.cycle)
+    document = run_variants(cluster, jobs, source, variants, settings, progress, warnings)
     if progress is not None:
         progress.done()
     _show(document, args)

@@ -53,7 +53,16 @@ class SimCluster:
         index = self.model.cluster.dra
         used += sum(d.in_use("gpu") for d in map(index.node, list(index.nodes())) if d)
         whole = sum(self._node_gpus(n) >= WHOLE_NODE_GPUS for n in self.nodes)
-        return Shape(self.gpus() - used, whole, self._rdma_resource())
+        return Shape(self.gpus() - used, whole, self._rdma_resource(), self._link_layers())
+
+    def _link_layers(self) -> tuple[tuple[str, int], ...]:
+        """Nodes with RDMA ports of each link layer, from their topology documents."""
+        found: Counter[str] = Counter()
+        for node in self.nodes:
+            view = self.model.cluster.node(str(node["metadata"]["name"]))
+            if view is not None and view.topology is not None:
+                found.update({p.link_layer for nic in view.topology.nics for p in nic.ports})
+        return tuple(sorted(found.items()))
 
     def _node_gpus(self, node: Json) -> int:
         published = self.model.cluster.dra.node(str(node["metadata"]["name"]))

@@ -38,11 +38,11 @@ from kubesim.simulate.classes import classes, summary
 from kubesim.simulate.cluster import SimCluster
 from kubesim.simulate.domains import gangs_in_one_domain
 from kubesim.simulate.run import Run
+from kubesim.simulate.workload import LINK_LAYERS
 
 TRANSIENT = 1.0
 """Seconds a gang may be partly bound without counting: the binds of an opened barrier."""
 LEVELS = (*(level.value for level in Level), "none")
-LINK_LAYERS = {"macvlan": "Ethernet", "ib": "InfiniBand"}
 
 
 def measure(run: Run, jobs: list[Job], cluster: SimCluster) -> dict[str, Any]:

@@ -4,6 +4,7 @@ matplotlib is an optional extra (`pip install 'kube-rdma[plot]'`)."""
 from __future__ import annotations
 
 import importlib.util
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,10 +14,36 @@ from kube_rdma.core.config_file import ConfigError
 INSTALL = "--plot needs matplotlib: pip install 'kube-rdma[plot]' (or pip install matplotlib)"
 
 
-def check_plotting() -> None:
-    """Raises ConfigError saying what to install when matplotlib is missing."""
+def check_plotting(path: Path | None = None) -> None:
+    """Before a run: raises ConfigError saying what to install when matplotlib is missing, and
+    what is wrong with `path` when the chart could not be written there (no such folder, not
+    writable, a format matplotlib does not write)."""
     if importlib.util.find_spec("matplotlib") is None:
         raise ConfigError(INSTALL)
+    if path is None:
+        return
+    folder = path.parent
+    if not folder.is_dir():
+        raise ConfigError(
+            f"--plot {path}: there is no folder {folder}; create it, or give a path in one"
+        )
+    if path.is_dir():
+        raise ConfigError(f"--plot {path}: is a folder; give a file name, e.g. {path}/chart.png")
+    if not os.access(folder, os.W_OK):
+        raise ConfigError(f"--plot {path}: folder {folder} is not writable; give another path")
+    suffix = path.suffix.removeprefix(".").lower()
+    if suffix:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        from matplotlib.backend_bases import FigureCanvasBase
+
+        formats = sorted(FigureCanvasBase.get_supported_filetypes())
+        if suffix not in formats:
+            raise ConfigError(
+                f"--plot {path}: matplotlib does not write .{suffix} files; end the name with "
+                f"one of .{', .'.join(formats)} (.png is the usual)"
+            )
 
 
 def plot(document: dict[str, Any], path: Path) -> None:

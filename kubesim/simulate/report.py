@@ -116,6 +116,7 @@ def table(document: dict[str, Any]) -> str:
     rows += _dra_rows(variants)
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = [_summary(document)]
+    lines += [f"warning: {w}" for w in document.get("warnings", [])]
     for row in rows:
         cells = [
             row[0].ljust(widths[0]),

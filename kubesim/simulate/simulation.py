@@ -22,7 +22,9 @@ def run_variants(
     variants: list[Variant],
     settings: Settings,
     progress: VariantProgress | None = None,
+    warnings: list[str] | None = None,
 ) -> dict[str, Any]:
+    """`warnings`: what is off in the workload for this cluster (workload.network_warnings)."""
     results = []
     for variant in variants:
         told = _told(progress, variant)
@@ -41,6 +43,7 @@ def run_variants(
             "pods": sum(j.members for j in jobs),
             "gangs": sum(j.gang for j in jobs),
         },
+        "warnings": list(warnings or []),
         "variants": results,
     }
 

@@ -24,8 +24,10 @@ The generated model (`Generated`, `--generate jobs=N,seed=S,...`) is in docs/sim
 
 from __future__ import annotations
 
+import difflib
 import math
 import random
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -45,6 +47,8 @@ NAMESPACES = ("team-llm", "team-vision", "ml-research")
 DURATION_SIGMA = 1.0
 """Spread of the lognormal run times: the longest jobs run some ten times the mean."""
 SHORTEST, LONGEST = 60.0, 7 * DAY
+LINK_LAYERS = {"macvlan": "Ethernet", "ib": "InfiniBand"}
+"""The link layer of the RDMA ports each of the webhook's network modes uses."""
 PRIORITY_NAMES = {"high": 1000, "medium": 500, "low": 0}
 """What a priority's name in `--generate priorities=...` means; a number means itself. `low` is
 0, the priority of a pod without a PriorityClass (a snapshot's running pods, as a rule), so low
@@ -93,6 +97,40 @@ class Shape:
     """Nodes with 8 or more GPUs."""
     rdma_resource: str | None
     """The RDMA resource pods request (None: the nodes offer none)."""
+    link_layers: tuple[tuple[str, int], ...] = ()
+    """(link layer, nodes with RDMA ports of it): a node with both counts in both."""
+
+    def network(self) -> Literal["macvlan", "ib"]:
+        """The network mode of the link layer most nodes have; macvlan on a tie or without
+        any topology."""
+        counts = dict(self.link_layers)
+        return "ib" if counts.get("InfiniBand", 0) > counts.get("Ethernet", 0) else "macvlan"
+
+
+def network_warnings(jobs: list[Job], shape: Shape) -> list[str]:
+    """One line per network mode the jobs use whose link layer fewer nodes have than another:
+    the extender places their pods only on those few, kube-scheduler anywhere (without a
+    usable NIC)."""
+    counts = dict(shape.link_layers)
+    if not counts:
+        return []
+    most = max(counts.values())
+    warnings = []
+    for network, n in sorted(Counter(j.network for j in jobs).items()):
+        layer = LINK_LAYERS.get(network)
+        have = counts.get(layer or "", 0)
+        if layer is None or have >= most:
+            continue
+        better = shape.network()
+        warnings.append(
+            f"{n} of {len(jobs)} jobs use network={network} ({layer} RDMA ports), which "
+            f"{have} node(s) have where {counts[LINK_LAYERS[better]]} have "
+            f"{LINK_LAYERS[better]}: the extender places these jobs only on those {have}, "
+            f"kube-scheduler anywhere (without a usable NIC). Set network={better} "
+            "(--generate network=..., or network: in each job of the workload file) unless "
+            "that is what you mean to try"
+        )
+    return warnings
 
 
 def read_workload(path: Path, shape: Shape) -> list[Job]:
@@ -105,11 +143,7 @@ def read_workload(path: Path, shape: Shape) -> list[Job]:
     try:
         entries = WorkloadFile.model_validate(data).jobs
     except ValidationError as e:
-        item = e.errors()[0]
-        where = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in item["loc"])
-        where = where.replace(".[", "[")
-        message = item["msg"].removeprefix("Value error, ")
-        raise ConfigError(f"{path}: {where or 'top level'}: {message}") from e
+        raise ConfigError(f"{path}: {_problem(e)}") from e
     names = [entry.name or f"job-{i:04d}" for i, entry in enumerate(entries, 1)]
     seen: set[tuple[str, str]] = set()
     for index, (entry, name) in enumerate(zip(entries, names, strict=True)):
@@ -117,6 +151,29 @@ def read_workload(path: Path, shape: Shape) -> list[Job]:
             raise ConfigError(f"{path}: jobs[{index}].name: {entry.namespace}/{name} appears twice")
         seen.add((entry.namespace, name))
     return [_job(entry, name, shape) for entry, name in zip(entries, names, strict=True)]
+
+
+def _problem(error: ValidationError) -> str:
+    """The first problem, a key the file may not have first: a misspelt key (`duraton:`) is also
+    a missing one (`duration`), and the unknown key is what to fix."""
+    items = error.errors()
+    item = next((i for i in items if i["type"] == "extra_forbidden"), items[0])
+    loc = item["loc"]
+    if item["type"] == "extra_forbidden":
+        loc, key = loc[:-1], str(loc[-1])
+    where = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in loc)
+    where = where.replace(".[", "[") or "top level"
+    if item["type"] != "extra_forbidden":
+        return f"{where}: {item['msg'].removeprefix('Value error, ')}"
+    model = JobEntry if loc else WorkloadFile
+    return unknown_key(where, key, list(model.model_fields))
+
+
+def unknown_key(where: str, key: str, known: list[str]) -> str:
+    """`jobs[0]: unknown key 'duraton' (did you mean duration?); the keys are ...`"""
+    close = difflib.get_close_matches(key, known, n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    return f"{where}: unknown key {key!r}{hint}; the keys are {', '.join(known)}"
 
 
 def _job(entry: JobEntry, name: str, shape: Shape) -> Job:
@@ -153,7 +210,8 @@ class Generated:
     """GPU-time the jobs ask for, as a share of the cluster's free GPUs over `hours`."""
     gangs: float = 0.4
     """Share of jobs that are gangs of 8-GPU pods; the others are single pods of 1-8 GPUs."""
-    network: Literal["macvlan", "ib"] = "macvlan"
+    network: Literal["macvlan", "ib"] | None = None
+    """None: the network mode of the link layer most nodes have (Shape.network)."""
     priorities: tuple[tuple[int, float], ...] = ()
     """(priority, share of the jobs); none: every job at priority 0."""
     dra: float = 0.0
@@ -174,7 +232,7 @@ class Generated:
             problems.append(f"gangs must be 0 to 1, got {self.gangs:g}")
         if not 0 <= self.dra <= 1:
             problems.append(f"dra must be 0 to 1, got {self.dra:g}")
-        if self.network not in ("macvlan", "ib"):
+        if self.network not in (None, "macvlan", "ib"):
             problems.append(f"network must be macvlan or ib, got {self.network}")
         if problems:
             raise ConfigError("--generate: " + "; ".join(problems))
@@ -189,6 +247,7 @@ class Generated:
         span = self.hours * 3600
         mean_duration = self.load * max(shape.gpus, 1) * span / (self.jobs * mean_gpus)
         arrival, jobs = 0.0, []
+        network = self.network or shape.network()
         for index in range(self.jobs):
             arrival += rng.expovariate(self.jobs / span)
             gang = rng.random() < self.gangs
@@ -204,7 +263,7 @@ class Generated:
                     gpus=gpus,
                     arrival=arrival,
                     duration=min(max(mean_duration * spread, SHORTEST), LONGEST),
-                    network=self.network,
+                    network=network,
                     cpu_per_gpu=0,
                     memory_per_gpu_gi=0,
                     rdma=1 if shape.rdma_resource else 0,
@@ -220,12 +279,16 @@ def parse_generate(text: str) -> Generated:
     dra=0.5`; raises ConfigError."""
     fields: dict[str, object] = {}
     kinds = {"jobs": int, "seed": int, "hours": float, "load": float, "gangs": float, "dra": float}
+    known = [*kinds, "network", "priorities"]
     for part in filter(None, text.split(",")):
         key, sep, value = part.partition("=")
         key = key.strip()
-        if not sep or key not in [*kinds, "network", "priorities"]:
-            known = ", ".join([*kinds, "network", "priorities"])
-            raise ConfigError(f"--generate: {part!r} is not KEY=VALUE with KEY one of {known}")
+        if not sep:
+            raise ConfigError(
+                f"--generate: {part!r} is not KEY=VALUE with KEY one of {', '.join(known)}"
+            )
+        if key not in known:
+            raise ConfigError(unknown_key("--generate", key, known))
         if key == "priorities":
             fields[key] = parse_priorities(value)
             continue

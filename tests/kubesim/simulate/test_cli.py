@@ -50,8 +50,9 @@ def test_the_table_names_every_variant(cluster: Path, capsys: pytest.CaptureFixt
     status, out, _ = run(capsys, "--cluster", str(cluster), "--generate", "jobs=5")
     lines = out.splitlines()
     assert status == 0
-    assert (
-        lines[0] == "8 nodes, 64 GPUs (64 free); 5 jobs, 5 pods, 0 gangs (generate seed=0,jobs=5)"
+    assert lines[0] == (
+        "8 nodes, 64 GPUs (64 free); 5 jobs, 5 pods, 0 gangs (generate seed=0,jobs=5, "
+        "network=macvlan from the nodes' link layer)"
     )
     assert lines[1].split() == ["kube-scheduler", "extender"]
     assert lines[2].split() == ["jobs", "placed", "5", "of", "5", "5", "of", "5"]
@@ -69,7 +70,22 @@ def test_the_table_names_every_variant(cluster: Path, capsys: pytest.CaptureFixt
         (
             {"w.yaml": "jobs:\n- {arrival: 0, gpus: 8, duration: 60, color: red}\n"},
             ["--workload", "{w.yaml}"],
-            "{w.yaml}: jobs[0].color: Extra inputs are not permitted",
+            "{w.yaml}: jobs[0]: unknown key 'color'; the keys are name, namespace, arrival, "
+            "pods, gpus, rdma, duration, gang, network, priority, preemptionPolicy, "
+            "annotations, dra",
+        ),
+        (
+            # misspelt, so `duration` is missing too: the unknown key is the one to name
+            {"w.yaml": "jobs:\n- {arrival: 0, gpus: 8, duraton: 60}\n"},
+            ["--workload", "{w.yaml}"],
+            "{w.yaml}: jobs[0]: unknown key 'duraton' (did you mean duration?); the keys are "
+            "name, namespace, arrival, pods, gpus, rdma, duration, gang, network, priority, "
+            "preemptionPolicy, annotations, dra",
+        ),
+        (
+            {"w.yaml": "job:\n- {arrival: 0, gpus: 8, duration: 60}\n"},
+            ["--workload", "{w.yaml}"],
+            "{w.yaml}: top level: unknown key 'job' (did you mean jobs?); the keys are jobs",
         ),
         (
             {"heavy.yaml": "weights:\n  affinity: -1\n"},
@@ -85,7 +101,19 @@ def test_the_table_names_every_variant(cluster: Path, capsys: pytest.CaptureFixt
         (
             {},
             ["--generate", "jobs=5,colour=red"],
-            "--generate: 'colour=red' is not KEY=VALUE with KEY one of jobs, seed, hours, load, "
+            "--generate: unknown key 'colour'; the keys are jobs, seed, hours, load, gangs, dra, "
+            "network, priorities",
+        ),
+        (
+            {},
+            ["--generate", "jbos=5"],
+            "--generate: unknown key 'jbos' (did you mean jobs?); the keys are jobs, seed, "
+            "hours, load, gangs, dra, network, priorities",
+        ),
+        (
+            {},
+            ["--generate", "jobs"],
+            "--generate: 'jobs' is not KEY=VALUE with KEY one of jobs, seed, hours, load, "
             "gangs, dra, network, priorities",
         ),
         ({}, ["--generate", "jobs=5,dra=2"], "--generate: dra must be 0 to 1, got 2"),
@@ -157,18 +185,14 @@ def test_a_dra_cluster_reports_how_its_claim_pods_were_bound(
     lines = out.splitlines()
     assert status == 0
     assert lines[0] == f"4 nodes, 32 GPUs (32 free); 3 jobs, 4 pods, 1 gangs ({workload})"
-    # The claim pods fit the DRA nodes; the pod asking for nvidia.com/gpu fits none.
-    never = (
-        "1 pods never fit: 0/4 nodes are available: 4 Insufficient nvidia.com/gpu. preemption: "
-        "0/4 nodes are available: 4 No preemption victims found for incoming pod."
-    )
-    assert [" ".join(line.split()) for line in lines[-6:]] == [
+    # The claim pods fit the DRA nodes, and so does the pod asking for nvidia.com/gpu: the GPU
+    # class serves the GPUs by that name (`extendedResourceName`, KEP-5004).
+    assert lines[2].split() == ["jobs", "placed", "3", "of", "3", "3", "of", "3"]
+    assert [" ".join(line.split()) for line in lines[-4:]] == [
         "DRA pods bound 3 3",
         "DRA pods bound, claims reserved 3 3",
         "DRA pods bound unreserved (want 0) 0 0",
         "devices allocated twice (want 0) 0 0",
-        f"kube-scheduler: {never}",
-        f"extender: {never}",
     ]
 
 

@@ -106,8 +106,8 @@ def test_a_mixed_cluster_runs_claim_pods_on_dra_nodes_and_the_others_on_device_p
 ) -> None:
     # p-0 and p-1 keep their device plugins; d-0 and d-1 publish slices. A gang of each kind
     # arrives: each can only go where its kind of devices is.
-    # The GPU class serves no `nvidia.com/gpu` (`extendedResourceName`, KEP-5004): the emulated
-    # kube-scheduler is kube-scheduler 1.34 without that alpha feature.
+    # The GPU class serves no `nvidia.com/gpu` (`extendedResourceName`, KEP-5004): a cluster
+    # without that alpha feature, whose apiserver drops the field.
     nodes = [leaf_node(name, "a") for name in ("d-0", "d-1", "p-0", "p-1")]
     objects = dra_form(nodes, nodes=["d-0", "d-1"])
     for obj in objects:
@@ -183,3 +183,30 @@ def test_a_share_of_generated_jobs_ask_through_claims_and_the_jobs_stay_the_same
         "job-0000", "job-0005", "job-0006", "job-0007", "job-0008", "job-0010",
         "job-0011", "job-0012", "job-0015", "job-0016", "gang-0017", "job-0019",
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize("variant", [PLAIN, EXTENDER], ids=lambda v: v.name)
+def test_pods_asking_for_gpus_by_name_go_to_nodes_whose_gpus_a_device_class_serves(
+    tmp_path: Path, variant: Variant
+) -> None:
+    # `make demo`'s gpu-07 and gpu-08: d-0 and d-1 publish their GPUs through DRA only, and the
+    # GPU class serves them as `nvidia.com/gpu` (`extendedResourceName`, KEP-5004); their NICs
+    # stay with the device plugin, as do p-0's GPUs. A gang of 3 x 8 GPUs needs all three. The
+    # emulated kube-scheduler once refused d-0 and d-1 ("Insufficient nvidia.com/gpu") and sent
+    # the extender p-0 alone, where the extender, rightly, planned the gang on all three: "kube-
+    # scheduler ruled out planned node d-0", then d-1, planned again and again, never placed.
+    # A 4-GPU pod then fits only once the gang has run: what the gang's pods ask for by name
+    # holds the class's devices.
+    nodes = [leaf_node(name, "a") for name in ("d-0", "d-1", "p-0")]
+    cluster = snapshot(tmp_path, dra_form(nodes, nodes=["d-0", "d-1"], nics=False))
+    assert (cluster.gpus(), cluster.shape().gpus) == (24, 24)
+    jobs = [job("gang", 3, 8, 10.0, RUN), job("after", 1, 4, 20.0, RUN)]
+    run = simulate(cluster, jobs, variant, Settings())
+    measured = measure(run, jobs, cluster)
+    assert (measured["jobs_placed"], measured["never_fit"]) == (2, [])
+    assert run.emulator.recorder.gangs[("team", "gang")].nodes == ("d-0", "d-1", "p-0")
+    assert run.emulator.jobs is not None
+    started = {s.job.name: s.first_started for s in run.emulator.jobs.states()}
+    assert started["gang"] is not None
+    assert started["after"] is not None
+    assert started["gang"] + RUN <= started["after"]

@@ -58,3 +58,31 @@ def test_plot_without_matplotlib_says_what_to_install(
         "install matplotlib)\n"
     )
     assert not chart.exists()
+
+
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        ("missing/out.png", "--plot {p}: there is no folder {d}; create it, or give a path in one"),
+        (".", "--plot {p}: is a folder; give a file name, e.g. {p}/chart.png"),
+        (
+            "out.txt",
+            "--plot {p}: matplotlib does not write .txt files; end the name with one of .avif, "
+            ".eps, .gif, .jpeg, .jpg, .pdf, .pgf, .png, .ps, .raw, .rgba, .svg, .svgz, .tif, "
+            ".tiff, .webp (.png is the usual)",
+        ),
+    ],
+)
+def test_a_chart_that_could_not_be_written_is_refused_before_the_run(
+    cluster: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    where: str,
+    message: str,
+) -> None:
+    chart = tmp_path / where
+    argv = ["simulate", "--cluster", str(cluster), "--generate", "jobs=20,seed=3"]
+    assert main([*argv, "--plot", str(chart)]) == 2
+    out, err = capsys.readouterr()
+    expected = message.format(p=chart, d=chart.parent)
+    assert (out, err) == ("", f"kube-rdma simulate: {expected}\n")
