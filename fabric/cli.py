@@ -35,8 +35,9 @@ def register(subcommands: Subcommands) -> None:
         "pod",
         nargs="?",
         metavar="POD|FILE",
-        help="a pod, NAMESPACE/NAME or NAME (in -n, else the context's namespace); or an NCCL_DEBUG=INFO log: a file "
-        "that exists here, or a name ending .log or .txt, or - for standard input",
+        help="a pod, NAMESPACE/NAME or NAME (in -n, else the context's namespace); or an "
+        "NCCL_DEBUG=INFO log: a file that exists here, or a name ending .log or .txt, or - for "
+        "standard input",
     )
     diagnose.add_argument("--nccl-log", type=Path, help="an NCCL_DEBUG=INFO log file")
     from kube_rdma.kube.kubeconfig import add_cluster_flags
