@@ -17,6 +17,7 @@ from kube_rdma.core.podshape import pod_problem
 from kube_rdma.core.quantity import QuantityError
 from kube_rdma.core.workloads import training_key
 from webhook import review
+from webhook.denied import echo
 from webhook.dra.attach import template_for
 from webhook.dra.kinds import DeviceKind
 from webhook.dra.resolve import Resolver
@@ -153,14 +154,14 @@ class Admitter:
         annotations: Mapping[str, str] = metadata.get("annotations") or {}
         inject = annotations.get(keys.INJECT)
         if inject is not None and inject.lower() not in ("true", "false"):
-            raise Denied(f'{keys.INJECT} must be "true" or "false", not {inject!r}')
+            raise Denied(f'{keys.INJECT} must be "true" or "false", not {echo(inject)}')
         if inject is not None and inject.lower() == "false":
             return None
         chosen = annotations.get(keys.PROFILE)
         if chosen is not None:
             if chosen not in profiles.profiles:
                 raise Denied(
-                    f"RDMA profile {chosen!r} (annotation {keys.PROFILE}) does not exist; "
+                    f"RDMA profile {echo(chosen)} (annotation {keys.PROFILE}) does not exist; "
                     f"valid profiles: {', '.join(sorted(profiles.profiles))}"
                 )
             return chosen
