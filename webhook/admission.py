@@ -32,7 +32,12 @@ from webhook.profiles import Profile, ProfileSet
 
 log = logging.getLogger("kube_rdma.webhook")
 
-PROTECTED_NAMESPACES = frozenset({"kube-system"})
+PROTECTED_NAMESPACES = frozenset({"kube-system", "kube-rdma", "kube-rdma-agent", "kube-rdma-plans"})
+"""Namespaces never mutated, whatever their labels or the pod's annotations say: the system's,
+and kube-rdma's own (manifests/namespaces): the webhook's and the scheduler's, the node agent's
+privileged one, and the gang plan records'. The MutatingWebhookConfiguration excludes them
+too; this holds where a configuration edited by hand does not (docs/security.md). The
+webhook's own namespace (--own-namespace) is added when it is another."""
 
 
 @dataclass(frozen=True)

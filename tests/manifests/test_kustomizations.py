@@ -146,7 +146,7 @@ def test_only_the_root_creates_namespaces() -> None:
     )
     assert creating == [".", "namespaces", *OVERLAYS]
     names = [d["metadata"]["name"] for d in built("namespaces")]
-    assert names == [NAMESPACE, "kube-rdma-agent"]
+    assert names == [NAMESPACE, "kube-rdma-agent", "kube-rdma-plans"]
 
 
 @pytest.mark.parametrize("directory", COMPONENTS)

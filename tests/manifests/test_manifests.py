@@ -34,6 +34,7 @@ from kube_rdma_cli.dispatch import build_parser
 from testbed.builders import sysfs_tree
 from testbed.fakeapi import FakeApiServer, RecordedRequest
 from testbed.kustomize import built, identity, kustomization, needs_kubectl
+from webhook.admission import PROTECTED_NAMESPACES
 from webhook.profiles import BUILTIN, GidStrategy, NetworkMode, parse_profiles
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,7 +53,8 @@ TLS_SECRET = "kube-rdma-webhook-tls"
 PROFILES_CONFIGMAP = "kube-rdma-profiles"
 IMAGE = "ghcr.io/kube-rdma/kube-rdma"
 WEBHOOKS = ("namespaces.kube-rdma.io", "pods.kube-rdma.io")
-EXCLUDED_NAMESPACES = ["kube-system", "kube-rdma"]
+# The system's and kube-rdma's own: the webhook's, the agent's (privileged) and the plan records'.
+EXCLUDED_NAMESPACES = ["kube-system", "kube-rdma", "kube-rdma-agent", "kube-rdma-plans"]
 ANNOTATION_CONDITION = {
     "name": "opted-in-by-annotation",
     "expression": "has(object.metadata.annotations) && "
@@ -292,6 +294,14 @@ def test_webhook_excludes_system_and_own_namespace(name: str) -> None:
     } in expressions
 
 
+def test_every_namespace_of_kube_rdma_is_excluded_here_and_in_the_webhook() -> None:
+    """Both the configuration and the webhook itself (webhook/admission.py) leave kube-rdma's
+    own namespaces alone: a configuration edited by hand still cannot get a pod mutated there."""
+    ours = [doc["metadata"]["name"] for _, doc in DOCUMENTS if doc["kind"] == "Namespace"]
+    assert ours == ["kube-rdma", "kube-rdma-agent", "kube-rdma-plans"]
+    assert set(EXCLUDED_NAMESPACES) == {"kube-system", *ours} == PROTECTED_NAMESPACES
+
+
 def test_match_conditions() -> None:
     assert webhook("namespaces.kube-rdma.io")["matchConditions"] == [GPU_OR_ANNOTATION_CONDITION]
     assert webhook("pods.kube-rdma.io")["matchConditions"] == [ANNOTATION_CONDITION]
@@ -319,6 +329,9 @@ NAMESPACE_CASES: list[tuple[str, dict[str, str], list[str]]] = [
     ("kube-system", {"kube-rdma.io/injection": "enabled"}, []),
     ("kube-rdma", {}, []),
     ("kube-rdma", {"kube-rdma.io/injection": "enabled"}, []),
+    ("kube-rdma-agent", {}, []),
+    ("kube-rdma-agent", {"kube-rdma.io/injection": "enabled"}, []),
+    ("kube-rdma-plans", {}, []),
 ]
 
 
@@ -910,9 +923,9 @@ def test_agent_pods_are_never_sent_to_the_webhook() -> None:
     labels = find("Namespace", AGENT)["metadata"]["labels"]
     all_labels = {"kubernetes.io/metadata.name": AGENT, **labels}
     matched = [n for n in WEBHOOKS if selects(webhook(n)["namespaceSelector"], all_labels)]
-    assert matched == ["pods.kube-rdma.io"]
-    # which the match condition narrows to pods with one of these annotations
-    assert webhook("pods.kube-rdma.io")["matchConditions"] == [ANNOTATION_CONDITION]
+    # Not even an annotated pod: an init container injected there would run in the privileged
+    # namespace, beside the host's /sys.
+    assert matched == []
     annotations = daemonset()["spec"]["template"]["metadata"].get("annotations", {})
     assert not {"kube-rdma.io/inject", "kube-rdma.io/profile"} & annotations.keys()
 
