@@ -172,6 +172,8 @@ def test_manifests_exist() -> None:
     assert ours == [
         "agent/daemonset.yaml:DaemonSet/kube-rdma-agent",
         "agent/networkpolicy.yaml:NetworkPolicy/kube-rdma-agent",
+        "agent/nodepolicy.yaml:ValidatingAdmissionPolicy/kube-rdma-agent-own-node",
+        "agent/nodepolicy.yaml:ValidatingAdmissionPolicyBinding/kube-rdma-agent-own-node",
         "agent/priorityclass.yaml:PriorityClass/kube-rdma-agent",
         "agent/rbac.yaml:ServiceAccount/kube-rdma-agent",
         "agent/rbac.yaml:ClusterRole/kube-rdma-agent",
@@ -204,6 +206,8 @@ CLUSTER_SCOPED = {
     "ClusterRoleBinding",
     "PriorityClass",
     "MutatingWebhookConfiguration",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
 }
 
 
