@@ -20,6 +20,8 @@ import celpy
 import pytest
 import yaml
 from celpy import celtypes
+from celpy.adapter import json_to_cel
+from celpy.evaluation import CELEvalError
 
 from agent.publisher import Agent, AgentSettings
 from kube_rdma.core import keys
@@ -45,7 +47,7 @@ def _program(expression: str) -> Any:
 
 
 def _cel(value: Any) -> Any:
-    return None if value is None else celpy.json_to_cel(value)
+    return None if value is None else json_to_cel(value)
 
 
 def evaluate(request: Json, obj: Json | None, old: Json | None) -> list[str] | None:
@@ -69,9 +71,9 @@ def evaluate(request: Json, obj: Json | None, old: Json | None) -> list[str] | N
     for validation in spec["validations"]:
         try:
             passed = _program(validation["expression"]).evaluate(activation)
-        except celpy.CELEvalError:  # failurePolicy Fail: an error denies
+        except CELEvalError:  # failurePolicy Fail: an error denies
             passed = False
-        if isinstance(passed, celpy.CELEvalError) or not bool(passed):
+        if isinstance(passed, CELEvalError) or not bool(passed):
             denied.append(" ".join(validation["message"].split()))
     return denied
 
@@ -135,24 +137,24 @@ def changed(change: Any, base: Json | None = None) -> tuple[Json, Json]:
     return old, new
 
 
-def labels(n: Json) -> dict[str, str]:
+def labels_of(n: Json) -> dict[str, str]:
     result: dict[str, str] = n["metadata"].setdefault("labels", {})
     return result
 
 
-def annotations(n: Json) -> dict[str, str]:
+def annotations_of(n: Json) -> dict[str, str]:
     result: dict[str, str] = n["metadata"].setdefault("annotations", {})
     return result
 
 
-def taints(n: Json) -> list[Json]:
+def taints_of(n: Json) -> list[Json]:
     result: list[Json] = n["spec"].setdefault("taints", [])
     return result
 
 
 def publish(n: Json) -> None:
-    labels(n)[keys.RDMA_READY] = "false"
-    annotations(n)[keys.TOPOLOGY] = '{"v":1,"rails":7}'
+    labels_of(n)[keys.RDMA_READY] = "false"
+    annotations_of(n)[keys.TOPOLOGY] = '{"v":1,"rails":7}'
 
 
 def bare() -> Json:
@@ -163,15 +165,15 @@ def bare() -> Json:
 ALLOWED = [
     ("publish-topology-and-readiness", changed(publish)),
     ("first-publish", changed(publish, bare())),
-    ("taint-unhealthy", changed(lambda n: taints(n).append(UNHEALTHY))),
+    ("taint-unhealthy", changed(lambda n: taints_of(n).append(UNHEALTHY))),
     (
         "untaint",
         changed(
             lambda n: n["spec"].update(taints=[GPU_TAINT, UNREACHABLE]),
-            changed(lambda n: taints(n).insert(1, UNHEALTHY))[1],
+            changed(lambda n: taints_of(n).insert(1, UNHEALTHY))[1],
         ),
     ),
-    ("remove-own-label", changed(lambda n: labels(n).pop(keys.RDMA_READY))),
+    ("remove-own-label", changed(lambda n: labels_of(n).pop(keys.RDMA_READY))),
     ("no-change", changed(lambda n: None)),
 ]
 
@@ -198,34 +200,34 @@ DENIED: list[tuple[str, Json, tuple[Json | None, Json | None], list[str]]] = [
     (
         "forge-acceptance",
         request(),
-        changed(lambda n: labels(n).update({keys.ACCEPTANCE: keys.ACCEPTANCE_FAILED})),
+        changed(lambda n: labels_of(n).update({keys.ACCEPTANCE: keys.ACCEPTANCE_FAILED})),
         [LABEL],
     ),
     (
         "add-a-fabric-label",
         request(),
-        changed(lambda n: labels(n).update({"network.example.com/spine": "s1"})),
+        changed(lambda n: labels_of(n).update({"network.example.com/spine": "s1"})),
         [LABEL],
     ),
     (
         "move-to-another-leaf",
         request(),
-        changed(lambda n: labels(n).update({"network.example.com/leaf": "leaf-9"})),
+        changed(lambda n: labels_of(n).update({"network.example.com/leaf": "leaf-9"})),
         [LABEL],
     ),
     (
         "drop-a-label",
         request(),
-        changed(lambda n: labels(n).pop("nvidia.com/gpu.present")),
+        changed(lambda n: labels_of(n).pop("nvidia.com/gpu.present")),
         [LABEL],
     ),
     (
         "foreign-annotation",
         request(),
-        changed(lambda n: annotations(n).update({"node.alpha.kubernetes.io/ttl": "30"})),
+        changed(lambda n: annotations_of(n).update({"node.alpha.kubernetes.io/ttl": "30"})),
         [ANNOTATION],
     ),
-    ("remove-a-foreign-taint", request(), changed(lambda n: taints(n).pop(1)), [TAINT]),
+    ("remove-a-foreign-taint", request(), changed(lambda n: taints_of(n).pop(1)), [TAINT]),
     (
         "drop-every-taint",
         request(),
@@ -235,7 +237,7 @@ DENIED: list[tuple[str, Json, tuple[Json | None, Json | None], list[str]]] = [
     (
         "own-key-other-effect",
         request(),
-        changed(lambda n: taints(n).append({**UNHEALTHY, "effect": "NoExecute"})),
+        changed(lambda n: taints_of(n).append({**UNHEALTHY, "effect": "NoExecute"})),
         [TAINT],
     ),
     (
@@ -261,8 +263,8 @@ DENIED: list[tuple[str, Json, tuple[Json | None, Json | None], list[str]]] = [
         request(name="gpu-2", bound=NODE),
         changed(
             lambda n: (
-                labels(n).update({keys.ACCEPTANCE: keys.ACCEPTANCE_FAILED}),
-                annotations(n).pop("node.alpha.kubernetes.io/ttl"),
+                labels_of(n).update({keys.ACCEPTANCE: keys.ACCEPTANCE_FAILED}),
+                annotations_of(n).pop("node.alpha.kubernetes.io/ttl"),
                 n["spec"].update(taints=[], unschedulable=True),
             ),
             node("gpu-2"),
@@ -317,8 +319,8 @@ async def test_the_real_agent_s_patches_pass(
         await Agent(core_v1, settings).step()
         after = fake_api.get("nodes", NODE)
         assert evaluate(request(), after, before) == [], tree
-    assert UNHEALTHY not in taints(fake_api.get("nodes", NODE))
-    assert labels(fake_api.get("nodes", NODE))[keys.RDMA_READY] == "true"
+    assert UNHEALTHY not in taints_of(fake_api.get("nodes", NODE))
+    assert labels_of(fake_api.get("nodes", NODE))[keys.RDMA_READY] == "true"
 
 
 def test_the_policy_is_bound_denying_and_fails_closed() -> None:
