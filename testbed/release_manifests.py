@@ -9,7 +9,13 @@ kube-rdma image (the containers, and the resolver image named inside the profile
 taken from pyproject.toml's version, the one place a release sets it. kube-scheduler's tag is
 the cluster's business (manifests/scheduler/kustomization.yaml) and is left alone.
 
-Run from the repository root: `python3 -m testbed.release_manifests [--out dist/kube-rdma.yaml]`.
+With `--digest sha256:...` (the digest the registry gave the pushed image), every kube-rdma
+image is pinned by it as well (`ghcr.io/kube-rdma/kube-rdma:<version>@sha256:...`): a tag can
+be moved to another image, and the resolver image runs as an init container in every pod of a
+profile with gid.strategy pod (docs/security.md).
+
+Run from the repository root:
+`python3 -m testbed.release_manifests [--out dist/kube-rdma.yaml] [--digest sha256:...]`.
 Needs kubectl (its built-in kustomize) or a kustomize binary on PATH.
 """
 
@@ -25,7 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 IMAGE = "ghcr.io/kube-rdma/kube-rdma"
 # A reference to the image with any tag, as kustomize writes it and as profiles.yaml names it.
-_IMAGE_REF = re.compile(rf"{re.escape(IMAGE)}:[A-Za-z0-9_][A-Za-z0-9_.-]*")
+_IMAGE_REF = re.compile(rf"{re.escape(IMAGE)}:[A-Za-z0-9_][A-Za-z0-9_.-]*(@sha256:[0-9a-f]{{64}})?")
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 
 
 def project_version(root: Path = ROOT) -> str:
@@ -45,26 +52,32 @@ def build(directory: Path) -> str:
     return subprocess.run(command, capture_output=True, text=True, check=True, timeout=120).stdout
 
 
-def stamp(built: str, version: str) -> str:
-    """`built` with every kube-rdma image tagged `version`, under a header naming it."""
+def stamp(built: str, version: str, digest: str | None = None) -> str:
+    """`built` with every kube-rdma image tagged `version` (and pinned by `digest`, given one),
+    under a header naming it."""
+    if digest is not None and not _DIGEST.fullmatch(digest):
+        raise ValueError(f"not an image digest: {digest!r} (expected sha256: and 64 hex digits)")
+    reference = f"{IMAGE}:{version}" + (f"@{digest}" if digest else "")
     header = (
         f"# kube-rdma {version}: everything `kubectl apply -k manifests/` installs, in one file.\n"
         "# Install or upgrade: kubectl apply -f kube-rdma.yaml (docs/install.md).\n"
     )
-    return header + _IMAGE_REF.sub(f"{IMAGE}:{version}", built)
+    return header + _IMAGE_REF.sub(reference, built)
 
 
-def release(out: Path, root: Path = ROOT) -> Path:
+def release(out: Path, root: Path = ROOT, digest: str | None = None) -> Path:
     """Write the stamped all-in-one YAML to `out`."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(stamp(build(root / "manifests"), project_version(root)))
+    out.write_text(stamp(build(root / "manifests"), project_version(root), digest))
     return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "dist" / "kube-rdma.yaml")
-    print(release(parser.parse_args().out))
+    parser.add_argument("--digest", help="sha256:... of the pushed image: pin every reference")
+    args = parser.parse_args()
+    print(release(args.out, digest=args.digest))
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from kube_rdma.core.podshape import pod_problem
 from kube_rdma.core.quantity import QuantityError
 from kube_rdma.core.workloads import training_key
 from webhook import review
+from webhook.denied import echo
 from webhook.dra.attach import template_for
 from webhook.dra.kinds import DeviceKind
 from webhook.dra.resolve import Resolver
@@ -31,7 +32,12 @@ from webhook.profiles import Profile, ProfileSet
 
 log = logging.getLogger("kube_rdma.webhook")
 
-PROTECTED_NAMESPACES = frozenset({"kube-system"})
+PROTECTED_NAMESPACES = frozenset({"kube-system", "kube-rdma", "kube-rdma-agent", "kube-rdma-plans"})
+"""Namespaces never mutated, whatever their labels or the pod's annotations say: the system's,
+and kube-rdma's own (manifests/namespaces): the webhook's and the scheduler's, the node agent's
+privileged one, and the gang plan records'. The MutatingWebhookConfiguration excludes them
+too; this holds where a configuration edited by hand does not (docs/security.md). The
+webhook's own namespace (--own-namespace) is added when it is another."""
 
 
 @dataclass(frozen=True)
@@ -153,14 +159,14 @@ class Admitter:
         annotations: Mapping[str, str] = metadata.get("annotations") or {}
         inject = annotations.get(keys.INJECT)
         if inject is not None and inject.lower() not in ("true", "false"):
-            raise Denied(f'{keys.INJECT} must be "true" or "false", not {inject!r}')
+            raise Denied(f'{keys.INJECT} must be "true" or "false", not {echo(inject)}')
         if inject is not None and inject.lower() == "false":
             return None
         chosen = annotations.get(keys.PROFILE)
         if chosen is not None:
             if chosen not in profiles.profiles:
                 raise Denied(
-                    f"RDMA profile {chosen!r} (annotation {keys.PROFILE}) does not exist; "
+                    f"RDMA profile {echo(chosen)} (annotation {keys.PROFILE}) does not exist; "
                     f"valid profiles: {', '.join(sorted(profiles.profiles))}"
                 )
             return chosen

@@ -19,7 +19,7 @@ from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
 from kube_rdma.core.quantity import QuantityError
 from webhook import lints, ncclconf
-from webhook.denied import Denied
+from webhook.denied import Denied, echo_list
 from webhook.devices import add_ipc_lock, add_resources, mount_infiniband
 from webhook.dra.attach import Attach, attach
 from webhook.dra.kinds import NO_CLAIMS, PodClaims
@@ -171,8 +171,8 @@ def select_containers(
     unknown = [n for n in wanted if n not in by_name]
     if unknown:
         raise Denied(
-            f"{keys.CONTAINERS} names {', '.join(unknown)}, which the pod does not have; "
-            f"its containers are {', '.join(str(n) for n in by_name)}"
+            f"{keys.CONTAINERS} names {echo_list(unknown)}, which the pod does not have; "
+            f"its containers are {echo_list([str(n) for n in by_name])}"
         )
     return [by_name[n] for n in dict.fromkeys(wanted)]
 

@@ -13,10 +13,16 @@ from typing import Any
 
 import orjson
 
+from kube_rdma.core.logs import cap
 from kube_rdma.core.objects import Json
 
 API_VERSION = "admission.k8s.io/v1"
 KIND = "AdmissionReview"
+
+MESSAGE_LIMIT = 1024
+"""Bytes (UTF-8) of a denial's message, and of each warning, at most. Both may quote what the
+client sent (webhook/denied.py caps each quoted value), and the apiserver hands them on to the
+client, its events and its audit log: a message ends in "…(truncated)" where it was cut."""
 
 
 class BadRequest(Exception):
@@ -58,7 +64,7 @@ def decode(body: bytes) -> Json:
 def _review(uid: str, warnings: Sequence[str], **fields: Any) -> Json:
     response: Json = {"uid": uid, **fields}
     if warnings:
-        response["warnings"] = list(warnings)
+        response["warnings"] = [cap(w, MESSAGE_LIMIT) for w in warnings]
     return {"apiVersion": API_VERSION, "kind": KIND, "response": response}
 
 
@@ -72,16 +78,16 @@ def patched(uid: str, patch: list[Json], warnings: Sequence[str] = ()) -> Json:
 
 
 def denied(uid: str, message: str, warnings: Sequence[str] = (), code: int = 403) -> Json:
-    status = {"code": code, "reason": "Forbidden", "message": message}
+    status = {"code": code, "reason": "Forbidden", "message": cap(message, MESSAGE_LIMIT)}
     return _review(uid, warnings, allowed=False, status=status)
 
 
 def invalid(uid: str, message: str) -> Json:
     """The review is well-formed but the object in it is not what it claims to be."""
-    status = {"code": 400, "reason": "BadRequest", "message": message}
+    status = {"code": 400, "reason": "BadRequest", "message": cap(message, MESSAGE_LIMIT)}
     return _review(uid, (), allowed=False, status=status)
 
 
 def errored(uid: str, message: str) -> Json:
-    status = {"code": 500, "reason": "InternalError", "message": message}
+    status = {"code": 500, "reason": "InternalError", "message": cap(message, MESSAGE_LIMIT)}
     return _review(uid, (), allowed=False, status=status)

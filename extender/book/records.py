@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
@@ -78,12 +79,30 @@ REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 
 
 def record_name(gang: GangKey) -> str:
-    """The ConfigMap's name: readable, and made unique by a hash of namespace/name (the
-    readable part alone is the same for a/b-c and a-b/c)."""
+    """The ConfigMap's name: a DNS-1123 subdomain whatever the gang is called, readable, and made
+    unique by a hash of the original namespace/name (the readable part alone is the same for
+    a/b-c and a-b/c, and for Train_Job and train-job).
+
+    A gang name is any annotation or label value: `Train_Job`, 300 characters, unicode. The
+    readable part keeps what a DNS-1123 subdomain allows (lowercase letters, digits, `-`, `.`
+    between alphanumerics) and turns the rest into `-`; a name that is already valid keeps the
+    name earlier versions gave it. The record's data keeps the gang's own name."""
     namespace, name = gang
     digest = hashlib.sha256(f"{namespace}/{name}".encode()).hexdigest()[:10]
-    readable = f"gang-{namespace}-{name}"[: NAME_LIMIT - len(digest) - 1].rstrip(".-")
+    readable = _subdomain_part(f"gang-{namespace}-{name}")
+    readable = readable[: NAME_LIMIT - len(digest) - 1].rstrip(".-")
     return f"{readable}-{digest}"
+
+
+_NOT_ALLOWED = re.compile(r"[^a-z0-9.-]")
+_DOT_RUN = re.compile(r"[.-]*\.[.-]*")
+"""A dot with dashes or dots next to it: each dot-separated label must start and end with an
+alphanumeric, so the run becomes one dot."""
+
+
+def _subdomain_part(text: str) -> str:
+    text = _NOT_ALLOWED.sub("-", text.lower())
+    return _DOT_RUN.sub(".", text)
 
 
 def encode(record: PlanRecord, namespace: str) -> Json:

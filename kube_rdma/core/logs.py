@@ -9,6 +9,24 @@ from typing import Any
 
 import orjson
 
+TRUNCATED = "…(truncated)"
+MESSAGE_LIMIT = 4096
+"""Bytes (UTF-8) of a log line's message at most: a message that quotes what a client sent (a
+pod's annotation, a request body) cannot grow a line without bound."""
+FIELD_LIMIT = 1024
+"""Bytes of each string passed through `extra=` at most."""
+
+
+def cap(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` bytes of UTF-8 (`limit` no less than TRUNCATED's 14),
+    ending in TRUNCATED when it was cut, never in the middle of a character."""
+    encoded = text.encode()
+    if len(encoded) <= limit:
+        return text
+    room = max(0, limit - len(TRUNCATED.encode()))
+    return encoded[:room].decode(errors="ignore") + TRUNCATED
+
+
 # Attributes every LogRecord has; anything else was passed through `extra=` and is logged.
 _STANDARD = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
 
@@ -21,9 +39,13 @@ class JsonFormatter(logging.Formatter):
             ),
             "level": record.levelname.lower(),
             "logger": record.name,
-            "msg": record.getMessage(),
+            "msg": cap(record.getMessage(), MESSAGE_LIMIT),
         }
-        entry.update((k, v) for k, v in record.__dict__.items() if k not in _STANDARD)
+        entry.update(
+            (k, cap(v, FIELD_LIMIT) if isinstance(v, str) else v)
+            for k, v in record.__dict__.items()
+            if k not in _STANDARD
+        )
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)
         return orjson.dumps(entry, default=str).decode()

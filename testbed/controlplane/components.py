@@ -25,6 +25,7 @@ NAMESPACE = "kube-rdma"
 WEBHOOK_ACCOUNT = (NAMESPACE, "kube-rdma-webhook")
 SCHEDULER_ACCOUNT = (NAMESPACE, "rdma-scheduler")
 AGENT_ACCOUNT = ("kube-rdma-agent", "kube-rdma-agent")
+PLAN_NAMESPACE = "kube-rdma-plans"  # the gang plan records', as manifests/scheduler passes it
 ENV = {"POD_NAMESPACE": NAMESPACE}
 
 
@@ -108,6 +109,7 @@ class Stack:
                 "--kubeconfig", str(kubeconfig),
                 "--weights", str(self.folder / "config" / "weights.yaml"),
                 "--host", "127.0.0.1", "--port", str(self.extender_port),
+                "--plan-namespace", PLAN_NAMESPACE,
             ],
         )  # fmt: skip
         self.extender.wait_ready(lambda: _ready(f"http://127.0.0.1:{self.extender_port}/readyz"))

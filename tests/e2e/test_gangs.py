@@ -8,7 +8,7 @@ import time
 from extender.book.records import record_name
 from kube_rdma.core import keys
 from testbed.controlplane.audit import writes
-from testbed.controlplane.components import NAMESPACE, SCHEDULER_ACCOUNT, Stack, user
+from testbed.controlplane.components import PLAN_NAMESPACE, SCHEDULER_ACCOUNT, Stack, user
 from testbed.controlplane.gangs import (
     create_pods,
     leaf_of,
@@ -71,7 +71,7 @@ def test_a_gang_that_cannot_fit_binds_nothing_and_explain_says_why(
     api: Rest, stack: Stack, namespace: str
 ) -> None:
     create_pods(api, members("big", namespace, 20))
-    plans = f"/api/v1/namespaces/{NAMESPACE}/configmaps"
+    plans = f"/api/v1/namespaces/{PLAN_NAMESPACE}/configmaps"
 
     time.sleep(NOT_BOUND_SECONDS)
 
@@ -107,10 +107,10 @@ def test_gang_plan_configmaps_are_written_then_removed(
 
     deadline = time.monotonic() + 60
     while True:
-        done = writes(stack.plane.audit_log, user(SCHEDULER_ACCOUNT), "configmaps", NAMESPACE)
+        done = writes(stack.plane.audit_log, user(SCHEDULER_ACCOUNT), "configmaps", PLAN_NAMESPACE)
         ours = [verb for verb, name in done if name == record]
         if ours == ["create", "delete"]:
             break
         assert time.monotonic() < deadline, f"writes of {record}: {ours}"
         time.sleep(0.2)
-    assert not api.exists(f"/api/v1/namespaces/{NAMESPACE}/configmaps/{record}")
+    assert not api.exists(f"/api/v1/namespaces/{PLAN_NAMESPACE}/configmaps/{record}")

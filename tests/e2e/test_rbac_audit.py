@@ -3,8 +3,8 @@
 Read from the apiserver's audit log after every other e2e test ran (conftest orders this module
 last), so that it covers the whole session: a missing permission shows up as a refusal, a call
 nobody expected as a difference from the lists below. kube-scheduler is held only to being
-refused nothing: what it calls is kube-scheduler's business, under the system:kube-scheduler
-role the manifests bind it to.
+refused nothing: what it calls is kube-scheduler's business, under the rdma-scheduler role the
+manifests bind it to (system:kube-scheduler's rules without the default scheduler's Lease).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ DID: dict[str, set[str] | None] = {
     "extender": {
         *(f"{verb} {resource} in *" for verb in ("list", "watch") for resource in CACHED),
         "create pods/binding in e2e-*",
-        *(f"{verb} configmaps in kube-rdma" for verb in PLAN_RECORD_VERBS),
+        *(f"{verb} configmaps in kube-rdma-plans" for verb in PLAN_RECORD_VERBS),
     },
     "kube-scheduler": None,
     "agent": {"get nodes in *", "patch nodes in *"},

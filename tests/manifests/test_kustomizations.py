@@ -146,7 +146,7 @@ def test_only_the_root_creates_namespaces() -> None:
     )
     assert creating == [".", "namespaces", *OVERLAYS]
     names = [d["metadata"]["name"] for d in built("namespaces")]
-    assert names == [NAMESPACE, "kube-rdma-agent"]
+    assert names == [NAMESPACE, "kube-rdma-agent", "kube-rdma-plans"]
 
 
 @pytest.mark.parametrize("directory", COMPONENTS)
@@ -197,6 +197,27 @@ def test_release_is_the_roots_build_with_the_version_stamped() -> None:
     # and the resolver image of the profiles.
     assert IMAGE_REF.findall(body) == [f"{IMAGE}:9.9.9"] * 5
     assert "registry.k8s.io/kube-scheduler:v1.30.14" in body  # the cluster's, not the release's
+
+
+def test_a_release_with_a_digest_pins_every_image_of_ours() -> None:
+    """The resolver image in the profiles runs as an init container in every pod of a
+    gid.strategy pod profile: pinned by digest, a moved tag cannot change what runs there."""
+    from webhook.profiles import parse_profiles
+    from webhook.profiles.gid import pinned
+
+    digest = "sha256:" + "5e" * 32
+    body = release_manifests.stamp(built_text("."), "9.9.9", digest).split("\n", 2)[2]
+    assert IMAGE_REF.findall(body) == [f"{IMAGE}:9.9.9@{digest}"] * 5
+    docs = [d for d in yaml.safe_load_all(body) if d]
+    [profiles] = [d for d in docs if d["metadata"]["name"] == "kube-rdma-profiles"]
+    parsed = parse_profiles(profiles["data"]["profiles.yaml"], "release")
+    assert all(pinned(p.gid.image) for p in parsed.profiles.values())
+    assert parsed.load_warnings() == {}
+    # Stamping twice (a release of a release) pins once.
+    again = release_manifests.stamp(body, "9.9.9", digest).split("\n", 2)[2]
+    assert again == body
+    with pytest.raises(ValueError, match="not an image digest"):
+        release_manifests.stamp(body, "9.9.9", "sha256:abc")
 
 
 def test_release_writes_the_projects_version(tmp_path: Path) -> None:

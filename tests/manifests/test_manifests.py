@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shutil
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -34,6 +35,7 @@ from kube_rdma_cli.dispatch import build_parser
 from testbed.builders import sysfs_tree
 from testbed.fakeapi import FakeApiServer, RecordedRequest
 from testbed.kustomize import built, identity, kustomization, needs_kubectl
+from webhook.admission import PROTECTED_NAMESPACES
 from webhook.profiles import BUILTIN, GidStrategy, NetworkMode, parse_profiles
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,7 +54,8 @@ TLS_SECRET = "kube-rdma-webhook-tls"
 PROFILES_CONFIGMAP = "kube-rdma-profiles"
 IMAGE = "ghcr.io/kube-rdma/kube-rdma"
 WEBHOOKS = ("namespaces.kube-rdma.io", "pods.kube-rdma.io")
-EXCLUDED_NAMESPACES = ["kube-system", "kube-rdma"]
+# The system's and kube-rdma's own: the webhook's, the agent's (privileged) and the plan records'.
+EXCLUDED_NAMESPACES = ["kube-system", "kube-rdma", "kube-rdma-agent", "kube-rdma-plans"]
 ANNOTATION_CONDITION = {
     "name": "opted-in-by-annotation",
     "expression": "has(object.metadata.annotations) && "
@@ -170,6 +173,8 @@ def test_manifests_exist() -> None:
     assert ours == [
         "agent/daemonset.yaml:DaemonSet/kube-rdma-agent",
         "agent/networkpolicy.yaml:NetworkPolicy/kube-rdma-agent",
+        "agent/nodepolicy.yaml:ValidatingAdmissionPolicy/kube-rdma-agent-own-node",
+        "agent/nodepolicy.yaml:ValidatingAdmissionPolicyBinding/kube-rdma-agent-own-node",
         "agent/priorityclass.yaml:PriorityClass/kube-rdma-agent",
         "agent/rbac.yaml:ServiceAccount/kube-rdma-agent",
         "agent/rbac.yaml:ClusterRole/kube-rdma-agent",
@@ -202,6 +207,8 @@ CLUSTER_SCOPED = {
     "ClusterRoleBinding",
     "PriorityClass",
     "MutatingWebhookConfiguration",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
 }
 
 
@@ -292,6 +299,14 @@ def test_webhook_excludes_system_and_own_namespace(name: str) -> None:
     } in expressions
 
 
+def test_every_namespace_of_kube_rdma_is_excluded_here_and_in_the_webhook() -> None:
+    """Both the configuration and the webhook itself (webhook/admission.py) leave kube-rdma's
+    own namespaces alone: a configuration edited by hand still cannot get a pod mutated there."""
+    ours = [doc["metadata"]["name"] for _, doc in DOCUMENTS if doc["kind"] == "Namespace"]
+    assert ours == ["kube-rdma", "kube-rdma-agent", "kube-rdma-plans"]
+    assert set(EXCLUDED_NAMESPACES) == {"kube-system", *ours} == PROTECTED_NAMESPACES
+
+
 def test_match_conditions() -> None:
     assert webhook("namespaces.kube-rdma.io")["matchConditions"] == [GPU_OR_ANNOTATION_CONDITION]
     assert webhook("pods.kube-rdma.io")["matchConditions"] == [ANNOTATION_CONDITION]
@@ -319,6 +334,9 @@ NAMESPACE_CASES: list[tuple[str, dict[str, str], list[str]]] = [
     ("kube-system", {"kube-rdma.io/injection": "enabled"}, []),
     ("kube-rdma", {}, []),
     ("kube-rdma", {"kube-rdma.io/injection": "enabled"}, []),
+    ("kube-rdma-agent", {}, []),
+    ("kube-rdma-agent", {"kube-rdma.io/injection": "enabled"}, []),
+    ("kube-rdma-plans", {}, []),
 ]
 
 
@@ -660,10 +678,74 @@ def test_the_init_container_writes_the_file_the_agent_reads() -> None:
     assert read_vpd.sysfs_root == agent.sysfs_root
     mounts = {m["name"]: m for m in init["volumeMounts"]}
     assert mounts["vpd"] == {"name": "vpd", "mountPath": str(read_vpd.out.parent)}
-    assert mounts["sys"]["readOnly"] is True
-    assert mounts["sys"]["mountPath"] == str(read_vpd.sysfs_root)
     volumes = {v["name"]: v for v in agent_pod()["volumes"]}
     assert volumes["vpd"] == {"name": "vpd", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}}
+
+
+def init_sysfs_parts() -> dict[str, str]:
+    """Each part of the host's /sys the init container mounts: its path under --sysfs-root,
+    by the host path it comes from."""
+    (init,) = agent_pod()["initContainers"]
+    root = build_parser().parse_args(init["args"]).sysfs_root
+    volumes = {v["name"]: v for v in agent_pod()["volumes"]}
+    parts = {}
+    for mount in init["volumeMounts"]:
+        host_path = volumes[mount["name"]].get("hostPath")
+        if host_path is None:
+            continue
+        assert mount["readOnly"] is True
+        assert mount["recursiveReadOnly"] == "IfPossible"
+        assert host_path["type"] == "Directory"
+        parts[host_path["path"]] = str(Path(mount["mountPath"]).relative_to(root))
+    return parts
+
+
+def test_the_init_container_sees_only_the_parts_of_sys_it_reads() -> None:
+    """Not the host's whole /sys: user 0 there could read root-only files anywhere in it
+    (firmware tables, EFI variables, debugfs and tracefs under kernel/)."""
+    assert init_sysfs_parts() == {
+        "/sys/bus/pci/devices": "bus/pci/devices",
+        "/sys/devices": "devices",
+    }
+
+
+def test_the_init_container_reads_the_same_vpds_from_those_parts(tmp_path: Path) -> None:
+    """bus/pci/devices entries are links into devices/: with both mounted where the host has
+    them, read-vpd finds every VPD it finds in the whole of /sys."""
+    from agent.vpd_keywords import collect
+    from testbed.builders import gb300_tree
+
+    full, narrow = tmp_path / "full", tmp_path / "narrow"
+    gb300_tree.gb300_node(full)
+    for part in init_sysfs_parts().values():
+        (narrow / part).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(full / part, narrow / part, symlinks=True)
+    functions, unreadable = collect(narrow)
+    assert functions
+    assert not unreadable
+    assert (functions, unreadable) == collect(full)
+
+
+def test_only_the_agent_container_holds_the_token() -> None:
+    """The init container runs as user 0: it gets no ServiceAccount token."""
+    pod = agent_pod()
+    assert pod["automountServiceAccountToken"] is False
+    (init,) = pod["initContainers"]
+    assert not [m for m in init["volumeMounts"] if "secrets" in m["mountPath"]]
+    [api] = [m for m in agent_container()["volumeMounts"] if m["name"] == "api-access"]
+    assert api == {
+        "name": "api-access",
+        "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+        "readOnly": True,
+    }
+    volume = next(v for v in pod["volumes"] if v["name"] == "api-access")
+    sources = volume["projected"]["sources"]
+    assert sources[0] == {"serviceAccountToken": {"path": "token", "expirationSeconds": 3600}}
+    assert sources[1]["configMap"]["name"] == "kube-root-ca.crt"
+    assert sources[1]["configMap"]["items"] == [{"key": "ca.crt", "path": "ca.crt"}]
+    assert sources[2]["downwardAPI"]["items"] == [
+        {"path": "namespace", "fieldRef": {"fieldPath": "metadata.namespace"}}
+    ]
 
 
 @pytest.mark.parametrize(
@@ -745,12 +827,23 @@ def test_agent_reads_the_hosts_sys_read_only_where_it_is_mounted() -> None:
             "recursiveReadOnly": "IfPossible",
         },
         {"name": "vpd", "mountPath": str(agent_args().vpd_file.parent), "readOnly": True},
+        {
+            "name": "api-access",
+            "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+            "readOnly": True,
+        },
     ]
     assert agent_pod()["volumes"][0] == {
         "name": "sys",
         "hostPath": {"path": "/sys", "type": "Directory"},
     }
-    assert [v["name"] for v in agent_pod()["volumes"]] == ["sys", "vpd"]
+    assert [v["name"] for v in agent_pod()["volumes"]] == [
+        "sys",
+        "sys-bus-pci-devices",
+        "sys-devices",
+        "api-access",
+        "vpd",
+    ]
 
 
 def test_agent_node_name_comes_from_the_downward_api(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -910,9 +1003,9 @@ def test_agent_pods_are_never_sent_to_the_webhook() -> None:
     labels = find("Namespace", AGENT)["metadata"]["labels"]
     all_labels = {"kubernetes.io/metadata.name": AGENT, **labels}
     matched = [n for n in WEBHOOKS if selects(webhook(n)["namespaceSelector"], all_labels)]
-    assert matched == ["pods.kube-rdma.io"]
-    # which the match condition narrows to pods with one of these annotations
-    assert webhook("pods.kube-rdma.io")["matchConditions"] == [ANNOTATION_CONDITION]
+    # Not even an annotated pod: an init container injected there would run in the privileged
+    # namespace, beside the host's /sys.
+    assert matched == []
     annotations = daemonset()["spec"]["template"]["metadata"].get("annotations", {})
     assert not {"kube-rdma.io/inject", "kube-rdma.io/profile"} & annotations.keys()
 

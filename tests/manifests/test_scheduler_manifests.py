@@ -191,7 +191,8 @@ def test_manifests_exist() -> None:
         "scheduler/poddisruptionbudget.yaml:PodDisruptionBudget/rdma-scheduler",
         "scheduler/priorityclass.yaml:PriorityClass/rdma-scheduler",
         "scheduler/rbac.yaml:ServiceAccount/rdma-scheduler",
-        "scheduler/rbac.yaml:ClusterRoleBinding/rdma-scheduler-as-kube-scheduler",
+        "scheduler/rbac.yaml:ClusterRole/rdma-scheduler",
+        "scheduler/rbac.yaml:ClusterRoleBinding/rdma-scheduler",
         "scheduler/rbac.yaml:ClusterRoleBinding/rdma-scheduler-as-volume-scheduler",
         "scheduler/rbac.yaml:RoleBinding/rdma-scheduler-extension-apiserver-authentication-reader",
         "scheduler/rbac.yaml:Role/rdma-scheduler-leader-election",
@@ -206,15 +207,21 @@ def test_validates_against_the_kubernetes_schema(doc: Json, version: str) -> Non
 
 
 CLUSTER_SCOPED = {"ClusterRole", "ClusterRoleBinding", "PriorityClass"}
-# The one object elsewhere: the client CA for kube-scheduler's own endpoints is read there.
-IN_KUBE_SYSTEM = {
-    "scheduler/rbac.yaml:RoleBinding/rdma-scheduler-extension-apiserver-authentication-reader"
+PLAN_NAMESPACE = "kube-rdma-plans"  # the gang plan records', created by manifests/namespaces
+# The objects elsewhere: the client CA for kube-scheduler's own endpoints is read in
+# kube-system; the gang plan records are written in a namespace of their own.
+ELSEWHERE = {
+    "scheduler/rbac.yaml:RoleBinding/rdma-scheduler-extension-apiserver-authentication-reader": (
+        "kube-system"
+    ),
+    "extender/rbac.yaml:Role/kube-rdma-extender-gang-plans": PLAN_NAMESPACE,
+    "extender/rbac.yaml:RoleBinding/kube-rdma-extender-gang-plans": PLAN_NAMESPACE,
 }
 
 
 @pytest.mark.parametrize(("name", "doc"), DOCS, ids=[n for n, _ in DOCS])
 def test_namespaced_objects_live_in_kube_rdma(name: str, doc: Json) -> None:
-    expected = "kube-system" if name in IN_KUBE_SYSTEM else NAMESPACE
+    expected = ELSEWHERE.get(name, NAMESPACE)
     assert doc["metadata"].get("namespace") == (None if doc["kind"] in CLUSTER_SCOPED else expected)
 
 
@@ -369,16 +376,16 @@ def bindings_of(account: str) -> list[tuple[str, str, str, str]]:
     )
 
 
-def test_scheduler_holds_the_kube_scheduler_roles_and_its_own_lease() -> None:
+def test_scheduler_holds_its_own_roles_and_its_own_lease() -> None:
     account = pod_spec(SCHEDULER)["serviceAccountName"]
     assert find("ServiceAccount", account)["metadata"]["namespace"] == NAMESPACE
     assert bindings_of(account) == [
         # The extender container's, under the pod's one ServiceAccount.
         ("ClusterRoleBinding", "", "ClusterRole", "kube-rdma-extender"),
-        ("ClusterRoleBinding", "", "ClusterRole", "system:kube-scheduler"),
+        ("ClusterRoleBinding", "", "ClusterRole", "rdma-scheduler"),
         ("ClusterRoleBinding", "", "ClusterRole", "system:volume-scheduler"),
-        ("RoleBinding", "kube-rdma", "Role", "kube-rdma-extender-gang-plans"),
         ("RoleBinding", "kube-rdma", "Role", "rdma-scheduler-leader-election"),
+        ("RoleBinding", "kube-rdma-plans", "Role", "kube-rdma-extender-gang-plans"),
         ("RoleBinding", "kube-system", "Role", "extension-apiserver-authentication-reader"),
     ]
     election = scheduler_config()["leaderElection"]
@@ -387,64 +394,74 @@ def test_scheduler_holds_the_kube_scheduler_roles_and_its_own_lease() -> None:
     assert election["resourceNamespace"] == find("Deployment", SCHEDULER)["metadata"]["namespace"]
     role = find("Role", "rdma-scheduler-leader-election")
     assert role["metadata"]["namespace"] == election["resourceNamespace"]
-    # create comes with system:kube-scheduler (RBAC cannot narrow create to a name).
+    # create cannot be narrowed to a name; a Role narrows it to the namespace.
     assert role["rules"] == [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
         {
             "apiGroups": ["coordination.k8s.io"],
             "resources": ["leases"],
             "resourceNames": [election["resourceName"]],
             "verbs": ["get", "update"],
-        }
+        },
     ]
 
 
-def test_scheduler_reads_its_configuration_from_the_configmap() -> None:
-    spec = container(SCHEDULER_CONTAINER)
-    assert spec["command"] == ["kube-scheduler"]
-    [flag] = spec["args"]
-    path = Path(flag.removeprefix("--config="))
-    assert flag.startswith("--config=")
-    assert path.is_absolute()
-    mounts = [m for m in spec["volumeMounts"] if Path(m["mountPath"]) == path.parent]
-    assert len(mounts) == 1
-    assert mounts[0]["readOnly"] is True
-    assert "subPath" not in mounts[0]
-    volume = next(v for v in pod_spec(SCHEDULER)["volumes"] if v["name"] == mounts[0]["name"])
-    assert volume == {"name": mounts[0]["name"], "configMap": {"name": SCHEDULER_CONFIGMAP}}
-    assert path.name in find("ConfigMap", SCHEDULER_CONFIGMAP)["data"]
+# system:kube-scheduler as plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go
+# (ClusterRoles) writes it (its testdata/cluster-roles.yaml lists it for the default gates),
+# as (apiGroup, resource, verb): the base rules of 1.30 to 1.35, then the rules it adds where
+# DynamicResourceAllocation is on (on by default since 1.34), and its two Lease rules.
+def _expand(groups: str, resources: str, verbs: str) -> set[tuple[str, str, str]]:
+    return {
+        ("" if g == "core" else g, r, v)
+        for g in groups.split()
+        for r in resources.split()
+        for v in verbs.split()
+    }
 
 
-@pytest.mark.parametrize("probe", ["readinessProbe", "livenessProbe"])
-def test_scheduler_probes_use_healthz_on_the_secure_port(probe: str) -> None:
-    # kube-scheduler 1.30 serves /healthz only on 10259; /readyz and /livez came in 1.31.
-    http_get = container(SCHEDULER_CONTAINER)[probe]["httpGet"]
-    assert (http_get["path"], http_get["scheme"]) == ("/healthz", "HTTPS")
-    assert container_port(SCHEDULER_CONTAINER, http_get["port"]) == 10259
+READ = "get list watch"
+KUBE_SCHEDULER_BASE = set().union(
+    _expand("core events.k8s.io", "events", "create patch update"),
+    _expand("core", "nodes", READ),
+    _expand("core", "pods", "delete get list watch"),
+    _expand("core", "bindings pods/binding", "create"),
+    _expand("core", "pods/status", "patch update"),
+    _expand("core", "replicationcontrollers services", READ),
+    _expand("apps extensions", "replicasets", READ),
+    _expand("apps", "statefulsets", READ),
+    _expand("policy", "poddisruptionbudgets", READ),
+    _expand("core", "persistentvolumeclaims persistentvolumes", READ),
+    _expand("authentication.k8s.io", "tokenreviews", "create"),
+    _expand("authorization.k8s.io", "subjectaccessreviews", "create"),
+    _expand("storage.k8s.io", "csinodes csidrivers csistoragecapacities", READ),
+    _expand("core", "namespaces", READ),
+)
+KUBE_SCHEDULER_DRA = set().union(
+    _expand("resource.k8s.io", "resourceclaims resourceslices deviceclasses", READ),
+    _expand("resource.k8s.io", "resourceclaims/status", "patch update"),
+)
 
 
-def test_scheduler_go_runtime_follows_its_cpu_limit() -> None:
-    spec = container(SCHEDULER_CONTAINER)
-    assert spec["env"] == [
-        {
-            "name": "GOMAXPROCS",
-            "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu", "divisor": "1"}},
-        }
-    ]
-    assert "cpu" in spec["resources"]["limits"]
+def granted(rules: list[Json]) -> set[tuple[str, str, str]]:
+    assert all("resourceNames" not in rule for rule in rules)
+    return {
+        (group, resource, verb)
+        for rule in rules
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
 
 
-def test_two_scheduler_replicas_spread_across_nodes_and_kept_through_drains() -> None:
-    spec = find("Deployment", SCHEDULER)["spec"]
-    labels = pod_labels(SCHEDULER)
-    assert spec["replicas"] == 2
-    assert spec["selector"]["matchLabels"] == labels
-    assert spec["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
-    spread = pod_spec(SCHEDULER)["topologySpreadConstraints"]
-    assert [(s["topologyKey"], s["maxSkew"]) for s in spread] == [("kubernetes.io/hostname", 1)]
-    assert spread[0]["labelSelector"]["matchLabels"] == labels
-    budget = find("PodDisruptionBudget", SCHEDULER)["spec"]
-    assert budget["minAvailable"] == 1
-    assert budget["selector"]["matchLabels"] == labels
+def test_scheduler_role_is_kube_scheduler_s_without_the_default_scheduler_s_lease() -> None:
+    """The ClusterRole system:kube-scheduler also grants get and update on every Lease named
+    kube-scheduler (the default scheduler's) and create on Leases anywhere; rdma-scheduler's
+    copy has neither, and its own lease comes from a Role in its namespace."""
+    role = find("ClusterRole", SCHEDULER)
+    assert granted(role["rules"]) == KUBE_SCHEDULER_BASE | KUBE_SCHEDULER_DRA
+    assert not any(group == "coordination.k8s.io" for group, _, _ in granted(role["rules"]))
+    names = [d["roleRef"]["name"] for _, d in DOCUMENTS if d["kind"].endswith("RoleBinding")]
+    assert "system:kube-scheduler" not in names
 
 
 # --- extender Deployment --------------------------------------------------------------------
@@ -460,13 +477,15 @@ def test_extender_args_parse_with_the_cli() -> None:
     assert container(EXTENDER_CONTAINER)["ports"] == [
         {"name": "extender", "containerPort": args.port, "protocol": "TCP"}
     ]
-    # Gang plan records go to the pod's own namespace, where the extender's Role lets it write.
-    [env] = container(EXTENDER_CONTAINER)["env"]
-    assert env == {
-        "name": "POD_NAMESPACE",
-        "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}},
-    }
-    assert find("Role", "kube-rdma-extender-gang-plans")["metadata"]["namespace"] == NAMESPACE
+    # Gang plan records go to a namespace of their own, where the extender's Role lets it write
+    # ConfigMaps: none of kube-rdma's, where the webhook's profiles are.
+    assert "env" not in container(EXTENDER_CONTAINER)
+    assert args.plan_namespace == PLAN_NAMESPACE != NAMESPACE
+    role = find("Role", "kube-rdma-extender-gang-plans")
+    assert role["metadata"]["namespace"] == PLAN_NAMESPACE
+    assert [r["resources"] for r in role["rules"]] == [["configmaps"]]
+    namespaces = [d["metadata"]["name"] for _, d in DOCUMENTS if d["kind"] == "Namespace"]
+    assert PLAN_NAMESPACE in namespaces
     # --in-cluster authenticates with the pod's ServiceAccount token.
     assert pod_spec(SCHEDULER).get("automountServiceAccountToken", True) is True
 

@@ -7,6 +7,8 @@ schemas.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import orjson
 import pytest
 
@@ -286,7 +288,22 @@ CASES = [
     ),
     Case("kube-system-never", pods.pytorchjob("worker", 0, "kube-system", INJECT), None),
     Case("own-namespace-never", pods.pytorchjob("worker", 0, "kube-rdma", INJECT), None),
+    Case("agent-namespace-never", pods.pytorchjob("worker", 0, "kube-rdma-agent", INJECT), None),
+    Case("plans-namespace-never", pods.pytorchjob("worker", 0, "kube-rdma-plans", INJECT), None),
 ]
+
+
+@pytest.mark.parametrize("namespace", ["kube-system", "kube-rdma", "kube-rdma-agent", "elsewhere"])
+async def test_kube_rdma_s_namespaces_are_never_mutated_wherever_the_webhook_runs(
+    namespace: str, serve: Serve, settings: Settings
+) -> None:
+    """Also when the webhook runs in another namespace (--own-namespace elsewhere), and when a
+    hand-edited configuration sends these namespaces' pods: the privileged agent namespace
+    above all, where an injected init container would run with the agent's rights."""
+    pod = pods.pytorchjob("worker", 0, namespace, {**INJECT, "kube-rdma.io/profile": "rails8"})
+    async with serve(replace(settings, own_namespace="elsewhere")) as client:
+        response = await client.review(pods.request(pod))
+    assert response == {"uid": pods.request(pod)["uid"], "allowed": True}
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)

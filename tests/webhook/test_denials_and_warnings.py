@@ -96,6 +96,59 @@ async def test_denials(pod: Json, message: str, serve: Serve, settings: Settings
     }
 
 
+HUGE = "A" * 300_000  # an annotation value may be up to 256 KiB; the apiserver passes denials on
+
+
+def annotated(key: str, value: str) -> Change:
+    def change(pod: Json) -> None:
+        pod["metadata"]["annotations"][key] = value
+
+    return change
+
+
+ECHOES = [
+    ("inject-value", opted_in(None, annotated(keys.INJECT, HUGE)), f"{keys.INJECT} must be"),
+    ("profile-name", opted_in(None, annotated(keys.PROFILE, HUGE)), "RDMA profile 'AAA"),
+    (
+        "container-names",
+        opted_in(None, annotated(keys.CONTAINERS, ",".join([HUGE[:5000]] * 60))),
+        f"{keys.CONTAINERS} names AAA",
+    ),
+]
+
+
+@pytest.mark.parametrize(("pod", "start"), [e[1:] for e in ECHOES], ids=[e[0] for e in ECHOES])
+async def test_a_denial_quotes_the_request_capped(
+    pod: Json, start: str, serve: Serve, settings: Settings
+) -> None:
+    """Each value quoted is cut at 256 bytes and the whole message at 1 KiB, marked where cut."""
+    async with serve(settings) as client:
+        answer = await client.review(pods.request(pod))
+    assert answer["allowed"] is False
+    message = answer["status"]["message"]
+    assert message.startswith(start)
+    assert "…(truncated)" in message
+    assert len(message.encode()) <= 1024
+    assert "A" * 257 not in message
+
+
+def test_every_message_of_a_review_is_capped_at_1_kib() -> None:
+    from webhook import review
+
+    long = "é" * 5000
+    for answer in (
+        review.denied("u", long, [long]),
+        review.invalid("u", long),
+        review.errored("u", long),
+    ):
+        response = answer["response"]
+        assert response["status"]["message"].endswith("…(truncated)")
+        assert len(response["status"]["message"].encode()) <= review.MESSAGE_LIMIT
+        for warning in response.get("warnings", []):
+            assert len(warning.encode()) <= review.MESSAGE_LIMIT
+    assert review.denied("u", "short")["response"]["status"]["message"] == "short"
+
+
 WARNINGS = [
     (
         "more-gpus-than-rails",

@@ -33,6 +33,36 @@ LOAD_WARNINGS = [
         ),
     ),
     ("gdr-through-the-extender", "schedulerName: rdma, scheduling: {requireGdr: true}", ()),
+    ("resolver-the-release-image", "gid: {strategy: pod}", ()),
+    (
+        "resolver-pinned",
+        f"gid: {{strategy: pod, image: 'registry.example.com/kr:1@sha256:{'ab' * 32}'}}",
+        (),
+    ),
+    (
+        "resolver-pinned-without-tag",
+        f"gid: {{strategy: pod, image: 'registry.example.com/kr@sha256:{'0f' * 32}'}}",
+        (),
+    ),
+    ("resolver-unused", "gid: {strategy: auto, image: 'registry.example.com/kr:1'}", ()),
+    (
+        "resolver-by-tag",
+        "gid: {strategy: pod, image: 'registry.example.com/kr:1'}",
+        (
+            "gid.image registry.example.com/kr:1 is not pinned by digest: it runs as an init "
+            "container in every pod of this profile, and whoever can push its tag decides what "
+            "runs there; name it as image@sha256:<digest>",
+        ),
+    ),
+    (
+        "resolver-short-digest",
+        "gid: {strategy: pod, image: 'registry.example.com/kr@sha256:abc'}",
+        (
+            "gid.image registry.example.com/kr@sha256:abc is not pinned by digest: it runs as an "
+            "init container in every pod of this profile, and whoever can push its tag decides "
+            "what runs there; name it as image@sha256:<digest>",
+        ),
+    ),
     ("ready-default-scheduler", "scheduling: {requireRdmaReady: true}", ()),
     (
         "levels-default-scheduler",

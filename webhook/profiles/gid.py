@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import re
 from enum import StrEnum
 from typing import Literal, Self
 
@@ -11,6 +12,20 @@ from pydantic import Field, model_validator
 from webhook.profiles.base import ProfileModel
 
 DEFAULT_RESOLVER_IMAGE = "ghcr.io/kube-rdma/kube-rdma:0.1.0"
+"""The release image, as the manifests name it: the image the webhook, the agent and the
+extender run. It cannot name its own digest (the code is inside the image the digest is taken
+of), so the release pins it where it is written down after the push: `python3 -m
+testbed.release_manifests --digest sha256:...` writes `ghcr.io/kube-rdma/kube-rdma:<version>@
+sha256:...` into every container and into the profiles ConfigMap's gid.image. A profile's
+gid.image other than this one loads with a warning unless it is pinned by digest."""
+
+PINNED = re.compile(r"^[^@\s]+@sha256:[0-9a-f]{64}$")
+"""An image reference pinned by digest, with or without a tag (`repo:tag@sha256:...`)."""
+
+
+def pinned(image: str) -> bool:
+    """Whether `image` names one image for good: a tag can be moved to another one."""
+    return PINNED.fullmatch(image) is not None
 
 
 class GidStrategy(StrEnum):

@@ -17,7 +17,7 @@ from pydantic import model_validator
 
 from webhook.profiles.base import ProfileModel
 from webhook.profiles.dra import Dra
-from webhook.profiles.gid import Gid, GidStrategy
+from webhook.profiles.gid import DEFAULT_RESOLVER_IMAGE, Gid, GidStrategy, pinned
 from webhook.profiles.nccl import Nccl
 from webhook.profiles.network import Network, NetworkMode
 from webhook.profiles.resources import Resources
@@ -177,6 +177,14 @@ class Profile(ProfileModel):
                 "scheduling.requireGdr without schedulerName: only the kube-rdma scheduler "
                 "extender reads the annotation it writes, so a pod that keeps the default "
                 "scheduler may land on a node without GPUDirect RDMA; set schedulerName"
+            )
+        # The release image unpinned is as trusted as the webhook's own pods, which run it.
+        image = self.gid.image
+        if strategy is GidStrategy.POD and not (pinned(image) or image == DEFAULT_RESOLVER_IMAGE):
+            warnings.append(
+                f"gid.image {image} is not pinned by digest: it runs as an init container in "
+                "every pod of this profile, and whoever can push its tag decides what runs "
+                "there; name it as image@sha256:<digest>"
             )
         placed = self.scheduling.topology_required or self.scheduling.topology_preferred
         if placed and self.scheduler_name is None:

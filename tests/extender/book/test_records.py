@@ -4,6 +4,7 @@ fake apiserver, and a scheduler that takes over the recorded plans with the memb
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -145,6 +146,74 @@ def test_record_names_are_unique_and_short_enough() -> None:
     assert record_name(("a", "b-c")) == "gang-a-b-c-b88f83c840"
     long = record_name(("n" * 63, "g" * 253))
     assert (len(long), long[-11:]) == (253, "-" + sha256_10("n" * 63 + "/" + "g" * 253))
+
+
+# k8s.io/apimachinery/pkg/util/validation: IsDNS1123Subdomain, which ConfigMap names must pass.
+DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+DNS1123_SUBDOMAIN = re.compile(rf"{DNS1123_LABEL}(\.{DNS1123_LABEL})*")
+
+
+def valid_object_name(name: str) -> bool:
+    return len(name) <= 253 and DNS1123_SUBDOMAIN.fullmatch(name) is not None
+
+
+GANG_NAMES = [
+    "Train_Job",  # a valid annotation value, and the name that once failed every bind
+    "train_job",
+    "TRAIN-JOB",
+    "a..b",
+    "a.-b",
+    "-leading.and.trailing-",
+    "...",
+    "x" * 300,
+    "Ünïcødé-训练-🚀",
+    "İstanbul",  # lowercases to more than one character
+    "K",  # KELVIN SIGN: lowercases to an ASCII k
+    "with space/and:colon",
+]
+
+
+@pytest.mark.parametrize("gang", GANG_NAMES)
+def test_every_gang_name_yields_a_valid_object_name(gang: str) -> None:
+    for namespace in ("team-a", "n" * 63):
+        name = record_name((namespace, gang))
+        assert valid_object_name(name), name
+        assert name.endswith("-" + sha256_10(f"{namespace}/{gang}"))
+        assert name.startswith("gang-")
+
+
+def test_a_record_keeps_the_original_gang_name() -> None:
+    record = PlanRecord(("team-a", "Train_Job"), 2, "leaf-b", ("b0", "b1"), "extender-1")
+    configmap = encode(record, "kube-rdma")
+    assert configmap["metadata"]["name"] == "gang-team-a-train-job-" + sha256_10("team-a/Train_Job")
+    assert configmap["data"]["gang"] == "Train_Job"
+    assert decode(configmap) == record
+
+
+def test_names_that_read_the_same_never_collide() -> None:
+    alike = ["Train_Job", "train_job", "train-job", "TRAIN.JOB", "train.job", "Train Job"]
+    names = {record_name(("team-a", gang)) for gang in alike}
+    assert len(names) == len(alike)
+    assert len({n.rsplit("-", 1)[0] for n in names}) < len(alike)  # only the hash tells them apart
+
+
+def test_a_valid_gang_name_keeps_the_name_earlier_versions_gave_it() -> None:
+    """Records written before an upgrade are found again under the same name."""
+    assert record_name(("team-a", "llama")) == CONFIGMAP["metadata"]["name"]
+    assert record_name(("team-a", "job.v1")) == "gang-team-a-job.v1-" + sha256_10("team-a/job.v1")
+
+
+async def test_a_gang_named_train_job_is_recorded_in_the_api(
+    fake_api: FakeApiServer, core_v1: Any
+) -> None:
+    records = ConfigMapRecords(core_v1, "kube-rdma", "extender-2")
+    async with _running(records):
+        record = PlanRecord(("team-a", "Train_Job"), 2, "leaf-b", ("b0", "b1"), "extender-2")
+        records.put(record)
+        assert await records.flush(record.gang)
+        [stored_map] = fake_api.objects("configmaps", "kube-rdma")
+        assert valid_object_name(stored_map["metadata"]["name"])
+        assert stored_map["data"]["gang"] == "Train_Job"
 
 
 def sha256_10(text: str) -> str:

@@ -49,7 +49,11 @@ def test_namespaces_are_labelled_with_their_name() -> None:
         for ns in render.namespaces()
     }
 
-    assert labelled == {"kube-rdma": "kube-rdma", "kube-rdma-agent": "kube-rdma-agent"}
+    assert labelled == {
+        "kube-rdma": "kube-rdma",
+        "kube-rdma-agent": "kube-rdma-agent",
+        "kube-rdma-plans": "kube-rdma-plans",
+    }
     assert render.name_label_patch("kube-system") == {
         "metadata": {"labels": {"kubernetes.io/metadata.name": "kube-system"}}
     }
