@@ -228,6 +228,12 @@ def gang_summary(
     if isinstance(gang, Singleton):
         return {"singleton": gang.reason or "the pod names no gang"}
     summary: Json = {"name": str(gang), "size": gang.size, "source": gang.source}
+    # A gang acts (plans, holds, preempts) only once its declared members exist: while some
+    # are missing, explain says how many exist and why the gang waits.
+    presence = planner.presence(gang)
+    if (waiting_for := presence.refusal()) is not None:
+        summary["members"] = presence.summary()
+        summary["waitingFor"] = waiting_for
     plan = planner.plans.get(gang.key)
     if plan is None and bound_members is not None and bound_members >= gang.size:
         summary["plan"] = None

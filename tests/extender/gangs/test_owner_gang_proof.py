@@ -67,6 +67,7 @@ async def gang_seen(url: str, pod: str) -> Json:
     gang.pop("plan", None)
     gang.pop("waiting", None)  # a member still pending when asked waits for its gang
     gang.pop("capacity", None)
+    gang.pop("whole", None)  # a gang bound whole when asked says so (test_explain_bound.py)
     gang.pop("levels", None)  # tests/extender/gangs/test_levels_explain.py shows them
     return gang
 
