@@ -78,6 +78,15 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="taint the Node kube-rdma.io/rdma-unhealthy:NoSchedule while its rails are "
         "unhealthy, for pods of other schedulers",
     )
+    run.add_argument(
+        "--dra-device-taints",
+        choices=["auto", "on", "off"],
+        default="auto",
+        help="keep a DeviceTaintRule (resource.k8s.io) on each of this node's RDMA devices a "
+        "DRA driver publishes while it is unhealthy: auto (default) where the cluster serves "
+        "DeviceTaintRules, on (the same, warning where it does not), off (and remove the "
+        "rules left)",
+    )
     read_vpd = verbs.add_parser(
         "read-vpd",
         help="write the VPD keywords ConnectX-8 Data Direct matching needs, for an agent that "
@@ -291,6 +300,7 @@ async def _serve(
     from kubernetes_asyncio import client
 
     from agent.discovery import discover
+    from agent.dra_taints import DeviceTaints
     from agent.error_rules import error_rules
     from agent.publisher import Agent, AgentSettings
     from agent.sysfs import Problems
@@ -315,6 +325,14 @@ async def _serve(
     rules = error_rules(args.error_threshold)
     async with client.ApiClient() as api:
         log.info("agent started", extra={"node": args.node_name})
-        agent = Agent(client.CoreV1Api(api), settings, scan, sleep=sleep, error_rules=rules)
+        taints = DeviceTaints(client.CustomObjectsApi(api), args.node_name, args.dra_device_taints)
+        agent = Agent(
+            client.CoreV1Api(api),
+            settings,
+            scan,
+            sleep=sleep,
+            error_rules=rules,
+            device_taints=taints,
+        )
         await agent.run()
     return 0
