@@ -30,15 +30,19 @@ def test_dranets_published_slices() -> None:
     # The published excerpt stops before these (tests/fixtures/dra/README.md).
     gke["spec"] |= {"driver": "dra.net", "nodeName": "n", "pool": {"name": "n", "generation": 1}}
     driver, _, generation, (device,) = read_slice(gke)
-    assert (driver, device.pci, device.netdevs) == ("dra.net", {"0000:c8:00.0"}, {"gpu7rdma0"})
+    assert (driver, device.pci, device.netdevs) == (
+        "dra.net",
+        frozenset({"0000:c8:00.0"}),
+        frozenset({"gpu7rdma0"}),
+    )
     assert generation == 1
     gb300 = yaml.safe_load((FIXTURES / "dra-webhook/gb300-dranet-slice.yaml").read_text())
     devices = node_devices([gb300]).devices
     first = devices[0]
     assert (first.id.device, first.pci, first.rdma) == (
         "pci-0101-00-00-0",
-        {"0101:00:00.0"},
-        {"mlx5_0"},
+        frozenset({"0101:00:00.0"}),
+        frozenset({"mlx5_0"}),
     )
     found = match([nic("mlx5_0", "0101:00:00.0"), nic("mlx5_1", "0102:00:00.0")], devices)
     assert {n: d.id.device for n, d in found.devices.items()} == {
