@@ -129,6 +129,15 @@ def register_nccl_conf(subcommands: argparse._SubParsersAction[argparse.Argument
         help="a further line for the file, after the resolved ones (repeatable): the profile's "
         "own NCCL settings, so that ranks started over ssh read them too",
     )
+    parser.add_argument(
+        "--claim-data",
+        type=Path,
+        action="append",
+        metavar="PATH",
+        help="the pod's ResourceClaim device data: a DRA device metadata file, a ResourceClaim "
+        "as JSON, or a directory of them (repeatable; default: "
+        "/var/run/kubernetes.io/dra-device-attributes where it exists)",
+    )
     parser.set_defaults(run=run_nccl_conf)
 
 
@@ -217,6 +226,7 @@ def run_nccl_conf(args: argparse.Namespace) -> int:
         out=args.out,
         termination_log=args.termination_log,
         settings=tuple(args.set),
+        claim_data=tuple(args.claim_data) if args.claim_data else None,
     )
     return run(request)
 

@@ -122,15 +122,23 @@ def _device(obj: Any, driver: str, pool: str, where: str, at: str) -> Published:
         holder, at = _object(device["basic"], where, f"{at}.basic"), f"{at}.basic"
     attributes = holder.get("attributes")
     attributes = _object({} if attributes is None else attributes, where, f"{at}.attributes")
-    values: dict[str, object] = {}
-    for key, attribute in attributes.items():
-        values[_qualified(key, driver)] = _value(attribute, where, f'{at}.attributes["{key}"]')
+    values = attribute_values(attributes, driver, where, at)
     return Published(
         DeviceId(driver, pool, name),
-        pci=frozenset(_pci_addresses(values, where, at)),
-        rdma=frozenset(_strings(values, "rdmaDevice")),
-        netdevs=frozenset(_strings(values, "ifName")),
+        pci=frozenset(pci_addresses(values, where, at)),
+        rdma=frozenset(strings(values, "rdmaDevice")),
+        netdevs=frozenset(strings(values, "ifName")),
     )
+
+
+def attribute_values(
+    attributes: Mapping[str, Any], driver: str, where: str, at: str
+) -> dict[str, object]:
+    """A device's attributes by qualified name, each its one value; SliceError otherwise."""
+    return {
+        _qualified(key, driver): _value(attribute, where, f'{at}.attributes["{key}"]')
+        for key, attribute in attributes.items()
+    }
 
 
 def _qualified(key: str, driver: str) -> str:
@@ -153,12 +161,12 @@ def _value(attribute: Any, where: str, at: str) -> object:
     return value
 
 
-def _strings(values: Mapping[str, object], name: str) -> list[str]:
+def strings(values: Mapping[str, object], name: str) -> list[str]:
     return [v for k, v in values.items() if k.rpartition("/")[2] == name and isinstance(v, str)]
 
 
-def _pci_addresses(values: Mapping[str, object], where: str, at: str) -> list[str]:
-    found = [pci_address(v) for v in _strings(values, "pciAddress")]
+def pci_addresses(values: Mapping[str, object], where: str, at: str) -> list[str]:
+    found = [pci_address(v) for v in strings(values, "pciAddress")]
     standard = values.get(PCI_BUS_ID)
     if isinstance(standard, str):
         found.append(pci_address(standard))
