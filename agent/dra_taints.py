@@ -10,9 +10,9 @@ device name of the slice it was found in, agent/dra_devices.py) with
 allocated the device; pods already running keep it (NoSchedule evicts nothing).
 
 DeviceTaintRule is cluster-scoped and served as resource.k8s.io/v1alpha3 in Kubernetes 1.33-1.35,
-v1beta2 (and v1alpha3) in 1.36, v1 (and both) in 1.37, only where the DRADeviceTaintRules feature
-and its API version are enabled. The newest version served is used, found through discovery and
-looked for again every RECHECK_SECONDS.
+v1beta2 (and v1alpha3) in 1.36, v1 (and both) in 1.37, only where the device-taint feature
+(DRADeviceTaints in k8s.io/api) and its API version are enabled. The newest version served is
+used, found through discovery and looked for again every RECHECK_SECONDS.
 
 `mode`: "auto" publishes when the cluster serves the resource, "on" the same and warns when it
 does not, "off" publishes nothing and deletes the rules an earlier agent of this node left, so

@@ -94,7 +94,7 @@ DEVICE_TAINT_RULE_VERSIONS: Final[Mapping[str, str]] = {
 """The newest resource.k8s.io version serving DeviceTaintRule per Kubernetes release (k8s.io/api
 at release-1.33 ... release-1.36 and master: resource/v1alpha3/types.go from 1.33, v1beta2 from
 1.36, v1 from 1.37, each `+k8s:prerelease-lifecycle-gen:introduced`). Off by default where it is
-alpha or beta (the DRADeviceTaintRules feature and the API version must be enabled), so the
+alpha or beta (the device-taint feature and the API version must be enabled), so the
 default table leaves it out: install `device_taint_rules(release)` to serve it."""
 
 
