@@ -148,10 +148,12 @@ class DeviceTaints:
         if self._mode == "off":
             unhealthy = {}
         if not unhealthy and self._ours == set():
+            self._problems.report([])  # what was skipped is over
             return
         rule_version, slice_version = self._versions or ("", "")
         ours = await self._list_ours(rule_version)
         if not unhealthy and not ours:
+            self._problems.report([])
             return
         if self._mode == "off":
             wanted: dict[str, Json] = {}
@@ -168,9 +170,9 @@ class DeviceTaints:
             return True
         if self._looked_at is not None and now - self._looked_at < self._recheck:
             return False
-        self._looked_at = now
         rules = await self._newest(RULES, RULE_VERSIONS)
         slices = await self._newest(SLICES, SLICE_VERSIONS)
+        self._looked_at = now  # an answer: not asked again before the recheck
         if rules is None or slices is None:
             if self._mode == "on":
                 log.warning(
@@ -234,7 +236,7 @@ class DeviceTaints:
         published = node_devices(body.get("items") or [])
         matches = match_devices(topology.nics, published.devices)
         unmatched = [
-            f"NIC {nic} ({unhealthy[nic]}) matches no device of this node's ResourceSlices"
+            f"NIC {nic} is unhealthy but matches no device of this node's ResourceSlices"
             for nic in matches.unmatched
             if nic in unhealthy
         ]

@@ -207,7 +207,7 @@ async def test_bad_data_taints_nothing_else(
     )
     assert selected == [(NODE, dranet_id(6).device), ("p5", dranet_id(5).device)]
     warnings = sorted(r.getMessage() for r in caplog.records)
-    nowhere = "(PortDown) matches no device of this node's ResourceSlices"
+    nowhere = "is unhealthy but matches no device of this node's ResourceSlices"
     assert warnings == [
         "scan: device taints: NIC mlx5_0 matches 2 published devices "
         f"(dra.net/{NODE}/pci-0000-18-00-0, dra.net/{NODE}/zero-again)",
@@ -257,3 +257,53 @@ def test_rule_names_are_valid_and_distinct() -> None:
     for name in names:
         assert len(name) <= 253, name
         assert DNS_SUBDOMAIN.fullmatch(name), name
+
+
+async def test_found_after_the_recheck_and_errors_retried(
+    fake_api: FakeApiServer,
+    core_v1: Any,
+    custom: Any,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The resource enabled while the agent runs is found at the next recheck; an apiserver
+    error on a write is logged and the next scan tries again, the Node still published; a NIC
+    that matched nothing is said to be over once it recovers."""
+    now = [0.0]
+    tree = sysfs_tree.hgx_8gpu_8nic(tmp_path, down={3})
+    fake_api.create("resourceslices", hgx_dranet_slice(NODE, nics=range(3)))
+    taints = DeviceTaints(custom, NODE, "auto", clock=lambda: now[0], recheck=60)
+    the_agent = Agent(core_v1, settings(tmp_path), lambda _: scan(tmp_path), device_taints=taints)
+    await the_agent.step()
+    fake_api.install("devicetaintrules", device_taint_rules("1.37"))
+    now[0] = 30
+    await the_agent.step()
+    assert fake_api.objects("devicetaintrules") == []
+
+    fake_api.delete("resourceslices", f"{NODE}-{DRANET}-x7k2p")
+    fake_api.create("resourceslices", hgx_dranet_slice(NODE))
+    fake_api.fail("POST", "/apis/resource.k8s.io/v1/devicetaintrules", 500)
+    now[0] = 61
+    with caplog.at_level(logging.INFO, logger="kube_rdma.agent"):
+        await the_agent.step()
+        assert fake_api.objects("devicetaintrules") == []
+        labels = fake_api.get("nodes", NODE)["metadata"]["labels"]
+        assert labels == {"kube-rdma.io/rdma-ready": "true"}, "the Node is published all the same"
+        await the_agent.step()
+        assert rules(fake_api) == [expected(3)]
+
+        fake_api.delete("resourceslices", f"{NODE}-{DRANET}-x7k2p")
+        await the_agent.step()
+        assert rules(fake_api) == [], "a device no longer published loses its rule"
+        tree.port_state("mlx5_3", 1, up=True)
+        for _ in range(2):
+            await the_agent.step()
+    messages = [r.getMessage() for r in caplog.records if "device taints" in r.getMessage()]
+    assert messages[0] == "device taints: DeviceTaintRules of resource.k8s.io/v1"
+    assert messages[1].startswith("device taints: create DeviceTaintRule kube-rdma-gpu-node-1-")
+    assert messages[1].endswith("trying again at the next scan")
+    nowhere = "NIC mlx5_3 is unhealthy but matches no device of this node's ResourceSlices"
+    assert messages[2:] == [
+        f"scan: device taints: {nowhere}",
+        f"scan no longer: device taints: {nowhere}",
+    ]
