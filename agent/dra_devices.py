@@ -66,12 +66,11 @@ class Published:
 
 @dataclass
 class NodeDevices:
-    """What this node's slices publish: the devices, the pools seen whole, the slices refused."""
+    """What this node's slices publish: the devices, and the slices refused."""
 
     devices: list[Published] = field(default_factory=list)
-    pools: set[tuple[str, str]] = field(default_factory=set)
     refused: list[str] = field(default_factory=list)
-    """One line per slice refused; while any is, no pool counts as seen whole."""
+    """One line per slice refused; while any is, a device not seen may be in it."""
 
 
 def node_devices(slices: Iterable[Json]) -> NodeDevices:
@@ -89,7 +88,6 @@ def node_devices(slices: Iterable[Json]) -> NodeDevices:
     for driver, pool, generation, devices in read:
         if generation == newest[driver, pool]:
             result.devices += devices
-            result.pools.add((driver, pool))
     return result
 
 
