@@ -78,6 +78,15 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="taint the Node kube-rdma.io/rdma-unhealthy:NoSchedule while its rails are "
         "unhealthy, for pods of other schedulers",
     )
+    run.add_argument(
+        "--dra-device-taints",
+        choices=["auto", "on", "off"],
+        default="auto",
+        help="keep a DeviceTaintRule (resource.k8s.io) on each of this node's RDMA devices a "
+        "DRA driver publishes while it is unhealthy: auto (default) where the cluster serves "
+        "DeviceTaintRules, on (the same, warning where it does not), off (and remove the "
+        "rules left)",
+    )
     read_vpd = verbs.add_parser(
         "read-vpd",
         help="write the VPD keywords ConnectX-8 Data Direct matching needs, for an agent that "
@@ -119,6 +128,15 @@ def register_nccl_conf(subcommands: argparse._SubParsersAction[argparse.Argument
         metavar="NCCL_NAME=VALUE",
         help="a further line for the file, after the resolved ones (repeatable): the profile's "
         "own NCCL settings, so that ranks started over ssh read them too",
+    )
+    parser.add_argument(
+        "--claim-data",
+        type=Path,
+        action="append",
+        metavar="PATH",
+        help="the pod's ResourceClaim device data: a DRA device metadata file, a ResourceClaim "
+        "as JSON, or a directory of them (repeatable; default: "
+        "/var/run/kubernetes.io/dra-device-attributes where it exists)",
     )
     parser.set_defaults(run=run_nccl_conf)
 
@@ -208,6 +226,7 @@ def run_nccl_conf(args: argparse.Namespace) -> int:
         out=args.out,
         termination_log=args.termination_log,
         settings=tuple(args.set),
+        claim_data=tuple(args.claim_data) if args.claim_data else None,
     )
     return run(request)
 
@@ -291,6 +310,7 @@ async def _serve(
     from kubernetes_asyncio import client
 
     from agent.discovery import discover
+    from agent.dra_taints import DeviceTaints
     from agent.error_rules import error_rules
     from agent.publisher import Agent, AgentSettings
     from agent.sysfs import Problems
@@ -315,6 +335,14 @@ async def _serve(
     rules = error_rules(args.error_threshold)
     async with client.ApiClient() as api:
         log.info("agent started", extra={"node": args.node_name})
-        agent = Agent(client.CoreV1Api(api), settings, scan, sleep=sleep, error_rules=rules)
+        taints = DeviceTaints(client.CustomObjectsApi(api), args.node_name, args.dra_device_taints)
+        agent = Agent(
+            client.CoreV1Api(api),
+            settings,
+            scan,
+            sleep=sleep,
+            error_rules=rules,
+            device_taints=taints,
+        )
         await agent.run()
     return 0

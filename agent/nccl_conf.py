@@ -63,6 +63,8 @@ class Resolution:
     lines: tuple[str, ...]
     """The file's `KEY=VALUE` lines, in file order."""
     problems: tuple[str, ...]
+    source: str = ""
+    """Where the settings came from, for the file's comment and the log."""
 
     @property
     def text(self) -> str:
@@ -74,7 +76,11 @@ class Resolution:
         return "; ".join(self.problems) or None
 
 
-def resolve(nics: Sequence[Nic], pod: PodNetwork, wanted: Wanted) -> Resolution:
+def resolve(
+    nics: Sequence[Nic], pod: PodNetwork, wanted: Wanted, socket_interfaces: Sequence[str] = ()
+) -> Resolution:
+    """The lines for `nics` and the pod's addresses; NCCL_SOCKET_IFNAME names
+    `socket_interfaces` when given (the claims' interfaces), else the default route's."""
     addresses = pod_addresses(pod.addresses, wanted)
     rails, problems = _choose(nics, addresses, wanted)
     indexes = sorted({r.gid_index for r in rails if r.gid_index is not None})
@@ -87,7 +93,9 @@ def resolve(nics: Sequence[Nic], pod: PodNetwork, wanted: Wanted) -> Resolution:
         lines.append("NCCL_IB_HCA==" + ",".join(r.hca for r in rails))
     elif not problems:
         problems.append(_nothing_carries(nics, addresses, wanted))
-    if pod.default_interface:
+    if socket_interfaces:
+        lines.append("NCCL_SOCKET_IFNAME==" + ",".join(socket_interfaces))
+    elif pod.default_interface:
         lines.append(f"NCCL_SOCKET_IFNAME=={pod.default_interface}")
     return Resolution(tuple(lines), tuple(problems))
 

@@ -12,6 +12,10 @@ label or the taint goes out at the scan that sees it.
 With `taint_unhealthy`, the Node also carries the rdma-unhealthy taint while the label is
 "false" (agent/taint.py). Without it, the agent removes that taint where an earlier agent left
 it, so turning the option off never leaves a node tainted for good.
+
+With `device_taints` (DRA nodes, agent/dra_taints.py), the same health judges the NICs a DRA
+driver publishes: each unhealthy one gets a DeviceTaintRule. Its API errors are logged and tried
+again at the next scan; they never hold back the Node's own patch.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.discovery import DiscoveryError, discover
+from agent.dra_taints import DeviceTaints
 from agent.error_rules import DEFAULT_ERROR_RULES, ErrorRules
 from agent.health import HealthTracker, rdma_ready
 from agent.nvtopo import TopoParseError
@@ -77,8 +82,10 @@ class Agent:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         error_rules: ErrorRules = DEFAULT_ERROR_RULES,
         clock: Callable[[], float] = time.monotonic,
+        device_taints: DeviceTaints | None = None,
     ) -> None:
         self._api = core_api
+        self._device_taints = device_taints
         self._settings = settings
         self._scan = scan or (
             lambda problems: discover(
@@ -110,6 +117,7 @@ class Agent:
             self._problems.report([f"failed, keeping what the node carries: {e}"])
             return self._settings.interval
         self._problems.report(problems)
+        await self._sync_device_taints(topology)
         try:
             wait = await self._publish(wanted)
         except ApiError as e:
@@ -119,6 +127,18 @@ class Agent:
             return delay
         self._backoff = self._settings.initial_backoff
         return min(wait, self._settings.interval) if wait else self._settings.interval
+
+    async def _sync_device_taints(self, topology: Topology) -> None:
+        if self._device_taints is None:
+            return
+        try:
+            await self._device_taints.sync(topology)
+        except ApiError as e:
+            log.warning(
+                "device taints: %s; trying again at the next scan",
+                e,
+                extra={"node": self._settings.node_name},
+            )
 
     async def _publish(self, wanted: Published) -> float:
         """Patch what changed, or the seconds until the pacer lets a document change out."""

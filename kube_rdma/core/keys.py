@@ -41,6 +41,12 @@ REQUIRE_GDR = PREFIX + "require-gdr"
 # Node taint the agent sets (with --taint-unhealthy) while the node's rails are unhealthy.
 RDMA_UNHEALTHY = PREFIX + "rdma-unhealthy"
 
+# DeviceTaintRules the agent publishes (with --dra-device-taints) for this node's RDMA devices
+# that a DRA driver publishes in ResourceSlices: the label on each rule, whose value names the
+# node (agent/dra_taints.py), and the taint key on the devices (RDMA_UNHEALTHY above, one key for
+# the node's taint and its devices' taints).
+DEVICE_TAINT_NODE = PREFIX + "device-taint-node"
+
 # Pod annotations that make pods one gang, placed and bound together.
 GANG = PREFIX + "gang"
 GANG_SIZE = PREFIX + "gang-size"

@@ -36,7 +36,7 @@ from testbed.fakeapi.patches import (
 from testbed.fakeapi.recording import RecordedRequest
 from testbed.fakeapi.selectors import Requirement, Selector, parse_selector
 from testbed.fakeapi.server import FakeApiServer
-from testbed.fakeapi.store import RESOURCES, Change, Resource
+from testbed.fakeapi.store import RESOURCES, Change, Resource, device_taint_rules
 from testbed.fakeapi.watch import DEFAULT_WATCH_SECONDS, Watcher
 from testbed.fakeapi.workloads import WORKLOAD_RESOURCES
 from testbed.wait import eventually
@@ -60,6 +60,7 @@ __all__ = [
     "Watcher",
     "apply_patch",
     "core_v1",
+    "device_taint_rules",
     "eventually",
     "fake_api",
     "kubeconfig",

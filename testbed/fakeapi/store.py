@@ -84,6 +84,25 @@ RESOURCES: Final[Mapping[str, Resource]] = {
     "deviceclasses": Resource("DeviceClass", namespaced=False, api_version=DRA_V1),
 }
 
+DEVICE_TAINT_RULE_VERSIONS: Final[Mapping[str, str]] = {
+    "1.33": "v1alpha3",
+    "1.34": "v1alpha3",
+    "1.35": "v1alpha3",
+    "1.36": "v1beta2",
+    "1.37": "v1",
+}
+"""The newest resource.k8s.io version serving DeviceTaintRule per Kubernetes release (k8s.io/api
+at release-1.33 ... release-1.36 and master: resource/v1alpha3/types.go from 1.33, v1beta2 from
+1.36, v1 from 1.37, each `+k8s:prerelease-lifecycle-gen:introduced`). Off by default where it is
+alpha or beta (the device-taint feature and the API version must be enabled), so the
+default table leaves it out: install `device_taint_rules(release)` to serve it."""
+
+
+def device_taint_rules(release: str) -> Resource:
+    """DeviceTaintRule as Kubernetes `release` ("1.36") serves it at its newest version."""
+    version = DEVICE_TAINT_RULE_VERSIONS[release]
+    return Resource("DeviceTaintRule", namespaced=False, api_version=f"resource.k8s.io/{version}")
+
 
 def event(kind: str, obj: Json) -> Json:
     """One line of a watch stream."""

@@ -194,3 +194,43 @@ def test_run_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
         stderr = agent.stderr.close()
     assert status == 0, stderr
     assert '"msg":"agent stopped"' in stderr, stderr
+
+
+async def test_run_taints_a_dra_device_through_a_kubeconfig(tmp_path: Path) -> None:
+    """`--dra-device-taints on`: the agent's Node patch and a DeviceTaintRule for the NIC that
+    is down, in a cluster serving DeviceTaintRule (1.37, resource.k8s.io/v1)."""
+    import asyncio
+
+    from agent.cli import _serve
+    from testbed.builders.dra_slices import hgx_dranet_slice
+    from testbed.fakeapi import FakeApiServer, device_taint_rules, eventually
+
+    sysfs_tree.hgx_8gpu_8nic(tmp_path / "sys", down={2})
+    async with FakeApiServer() as api:
+        api.install("devicetaintrules", device_taint_rules("1.37"))
+        api.create("nodes", {"metadata": {"name": "gpu-7"}})
+        api.create("resourceslices", hgx_dranet_slice("gpu-7"))
+        kubeconfig = api.write_kubeconfig(tmp_path / "kubeconfig")
+        args = build_parser().parse_args(
+            [
+                "agent",
+                "run",
+                "--node-name",
+                "gpu-7",
+                "--kubeconfig",
+                str(kubeconfig),
+                "--sysfs-root",
+                str(tmp_path / "sys"),
+                "--interval",
+                "0.05",
+                "--dra-device-taints",
+                "on",
+            ]
+        )
+        task = asyncio.create_task(_serve(args))
+        await eventually(lambda: len(api.objects("devicetaintrules")) == 1, within=30)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        (rule,) = api.objects("devicetaintrules")
+    assert rule["spec"]["deviceSelector"]["device"] == "pci-0000-4b-00-0"

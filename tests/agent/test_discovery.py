@@ -148,3 +148,31 @@ def test_inspect_refuses_a_damaged_gb200_tray(
         "",
         "kube-rdma agent inspect: line 4: GPU2 has 9 link cells, expected 10\n",
     )
+
+
+def test_a_topo_file_that_cannot_be_read_or_is_not_text(tmp_path: Path) -> None:
+    sysfs_tree.bonded_roce_node(tmp_path / "sys")
+    with pytest.raises(DiscoveryError) as error:
+        discover(tmp_path / "sys", tmp_path)
+    assert str(error.value) == f"{tmp_path}: cannot read: Is a directory"
+    binary = tmp_path / "topo.bin"
+    binary.write_bytes(b"\tGPU0\xff\n")
+    with pytest.raises(DiscoveryError) as error:
+        discover(tmp_path / "sys", binary)
+    assert str(error.value) == (
+        f"{binary}: not text (byte 5 is not UTF-8); give the output of `nvidia-smi topo -m` as "
+        "it prints it"
+    )
+
+
+def test_nvidia_smi_that_cannot_start_is_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
+    (tmp_path / "nothing").mkdir()
+    fake = tmp_path / "nothing" / "nvidia-smi"
+    fake.write_text("not a program")
+    fake.chmod(0o755)
+    with pytest.raises(DiscoveryError) as error:
+        discover(tmp_path)
+    assert str(error.value).startswith("nvidia-smi topo -m failed: [Errno 8] Exec format error")

@@ -96,10 +96,18 @@ def _text(path: Path) -> str | None:
     return path.read_text() if path.is_file() else None
 
 
-def written(*lines: str) -> Outcome:
-    """Exit 0 with exactly these file lines, each also logged to stderr."""
-    conf = "".join(f"{line}\n" for line in lines)
-    return Outcome(0, conf, "".join(f"{PREFIX}{line}\n" for line in lines), None)
+DISCOVERED = (
+    "discovered in the pod's network namespace "
+    "(no device data at /var/run/kubernetes.io/dra-device-attributes)"
+)
+
+
+def written(*lines: str, source: str = DISCOVERED) -> Outcome:
+    """Exit 0 with exactly these file lines after the source comment, each also logged to
+    stderr after the source."""
+    conf = "".join(f"{line}\n" for line in [f"# {PREFIX}{source}", *lines])
+    err = "".join(f"{PREFIX}{line}\n" for line in [source, *lines])
+    return Outcome(0, conf, err, None)
 
 
 def failed(problem: str) -> Outcome:
@@ -246,8 +254,8 @@ CASES = {
         ["--on-missing", "warn"],
         Outcome(
             0,
-            "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1\nNCCL_SOCKET_IFNAME==eth0\n",
-            f"{PREFIX}warning: {UNEVEN_PROBLEM}\n"
+            f"# {PREFIX}{DISCOVERED}\nNCCL_IB_HCA==mlx5_0:1,mlx5_1:1\nNCCL_SOCKET_IFNAME==eth0\n",
+            f"{PREFIX}warning: {UNEVEN_PROBLEM}\n{PREFIX}{DISCOVERED}\n"
             f"{PREFIX}NCCL_IB_HCA==mlx5_0:1,mlx5_1:1\n{PREFIX}NCCL_SOCKET_IFNAME==eth0\n",
             None,
         ),
@@ -278,8 +286,8 @@ def test_warn_mode_writes_what_it_can(nccl_conf: Runner) -> None:
     )
     assert outcome == Outcome(
         0,
-        "NCCL_SOCKET_IFNAME==eth0\n",
-        f"{PREFIX}warning: {problem}\n{PREFIX}NCCL_SOCKET_IFNAME==eth0\n",
+        f"# {PREFIX}{DISCOVERED}\nNCCL_SOCKET_IFNAME==eth0\n",
+        f"{PREFIX}warning: {problem}\n{PREFIX}{DISCOVERED}\n{PREFIX}NCCL_SOCKET_IFNAME==eth0\n",
         None,
     )
 
@@ -332,8 +340,8 @@ def test_prints_the_file_without_out(tmp_path: Path) -> None:
         check=False,
     )
     lines = ["NCCL_IB_GID_INDEX=3", "NCCL_IB_HCA==mlx5_12:1", "NCCL_SOCKET_IFNAME==eth0"]
-    assert (done.returncode, done.stdout) == (0, "".join(f"{line}\n" for line in lines))
-    assert done.stderr == "".join(f"{PREFIX}{line}\n" for line in lines)
+    expected = written(*lines)
+    assert (done.returncode, done.stdout, done.stderr) == (0, expected.conf, expected.err)
 
 
 def test_the_profiles_own_settings_follow_the_resolved_lines(nccl_conf: Runner) -> None:
