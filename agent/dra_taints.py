@@ -240,6 +240,18 @@ class DeviceTaints:
             for nic in matches.unmatched
             if nic in unhealthy
         ]
+        # The policy kube-rdma-agent-own-devices lets the agent taint only devices of the pool
+        # named after its node (as dranet and NVIDIA's driver name them).
+        foreign = {
+            nic: device for nic, device in matches.devices.items() if device.id.pool != self._node
+        }
+        unmatched += [
+            f"NIC {nic} is unhealthy but its device {device.id} is in pool {device.id.pool!r}, "
+            f"not in the pool named after this node: the agent may not taint it "
+            "(manifests/agent/devicetaintpolicy.yaml)"
+            for nic, device in foreign.items()
+            if nic in unhealthy
+        ]
         lines = [*published.refused, *matches.skipped, *unmatched]
         self._problems.report([f"device taints: {line}" for line in lines])
         rules_version = self._versions[0] if self._versions else ""
@@ -248,7 +260,7 @@ class DeviceTaints:
                 rules_version, self._node, device.id, unhealthy[nic]
             )
             for nic, device in matches.devices.items()
-            if nic in unhealthy
+            if nic in unhealthy and nic not in foreign
         }
         judged = {device.id for device in matches.devices.values()}
         known = {device.id for device in published.devices}

@@ -178,8 +178,9 @@ async def test_bad_data_taints_nothing_else(
 ) -> None:
     """Every NIC down. NIC 0 is published twice (ambiguous), NIC 1's device names NIC 2's RDMA
     device (contradicts itself), NIC 3 nowhere, NIC 4 in a slice that cannot be read; NIC 5 in
-    an old generation of its pool and the new one; NIC 6 alone is tainted, and NIC 7 in a
-    slice whose other device is malformed is refused with the slice."""
+    an old generation of its pool and the new one (found once, but in a pool not named after the
+    node, which the agent may not taint); NIC 6 alone is tainted, and NIC 7 in a slice whose
+    other device is malformed is refused with the slice."""
     fake_api.install("devicetaintrules", device_taint_rules("1.37"))
     sysfs_tree.hgx_8gpu_8nic(tmp_path, down=set(range(8)))
     pci0, _, _ = hgx_nic(0)
@@ -205,7 +206,7 @@ async def test_bad_data_taints_nothing_else(
     selected = sorted(
         (r["deviceSelector"]["pool"], r["deviceSelector"]["device"]) for r in rules(fake_api)
     )
-    assert selected == [(NODE, dranet_id(6).device), ("p5", dranet_id(5).device)]
+    assert selected == [(NODE, dranet_id(6).device)]
     warnings = sorted(r.getMessage() for r in caplog.records)
     nowhere = "is unhealthy but matches no device of this node's ResourceSlices"
     assert warnings == [
@@ -215,6 +216,9 @@ async def test_bad_data_taints_nothing_else(
         f"scan: device taints: NIC mlx5_2 {nowhere}",
         f"scan: device taints: NIC mlx5_3 {nowhere}",
         f"scan: device taints: NIC mlx5_4 {nowhere}",
+        "scan: device taints: NIC mlx5_5 is unhealthy but its device dra.net/p5/pci-0000-ba-00-0 "
+        "is in pool 'p5', not in the pool named after this node: the agent may not taint it "
+        "(manifests/agent/devicetaintpolicy.yaml)",
         f"scan: device taints: NIC mlx5_7 {nowhere}",
         "scan: device taints: ResourceSlice broken: "
         "spec.devices[0].attributes[\"dra.net/numaNode\"].int: expected a int, got 'zero'",
@@ -307,3 +311,26 @@ async def test_found_after_the_recheck_and_errors_retried(
         f"scan: device taints: {nowhere}",
         f"scan no longer: device taints: {nowhere}",
     ]
+
+
+async def test_a_device_of_a_pool_not_named_after_the_node_is_not_tainted(
+    fake_api: FakeApiServer,
+    core_v1: Any,
+    custom: Any,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The policy kube-rdma-agent-own-devices would refuse such a rule: the agent says why
+    instead of failing at every scan."""
+    fake_api.install("devicetaintrules", device_taint_rules("1.37"))
+    tree = sysfs_tree.hgx_8gpu_8nic(tmp_path)
+    fake_api.create("resourceslices", hgx_dranet_slice(NODE, pool="rack-7"))
+    the_agent = agent(core_v1, custom, tmp_path)
+    tree.port_state("mlx5_3", 1, up=False)
+    with caplog.at_level(logging.WARNING, logger="kube_rdma.agent"):
+        await the_agent.step()
+    assert rules(fake_api) == []
+    said = [r.getMessage() for r in caplog.records]
+    assert any(
+        "in pool 'rack-7', not in the pool named after this node" in line for line in said
+    ), said

@@ -172,6 +172,8 @@ def test_manifests_exist() -> None:
     ours = [name for name, _ in DOCUMENTS if name.split("/")[0] in KUSTOMIZE_DIRS]
     assert ours == [
         "agent/daemonset.yaml:DaemonSet/kube-rdma-agent",
+        "agent/devicetaintpolicy.yaml:ValidatingAdmissionPolicy/kube-rdma-agent-own-devices",
+        "agent/devicetaintpolicy.yaml:ValidatingAdmissionPolicyBinding/kube-rdma-agent-own-devices",
         "agent/networkpolicy.yaml:NetworkPolicy/kube-rdma-agent",
         "agent/nodepolicy.yaml:ValidatingAdmissionPolicy/kube-rdma-agent-own-node",
         "agent/nodepolicy.yaml:ValidatingAdmissionPolicyBinding/kube-rdma-agent-own-node",
@@ -903,8 +905,63 @@ async def test_agent_rbac_is_exactly_what_the_agent_calls(
     assert called == [("", "nodes", "get"), ("", "nodes", "patch")]
     account = agent_pod()["serviceAccountName"]
     assert find("ServiceAccount", account)["metadata"]["namespace"] == AGENT
-    assert granted_rules(AGENT, account) == [
-        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]}
+    assert granted_rules(AGENT, account)[0] == {
+        "apiGroups": [""],
+        "resources": ["nodes"],
+        "verbs": ["get", "patch"],
+    }
+
+
+async def test_agent_dra_rbac_is_exactly_what_its_device_taints_call(
+    fake_api: FakeApiServer, core_v1: Any, tmp_path: Path
+) -> None:
+    """On a DRA node (--dra-device-taints): a NIC's port goes down, its device is tainted, the
+    taint's reason changes as it recovers, and the rule is deleted once it is healthy."""
+    from kubernetes_asyncio import client
+
+    from agent.dra_taints import DeviceTaints
+    from agent.sysfs import scan
+    from testbed.builders.dra_slices import hgx_dranet_slice
+    from testbed.fakeapi import device_taint_rules
+    from tests.manifests.test_scheduler_manifests import authorized_as as api_call
+    from tests.manifests.test_scheduler_manifests import discovery
+
+    node = "gpu-node-1"
+    fake_api.create("nodes", {"metadata": {"name": node}})
+    fake_api.install("devicetaintrules", device_taint_rules("1.37"))
+    fake_api.create("resourceslices", hgx_dranet_slice(node))
+    tree = sysfs_tree.hgx_8gpu_8nic(tmp_path)
+    settings = AgentSettings(node_name=node, sysfs_root=tmp_path, recover_after=2)
+    custom = client.CustomObjectsApi(core_v1.api_client)
+    taints = DeviceTaints(custom, node, "on")
+    agent = Agent(core_v1, settings, lambda _: scan(tmp_path), device_taints=taints)
+    tree.port_state("mlx5_3", 1, up=False)
+    await agent.step()
+    tree.port_state("mlx5_3", 1, up=True)
+    await agent.step()
+    await agent.step()
+    assert fake_api.objects("devicetaintrules") == []
+    called = sorted(
+        {
+            api_call(r)
+            for r in fake_api.requests
+            if r.path.startswith("/apis/") and not discovery(r) and len(r.path.split("/")) > 4
+        }
+    )
+    assert called == [
+        ("resource.k8s.io", "devicetaintrules", "create"),
+        ("resource.k8s.io", "devicetaintrules", "delete"),
+        ("resource.k8s.io", "devicetaintrules", "list"),
+        ("resource.k8s.io", "devicetaintrules", "patch"),
+        ("resource.k8s.io", "resourceslices", "list"),
+    ]
+    assert granted_rules(AGENT, agent_pod()["serviceAccountName"])[1:] == [
+        {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"], "verbs": ["list"]},
+        {
+            "apiGroups": ["resource.k8s.io"],
+            "resources": ["devicetaintrules"],
+            "verbs": ["list", "create", "patch", "delete"],
+        },
     ]
 
 

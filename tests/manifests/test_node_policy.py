@@ -50,10 +50,12 @@ def _cel(value: Any) -> Any:
     return None if value is None else json_to_cel(value)
 
 
-def evaluate(request: Json, obj: Json | None, old: Json | None) -> list[str] | None:
-    """The messages of the validations that deny the request; None when the policy does not
-    apply to it (a match condition is false)."""
-    spec = policy()["spec"]
+def evaluate(
+    request: Json, obj: Json | None, old: Json | None, spec: Json | None = None
+) -> list[str] | None:
+    """The messages of the validations of `spec` (the node policy's by default) that deny the
+    request; None when the policy does not apply to it (a match condition is false)."""
+    spec = spec or policy()["spec"]
     activation: dict[str, Any] = {
         "request": _cel(request),
         "object": _cel(obj),

@@ -638,11 +638,13 @@ async def test_extender_rbac_is_exactly_what_the_extender_calls(
         # 2 GPUs on gpu-2 (6 free), not worker-0 (8 GPUs on gpu-1): the eviction made dry
         # first, then for real, and an event on the victim.
         ours = {keys.GANG: "urgent", keys.GANG_SIZE: "2"}
-        urgent = nodes.pod("urgent-0", gpus=4, annotations=ours)
-        urgent["spec"]["priority"] = 1000
-        urgent = fake_api.create("pods", urgent)
+        # Both members exist: a gang acts (plans, holds, preempts) only once they do.
+        members = [nodes.pod(f"urgent-{i}", gpus=4, annotations=ours) for i in range(2)]
+        for member in members:
+            member["spec"]["priority"] = 1000
+        urgent, _ = [fake_api.create("pods", member) for member in members]
         args = {"Pod": urgent, "NodeNames": ["gpu-1", "gpu-2"], "Nodes": None}
-        await eventually(lambda: source.cluster.pod("team-a", "urgent-0") is not None)
+        await eventually(lambda: source.cluster.pod("team-a", "urgent-1") is not None)
         async with session.post(f"{base}/filter", data=orjson.dumps(args)) as response:
             assert (await response.json())["NodeNames"] == []
         await eventually(lambda: len(fake_api.objects("events")) == 1)
