@@ -39,7 +39,7 @@ WRONG = [
 
 
 def wrong(change: dict[str, Any]) -> dict[str, Any]:
-    pod = orjson.loads(orjson.dumps(WORKER))
+    pod: dict[str, Any] = orjson.loads(orjson.dumps(WORKER))
     for part, value in change.items():
         if isinstance(value, dict) and isinstance(pod.get(part), dict):
             pod[part] = {**pod[part], **value}
