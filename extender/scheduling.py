@@ -29,8 +29,11 @@ from extender.core import DEFAULT_CONTENTION, Core
 from extender.engine import FilterOutcome
 from extender.explain import explanation, gang_summary, mark_held
 from extender.filtered_pods import WATCH_LAG_SECONDS, FilteredPods, until_cached
+from extender.gangs.fitting import FitMeasure
 from extender.gangs.identity import Gang
+from extender.gangs.making import PlanMaker
 from extender.gangs.planner import GangSettings
+from extender.gangs.pools import asks
 from extender.podview import PodView
 from extender.preemption.contention import ContentionSettings, Waiting
 from extender.preemption.priority import pod_priority
@@ -87,6 +90,16 @@ class Scheduler:
         self.requirements = core.requirements
         self._barrier, self._freeing = core.barrier, core.freeing
         self._filtered = FilteredPods(clock=clock)
+        self._clock = clock
+        measure = FitMeasure(
+            source.cluster, self.engine, core.book, self.holds, core.contention.priority,
+            self.requirements,
+        )  # fmt: skip
+        self._dry = PlanMaker(
+            source.cluster, self.requirements, measure, core.waiting_members,
+            core.contention.ahead, self.planner.plans, self.planner.bound_of,
+        )  # fmt: skip
+        """Plans made for a verdict only, never kept (a gang member the cache lacks)."""
         self._scheduler_name = contention.scheduler_name if own_pods_only else None
         """Binds refuse pods of another scheduler (`kube-rdma extender` always sets it)."""
 
@@ -118,6 +131,7 @@ class Scheduler:
             if (refused := self.planner.refusal(view, gang)) is not None:
                 return FilterOutcome([], {}, dict.fromkeys(names, refused))
             waiting = self.contention.note(gang, view, pod)
+            self._redo_unhonoured(view, gang, pod)
             outcome = self.planner.filter(view, gang, names)
             if outcome is not None:
                 return self._contended(waiting, outcome, names)
@@ -132,10 +146,39 @@ class Scheduler:
         if isinstance(gang, Gang) and view.relevant:
             raise NotReady(
                 f"pod {view.namespace}/{view.name} of gang {gang} is not in the extender's "
-                "cache yet: gangs are planned only for pods its watch has delivered; the pod "
-                "is retried"
+                "cache yet: gangs are planned only for pods its watch has delivered; "
+                f"{self._as_asked(view, gang, pod)}; the pod is retried"
             )
         return self._off_holds(pod, gang_key(gang), self.engine.filter(view, names, gang_key(gang)))
+
+    def _as_asked(self, view: PodView, gang: Gang, pod: Json) -> str:
+        """Where the gang would be planned now, honouring what `pod` (kube-scheduler's copy)
+        asks: made, never kept."""
+        if (plan := self.planner.plans.get(gang.key)) is not None:
+            return f"its gang has a {plan.describe()}"
+        made = self._dry.make(gang, view, self._clock(), raw=pod)
+        if made is None:
+            return "as it asks, its gang does not fit now"
+        plan = made.plan
+        return f"as it asks, its gang would get a {plan.describe()}: {', '.join(plan.slots)}"
+
+    def _redo_unhonoured(self, view: PodView, gang: Gang, pod: Json) -> None:
+        """Plan the gang again when this member, which the plan was made without, asks other
+        than the members it honoured (its node selector, affinity, tolerations or placement)."""
+        plan = self.planner.plans.get(gang.key)
+        if plan is None or not plan.honoured or view.key in plan.assigned:
+            return
+        known = plan.honoured.get(view.key)
+        wanted = asks(pod)
+        if known == wanted or (known is None and wanted in plan.honoured.values()):
+            return
+        log.info(
+            "gang %s: member %s/%s asks other than its plan honoured; planning again",
+            gang,
+            *view.key,
+            extra={"gang": str(gang)},
+        )
+        self.planner.drop(gang.key, f"gang {gang} is planned again for what a member asks")
 
     def _known(self, pod: Json) -> Json | None:
         """The cache's copy of the pod a request carries, when the cache holds that pod, with
