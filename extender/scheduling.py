@@ -252,7 +252,8 @@ class Scheduler:
         )
 
     def prioritize(self, pod: Json, names: list[str]) -> dict[str, float]:
-        self.upkeep.take_over()
+        if self._known(pod) is not None:
+            self.upkeep.take_over()
         return self.engine.prioritize(self.view(pod), names, gang_key(self.gang(pod)))
 
     async def bind(self, namespace: str, name: str, uid: str, node: str) -> dict[str, str]:
