@@ -159,8 +159,9 @@ class Scheduler:
         made = self._dry.make(gang, view, self._clock(), raw=pod)
         if made is None:
             return "as it asks, its gang does not fit now"
-        plan = made.plan
-        return f"as it asks, its gang would get a {plan.describe()}: {', '.join(plan.slots)}"
+        slots = made.plan.slots
+        shown = ", ".join(slots[:8]) + (f", ... ({len(slots)} in all)" if len(slots) > 8 else "")
+        return f"as it asks, its gang would get a {made.plan.describe()}: {shown}"
 
     def _redo_unhonoured(self, view: PodView, gang: Gang, pod: Json) -> None:
         """Plan the gang again when this member, which the plan was made without, asks other
