@@ -134,17 +134,18 @@ async def test_without_the_requirement_the_same_cluster_spans_cliques(nvl: Serve
 
 @pytest.fixture
 async def pools() -> AsyncIterator[Served]:
-    """Pool `b` (listed first) and pool `a`, 4 nodes each; nothing busy."""
+    """Pool `b` (node-0 to node-3, first by every order) and pool `a` (node-4 to node-7), 4
+    nodes each; nothing busy."""
     objects = [
-        nodes.node(f"{pool}-{i}", nodes.hgx(gpus=GPUS), GPUS, RDMA, {"pool": pool})
-        for pool in ("b", "a")
-        for i in range(4)
+        nodes.node(f"node-{i}", nodes.hgx(gpus=GPUS), GPUS, RDMA, {"pool": "ab"[i < 4]})
+        for i in range(8)
     ]
     async for served in serving(objects):
         yield served
 
 
-POOLS = [f"{pool}-{i}" for pool in ("b", "a") for i in range(4)]
+POOLS = [f"node-{i}" for i in range(8)]
+POOL_A = [f"node-{i}" for i in range(4, 8)]
 
 
 async def test_a_gang_selecting_pool_a_is_planned_in_pool_a_on_the_first_call(
@@ -152,11 +153,11 @@ async def test_a_gang_selecting_pool_a_is_planned_in_pool_a_on_the_first_call(
 ) -> None:
     pods = [member("sel", i, 4, nodeSelector={"pool": "a"}) for i in range(4)]
     first = await pools.filter(pods[0], POOLS)
-    assert sorted(planned_nodes(first["Error"])) == [f"a-{i}" for i in range(4)]
+    assert sorted(planned_nodes(first["Error"])) == POOL_A
     assert "does not fit" not in first["Error"]
     pools.deliver(*pods)
     steered = [(await pools.filter(pod, POOLS))["NodeNames"] for pod in pods]
-    assert sorted(n for names in steered for n in names) == [f"a-{i}" for i in range(4)]
+    assert sorted(n for names in steered for n in names) == POOL_A
 
 
 async def test_a_plan_made_without_a_members_asks_is_redone_when_they_arrive(
