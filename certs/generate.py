@@ -126,7 +126,7 @@ def generate_ca(
     key_type: KeyType = KeyType.ECDSA_P256,
     lifetime: dt.timedelta = CA_LIFETIME,
 ) -> KeyPair:
-    """A self-signed CA certificate allowed to sign serving certificates only."""
+    """A self-signed CA certificate that signs serving and client certificates."""
     key = new_private_key(key_type)
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
     start = _validity_start(now)
@@ -174,25 +174,54 @@ def generate_serving(
     """
     if not dns_names:
         raise ValueError("a serving certificate needs at least one DNS name")
+    sans: list[x509.GeneralName] = [x509.DNSName(n) for n in dns_names]
+    sans += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ip_addresses or []]
+    return _leaf(ca, dns_names[0], sans, ExtendedKeyUsageOID.SERVER_AUTH, now, key_type, lifetime)
+
+
+def generate_client(
+    ca: KeyPair,
+    common_name: str,
+    now: dt.datetime | None = None,
+    *,
+    key_type: KeyType = KeyType.ECDSA_P256,
+    lifetime: dt.timedelta = SERVING_LIFETIME,
+) -> KeyPair:
+    """A client certificate for `common_name`, signed by `ca`: what a caller of a server that
+    requires mutual TLS presents (the extender's `--client-ca`)."""
+    return _leaf(ca, common_name, [], ExtendedKeyUsageOID.CLIENT_AUTH, now, key_type, lifetime)
+
+
+def _leaf(
+    ca: KeyPair,
+    common_name: str,
+    sans: list[x509.GeneralName],
+    usage: x509.ObjectIdentifier,
+    now: dt.datetime | None,
+    key_type: KeyType,
+    lifetime: dt.timedelta,
+) -> KeyPair:
+    """A certificate `ca` signs, for one extended key usage; never outliving the CA."""
     ca_cert = x509.load_pem_x509_certificate(ca.cert_pem)
     ca_key = serialization.load_pem_private_key(ca.key_pem, password=None)
     if not isinstance(ca_key, ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey):
         raise ValueError("the CA key must be an ECDSA or RSA key")
     key = new_private_key(key_type)
-    sans: list[x509.GeneralName] = [x509.DNSName(n) for n in dns_names]
-    sans += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ip_addresses or []]
     start = _validity_start(now)
-    cert = (
+    builder = (
         x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, dns_names[0])]))
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]))
         .issuer_name(ca_cert.subject)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(start)
         .not_valid_after(min(start + lifetime, ca_cert.not_valid_after_utc))
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+    )
+    if sans:
+        builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
+    cert = (
+        builder.add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
         .add_extension(
             x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
             critical=False,

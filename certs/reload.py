@@ -24,7 +24,7 @@ from pathlib import Path
 
 from cryptography import x509
 
-from certs.serving import TLSConfigError, server_context
+from certs.serving import TLSConfigError, TLSPolicy, server_context
 
 log = logging.getLogger("kube_rdma.tls")
 
@@ -39,8 +39,12 @@ class CertificateReloader:
         required_names: Iterable[str] = (),
         on_result: Callable[[str], None] = lambda result: None,
         now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
+        policy: TLSPolicy | None = None,
     ) -> None:
+        """`policy`: the TLS versions served and the clients accepted (certs/serving.py), the
+        same for every pair loaded."""
         self.cert_file, self.key_file = cert_file, key_file
+        self.policy = policy or TLSPolicy()
         self.required_names = tuple(required_names)
         self.on_result = on_result
         self._now = now
@@ -52,7 +56,7 @@ class CertificateReloader:
 
     def _front(self, first: ssl.SSLContext) -> ssl.SSLContext:
         """The context the server holds: it hands every handshake to the current one."""
-        front = server_context(self.cert_file, self.key_file)
+        front = server_context(self.cert_file, self.key_file, self.policy)
 
         def switch(connection: ssl.SSLObject, name: str | None, _: ssl.SSLContext) -> None:
             connection.context = self.current
@@ -71,7 +75,7 @@ class CertificateReloader:
 
     def _checked(self, cert_file: Path, key_file: Path) -> ssl.SSLContext:
         """A fresh context for the pair; raises TLSConfigError saying what is wrong with it."""
-        context = server_context(cert_file, key_file)
+        context = server_context(cert_file, key_file, self.policy)
         try:
             certificate = x509.load_pem_x509_certificate(cert_file.read_bytes())
         except (OSError, ValueError) as e:

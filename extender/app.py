@@ -3,6 +3,10 @@
 `create_app(settings, source)` builds the app around a cluster source; the source's feed, the
 weights reloader and (for HTTPS) nothing else run in the app's cleanup context. On shutdown the
 binds held at gang barriers fail first, so that they do not hold the shutdown up.
+
+The verbs' app serves no metrics: `/metrics` (with `/healthz` and `/readyz`) is served by
+`metrics_app` on a port of its own (`serve_metrics`), so that whoever may read the metrics (a
+port-forward, a scraper) does not reach the verbs.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -62,6 +67,9 @@ class Settings:
     require_acceptance: bool = False
     """Only nodes labelled kube-rdma.io/acceptance=passed take RDMA pods."""
     contention: ContentionSettings = field(default_factory=ContentionSettings)
+    own_pods_only: bool = False
+    """/bind binds only pods of `contention.scheduler_name` (kube-rdma extender's
+    --scheduler-name); in-process uses (the simulator, tests) may leave it off."""
 
 
 class Metrics:
@@ -136,6 +144,7 @@ def create_app(
         settings.require_acceptance,
         contention=settings.contention,
         disruptions=disruptions,
+        own_pods_only=settings.own_pods_only,
     )
     metrics.registry.register(ContentionCollector(scheduler, time.monotonic))
     app = web.Application(client_max_size=settings.max_body_bytes)
@@ -154,8 +163,31 @@ def create_app(
     app.router.add_get("/explain", handle_explain)
     app.router.add_get("/healthz", handle_healthz)
     app.router.add_get("/readyz", handle_readyz)
-    app.router.add_get("/metrics", handle_metrics)
     return app
+
+
+def metrics_app(app: web.Application) -> web.Application:
+    """The app of the metrics port, for the extender `app`: /metrics, /healthz and /readyz,
+    nothing that schedules or binds."""
+    metrics = web.Application()
+    metrics[EXTENDER] = app[EXTENDER]
+    metrics.router.add_get("/metrics", handle_metrics)
+    metrics.router.add_get("/healthz", handle_healthz)
+    metrics.router.add_get("/readyz", handle_readyz)
+    return metrics
+
+
+def serve_metrics(app: web.Application, sock: socket.socket) -> None:
+    """Serve `metrics_app(app)` on `sock` (plain HTTP) for as long as `app` runs."""
+
+    async def context(app: web.Application) -> AsyncIterator[None]:
+        runner = web.AppRunner(metrics_app(app), access_log=None)
+        await runner.setup()
+        await web.SockSite(runner, sock).start()
+        yield
+        await runner.cleanup()
+
+    app.cleanup_ctx.append(context)
 
 
 async def _background(app: web.Application) -> AsyncIterator[None]:

@@ -4,7 +4,6 @@ commands."""
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import logging
 import os
 from pathlib import Path
@@ -25,16 +24,9 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 def _register_extender(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     extender = subcommands.add_parser("extender", help="serve the kube-scheduler extender")
-    extender.add_argument(
-        "--host",
-        default="127.0.0.1",
-        help="address to listen on; the loopback, as beside kube-scheduler in its pod. Another "
-        "address opens /bind (which binds any pod) to whoever reaches it: use it with "
-        "--tls-cert-file",
-    )
-    extender.add_argument("--port", type=int, default=8888)
-    extender.add_argument("--tls-cert-file", type=Path, help="serve HTTPS with this certificate")
-    extender.add_argument("--tls-key-file", type=Path)
+    from extender import listening
+
+    listening.register(extender)
     extender.add_argument("--weights", type=Path, help="score weights YAML (default: built-in)")
     extender.add_argument(
         "--gpu-resource", action="append", help="GPU resource name (repeatable; nvidia.com/gpu)"
@@ -186,22 +178,14 @@ def _percentage(value: str) -> int:
     return int(value)
 
 
-def _loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host == "localhost"
-
-
 def run_extender(args: argparse.Namespace) -> int:
     from aiohttp import web
 
-    from certs.reload import CertificateReloader
+    from extender import listening
     from extender.app import SHUTDOWN_TIMEOUT_SECONDS
-    from kube_rdma.core.listen import bound_port, listening_socket
 
-    if bool(args.tls_cert_file) != bool(args.tls_key_file):
-        log.error("--tls-cert-file and --tls-key-file go together")
+    if (problem := listening.problem(args)) is not None:
+        log.error("%s", problem)
         return 2
     if args.topology_object and args.cluster_snapshot:
         log.error("--topology-object is watched: it needs --kubeconfig or --in-cluster")
@@ -219,32 +203,37 @@ def run_extender(args: argparse.Namespace) -> int:
         return 2
     # A certificate, weights or snapshot file, or a kubeconfig that cannot be used raises before
     # "listening" is logged: kube_rdma_cli says it in one line, exit status 2.
-    tls = CertificateReloader(args.tls_cert_file, args.tls_key_file) if args.tls_cert_file else None
-    ssl_context = tls.context if tls else None
-    scheme = "https" if ssl_context else "http"
-    sock = listening_socket(args.host, args.port)
-    url = f"{scheme}://{args.host}:{bound_port(sock)}"
-    if ssl_context is None and not _loopback(args.host):
-        log.warning(
-            "serving plain HTTP on %s: whoever reaches it can bind pods; listen on "
-            "127.0.0.1 beside kube-scheduler, or give --tls-cert-file and --tls-key-file",
-            args.host,
-        )
+    listeners = listening.listen(args)
+
+    def listen(_: str) -> None:
+        log.info("extender listening on %s", listeners.url)
+        log.info("extender metrics listening on %s", listeners.metrics_url)
+
     web.run_app(
-        _extender_app(args, tls),
-        sock=sock,
-        ssl_context=ssl_context,
+        _extender_app(args, listeners.tls, listeners.metrics),
+        sock=listeners.verbs,
+        ssl_context=listeners.tls.context if listeners.tls else None,
         # aiohttp prints once the app exists (weights, snapshot or kubeconfig read): only
         # then is "listening" true, on the port bound (--port 0: any free one).
-        print=lambda _: log.info("extender listening on %s", url),
+        print=listen,
         access_log=None,
         shutdown_timeout=SHUTDOWN_TIMEOUT_SECONDS,
     )
     return 0
 
 
-async def _extender_app(args: argparse.Namespace, tls: Any = None) -> Any:
-    """The app around its cluster source; the live source's API client needs the running loop."""
+async def _extender_app(args: argparse.Namespace, tls: Any = None, metrics: Any = None) -> Any:
+    """The app around its cluster source, serving its metrics on the socket `metrics`; the live
+    source's API client needs the running loop."""
+    app = await _scheduler_app(args, tls)
+    if metrics is not None:
+        from extender.app import serve_metrics
+
+        serve_metrics(app, metrics)
+    return app
+
+
+async def _scheduler_app(args: argparse.Namespace, tls: Any = None) -> Any:
 
     from kubernetes_asyncio import client
 
@@ -283,6 +272,7 @@ async def _extender_app(args: argparse.Namespace, tls: Any = None) -> Any:
             scheduler_name=args.scheduler_name,
             **limit_settings(args),
         ),
+        own_pods_only=True,
     )
     cluster = Cluster(
         DraNames(gpu=settings.gpu_resources[0]), tuple(args.dra_device or DEFAULT_KIND_RULES)

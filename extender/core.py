@@ -30,7 +30,9 @@ from extender.cluster.source import ClusterSource
 from extender.engine import Engine
 from extender.gangs.barrier import Barrier
 from extender.gangs.fences import plan_fence
+from extender.gangs.fitting import FitMeasure
 from extender.gangs.identity import Gang, Singleton, gang_of
+from extender.gangs.making import PlanMaker
 from extender.gangs.ownership import owner_gang
 from extender.gangs.planner import GangSettings, Planner
 from extender.gangs.quorum import Quorum
@@ -69,6 +71,7 @@ class Core:
         preempts (holds still apply)."""
         cluster = source.cluster
         self._source = source
+        self.cluster = cluster
         self._resources = (tuple(resources[0]), tuple(resources[1]))
         self.records = records or MemoryRecords()
         levels = LevelSettings(gangs.domains, gangs.nvlink, gangs.topology)
@@ -132,6 +135,19 @@ class Core:
             self.records,
         )
         self.barrier = Barrier(self.planner, cluster, gangs.barrier_timeout, bind_member)
+        measure = FitMeasure(
+            cluster, self.engine, self.book, self.holds, self.contention.priority, self.requirements
+        )
+        self.dry_maker = PlanMaker(
+            cluster,
+            self.requirements,
+            measure,
+            self.waiting_members,
+            self.contention.ahead,
+            self.planner.plans,
+            self.planner.bound_of,
+        )
+        """Plans made for a verdict only, never kept (a gang member the cache lacks)."""
 
     def view(self, pod: Json) -> PodView:
         cluster = self._source.cluster
@@ -150,6 +166,16 @@ class Core:
             and (pod.get("metadata") or {}).get("namespace") == gang.namespace
             and gang_key(self.gang(pod)) == gang.key
         ]
+
+    def bound_members(self, gang: Gang) -> int:
+        """How many of the gang's pods the cache shows bound."""
+        return sum(
+            1
+            for pod in self._source.cluster.pods()
+            if (pod.get("spec") or {}).get("nodeName")
+            and (pod.get("metadata") or {}).get("namespace") == gang.namespace
+            and gang_key(self.gang(pod)) == gang.key
+        )
 
     def _owner_gang(self, pod: Json) -> Gang | Singleton | None:
         """The gang its owning workload declares, which vouches for members not created yet."""

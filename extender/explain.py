@@ -17,12 +17,15 @@ from collections import Counter
 from extender.book.holds import HoldBook
 from extender.book.reservations import GangKey
 from extender.cluster.trim import DEFAULT_SCHEDULER, SCHEDULED
+from extender.core import Core
 from extender.engine import Assessment
 from extender.filters import Verdict
 from extender.gangs.identity import Gang, Singleton
 from extender.gangs.planner import Planner
 from extender.podview import PodView
 from extender.preemption.contention import Contention
+from extender.preemption.priority import pod_priority
+from extender.upkeep import gang_key
 from extender.weights import Weights
 from kube_rdma.core.objects import Json
 
@@ -275,3 +278,25 @@ def mark_held(body: Json, holds: HoldBook, priority: int, gang: GangKey | None) 
         entry.pop("scores", None)
         entry.pop("total", None)
         entry.update(verdict="unresolvable", reason=f"node {hold.describe()}")
+
+
+def explain_pod(core: Core, weights: Weights, pod: Json) -> Json:
+    """Every node's verdict and scores for `pod`, and its gang's plan; for a bound pod, where it
+    is, and its node judged without it."""
+    view, gang = core.view(pod), core.gang(pod)
+    engine = core.engine
+    body = explanation(view, engine.explain(view, gang_key(gang)), weights)
+    bound = bound_to(pod)
+    members = core.bound_members(gang) if bound and isinstance(gang, Gang) else None
+    body["gang"] = gang_summary(gang, view, core.planner, core.contention, core.holds, members)
+    if engine.require_acceptance:
+        body["requireAcceptance"] = True
+    if core.holds:
+        mark_held(body, core.holds, pod_priority(pod), gang_key(gang))
+    if bound is not None:
+        body["bound"] = bound
+        node = core.cluster.node(bound["node"])
+        if node is not None:
+            without = core.freeing.without(node, [pod])
+            judge_own_node(body, node.name, engine.verdict_on(view, without))
+    return body

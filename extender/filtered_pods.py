@@ -78,6 +78,16 @@ class FilteredPods:
         meta = entry.pod["metadata"]
         return entry.pod if (meta.get("namespace"), meta.get("name")) == (namespace, name) else None
 
+    def find(self, namespace: str, name: str) -> Json | None:
+        """The newest pod of that namespace and name a filter request carried in the last `ttl`
+        seconds, whatever its UID."""
+        self._expire(self._clock())
+        for entry in reversed(self._entries.values()):
+            meta = entry.pod["metadata"]
+            if (meta.get("namespace"), meta.get("name")) == (namespace, name):
+                return entry.pod
+        return None
+
     def _expire(self, now: float) -> None:
         while self._entries:
             oldest = next(iter(self._entries.values()))

@@ -16,6 +16,7 @@ from operator import add
 from typing import Any
 
 import orjson
+from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, ValidationError
 
 from kube_rdma.core.objects import Json
 from kube_rdma.core.podshape import pod_problem
@@ -87,10 +88,122 @@ def _pod(pod: Any) -> Json:
     the field that is not."""
     if not isinstance(pod, dict) or not isinstance(pod.get("metadata"), dict):
         raise ProtocolError("ExtenderArgs.Pod must be a Pod object with metadata")
-    problem = pod_problem(pod)
+    problem = pod_problem(pod) or _scheduling_problem(pod)
     if problem:
         raise ProtocolError(f"ExtenderArgs.Pod is not a Pod: {problem}")
     return pod
+
+
+# The Pod fields the extender reads beyond those kube_rdma.core.podshape checks (what a pod
+# asks of nodes, its priority, its status), as pydantic models with the types of
+# k8s.io/api/core/v1. Strict: a JSON list is not an object, "1" is not a number. Every field
+# may be null (absent); fields not named are left alone.
+
+
+class _Shape(BaseModel):
+    model_config = ConfigDict(strict=True, extra="ignore")
+
+
+class _Requirement(_Shape):
+    key: StrictStr | None = None
+    operator: StrictStr | None = None
+    values: list[StrictStr] | None = None
+
+
+class _Term(_Shape):
+    matchExpressions: list[_Requirement] | None = None
+    matchFields: list[_Requirement] | None = None
+
+
+class _NodeSelector(_Shape):
+    nodeSelectorTerms: list[_Term] | None = None
+
+
+class _NodeAffinity(_Shape):
+    requiredDuringSchedulingIgnoredDuringExecution: _NodeSelector | None = None
+    preferredDuringSchedulingIgnoredDuringExecution: list[dict[str, Any]] | None = None
+
+
+class _Affinity(_Shape):
+    nodeAffinity: _NodeAffinity | None = None
+    podAffinity: dict[str, Any] | None = None
+    podAntiAffinity: dict[str, Any] | None = None
+
+
+class _Toleration(_Shape):
+    key: StrictStr | None = None
+    operator: StrictStr | None = None
+    value: StrictStr | None = None
+    effect: StrictStr | None = None
+    tolerationSeconds: StrictInt | None = None
+
+
+class _Spec(_Shape):
+    nodeSelector: dict[str, StrictStr] | None = None
+    affinity: _Affinity | None = None
+    tolerations: list[_Toleration] | None = None
+    priority: StrictInt | None = None
+    priorityClassName: StrictStr | None = None
+    preemptionPolicy: StrictStr | None = None
+    activeDeadlineSeconds: StrictInt | None = None
+
+
+class _Condition(_Shape):
+    type: StrictStr | None = None
+    status: StrictStr | None = None
+
+
+class _ClaimStatus(_Shape):
+    name: StrictStr | None = None
+    resourceClaimName: StrictStr | None = None
+
+
+class _Status(_Shape):
+    phase: StrictStr | None = None
+    startTime: StrictStr | None = None
+    nominatedNodeName: StrictStr | None = None
+    conditions: list[_Condition] | None = None
+    resourceClaimStatuses: list[_ClaimStatus] | None = None
+
+
+class _Pod(_Shape):
+    metadata: dict[str, Any]
+    spec: _Spec | None = None
+    status: _Status | None = None
+
+
+_EXPECTED = {
+    "model_type": "an object",
+    "model_attributes_type": "an object",
+    "dict_type": "an object",
+    "list_type": "a list",
+    "string_type": "a string",
+    "int_type": "an integer",
+}
+
+
+def _scheduling_problem(pod: Json) -> str | None:
+    """What is wrong with the shape of the pod's scheduling fields and status, naming the
+    field (`spec.tolerations[0].key`), or None."""
+    try:
+        _Pod.model_validate(pod)
+    except ValidationError as e:
+        error = e.errors(include_url=False)[0]
+        path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error["loc"])
+        expected = _EXPECTED.get(error["type"], error["msg"])
+        got = _JSON_TYPES.get(type(error["input"]), "null")
+        return f"{path.lstrip('.')} is {got}, expected {expected}"
+    return None
+
+
+_JSON_TYPES = {
+    dict: "a JSON object",
+    list: "a JSON list",
+    str: "a JSON string",
+    bool: "a JSON boolean",
+    int: "a JSON number",
+    float: "a JSON number",
+}
 
 
 @dataclass(frozen=True)

@@ -24,12 +24,14 @@ from extender.book.reservations import GangKey
 from extender.cluster.disruptions import Disruptions
 from extender.cluster.pods import PodKey
 from extender.cluster.source import BindError, ClusterSource, LookupFailed
+from extender.cluster.trim import DEFAULT_SCHEDULER
 from extender.core import DEFAULT_CONTENTION, Core
 from extender.engine import FilterOutcome
-from extender.explain import bound_to, explanation, gang_summary, judge_own_node, mark_held
+from extender.explain import explain_pod
 from extender.filtered_pods import WATCH_LAG_SECONDS, FilteredPods, until_cached
 from extender.gangs.identity import Gang
 from extender.gangs.planner import GangSettings
+from extender.gangs.pools import asks
 from extender.podview import PodView
 from extender.preemption.contention import ContentionSettings, Waiting
 from extender.preemption.priority import pod_priority
@@ -60,9 +62,11 @@ class Scheduler:
         clock: Callable[[], float] = time.monotonic,
         contention: ContentionSettings = DEFAULT_CONTENTION,
         disruptions: Disruptions | None = None,
+        own_pods_only: bool = False,
     ) -> None:
         """`clock` times the gang plans (seconds): the simulator gives its simulated clock.
-        Without `disruptions` no gang preempts (holds still apply)."""
+        Without `disruptions` no gang preempts (holds still apply). With `own_pods_only`, only
+        pods of `contention.scheduler_name` are bound."""
         self._source = source
         self._weights = weights
         core = Core(
@@ -77,6 +81,7 @@ class Scheduler:
             contention,
             disruptions,
         )
+        self._core = core
         self.view, self.gang = core.view, core.gang
         self.engine, self.planner, self.holds = core.engine, core.planner, core.holds
         self.contention, self.evictor, self.upkeep = core.contention, core.evictor, core.upkeep
@@ -84,20 +89,31 @@ class Scheduler:
         self.requirements = core.requirements
         self._barrier, self._freeing = core.barrier, core.freeing
         self._filtered = FilteredPods(clock=clock)
+        self._clock = clock
+        self._dry = core.dry_maker
+        self._scheduler_name = contention.scheduler_name if own_pods_only else None
+        """Binds refuse pods of another scheduler (`kube-rdma extender` always sets it)."""
 
     def ready(self) -> bool:
         """The cluster and the gang plan records have been read."""
         return self._source.ready() and self.records.ready()
 
     def filter(self, pod: Json, names: list[str]) -> FilterOutcome:
-        """Raises NotReady until the cluster and the gang plan records have been read."""
+        """Raises NotReady until the cluster and the gang plan records have been read.
+
+        Only a pod the cache holds, with the request's uid, has any effect beyond the answer
+        (a gang plan, holds, preemption, a takeover), and it is judged as the cache has it: the
+        request body is the caller's word, the cache the apiserver's."""
         if not self.ready():
             raise NotReady(STARTING)
-        self.upkeep.take_over()
-        view, gang = self.view(pod), self.gang(pod)
-        if self._cached(view.namespace, view.name, view.uid) is None:
+        cached = self._known(pod)
+        if cached is None:
             self._filtered.remember(pod)
-        if (node := self._already_bound(view)) is not None:
+            return self._unknown(pod, names)
+        self.upkeep.take_over()
+        pod = cached
+        view, gang = self.view(pod), self.gang(pod)
+        if (node := _bound_to(pod, view.uid)) is not None:
             reason = f"pod {view.namespace}/{view.name} is already bound to {node}"
             return FilterOutcome(
                 [n for n in names if n == node], {}, {n: reason for n in names if n != node}
@@ -106,10 +122,64 @@ class Scheduler:
             if (refused := self.planner.refusal(view, gang)) is not None:
                 return FilterOutcome([], {}, dict.fromkeys(names, refused))
             waiting = self.contention.note(gang, view, pod)
+            self._redo_unhonoured(view, gang, pod)
             outcome = self.planner.filter(view, gang, names)
             if outcome is not None:
                 return self._contended(waiting, outcome, names)
         return self._off_holds(pod, gang_key(gang), self.engine.filter(view, names, gang_key(gang)))
+
+    def _unknown(self, pod: Json, names: list[str]) -> FilterOutcome:
+        """The answer for a pod the cache lacks (the watch has not delivered it yet, or it does
+        not exist): a pod alone is judged from the request's copy; a gang member fails the
+        cycle, to be retried, since a gang is planned, holds and preempts only for pods the
+        apiserver has delivered."""
+        view, gang = self.view(pod), self.gang(pod)
+        if isinstance(gang, Gang) and view.relevant:
+            raise NotReady(
+                f"pod {view.namespace}/{view.name} of gang {gang} is not in the extender's "
+                "cache yet: gangs are planned only for pods its watch has delivered; "
+                f"{self._as_asked(view, gang, pod)}; the pod is retried"
+            )
+        return self._off_holds(pod, gang_key(gang), self.engine.filter(view, names, gang_key(gang)))
+
+    def _as_asked(self, view: PodView, gang: Gang, pod: Json) -> str:
+        """Where the gang would be planned now, honouring what `pod` (kube-scheduler's copy)
+        asks: made, never kept."""
+        if (plan := self.planner.plans.get(gang.key)) is not None:
+            return f"its gang has a {plan.describe()}"
+        made = self._dry.make(gang, view, self._clock(), raw=pod)
+        if made is None:
+            return "as it asks, its gang does not fit now"
+        slots = made.plan.slots
+        shown = ", ".join(slots[:8]) + (f", ... ({len(slots)} in all)" if len(slots) > 8 else "")
+        return f"as it asks, its gang would get a {made.plan.describe()}: {shown}"
+
+    def _redo_unhonoured(self, view: PodView, gang: Gang, pod: Json) -> None:
+        """Plan the gang again when this member, which the plan was made without, asks other
+        than the members it honoured (its node selector, affinity, tolerations or placement)."""
+        plan = self.planner.plans.get(gang.key)
+        if plan is None or not plan.honoured or view.key in plan.assigned:
+            return
+        known = plan.honoured.get(view.key)
+        wanted = asks(pod)
+        if known == wanted or (known is None and wanted in plan.honoured.values()):
+            return
+        log.info(
+            "gang %s: member %s/%s asks other than its plan honoured; planning again",
+            gang,
+            *view.key,
+            extra={"gang": str(gang)},
+        )
+        self.planner.drop(gang.key, f"gang {gang} is planned again for what a member asks")
+
+    def _known(self, pod: Json) -> Json | None:
+        """The cache's copy of the pod a request carries, when the cache holds that pod, with
+        that uid."""
+        meta = pod.get("metadata") or {}
+        cached = self._source.cluster.pod(str(meta.get("namespace")), str(meta.get("name")))
+        if cached is None or _uid(cached) != str(meta.get("uid") or ""):
+            return None
+        return cached
 
     def _contended(
         self, waiting: Waiting, outcome: FilterOutcome, names: list[str]
@@ -148,8 +218,13 @@ class Scheduler:
         )
 
     def preempt(self, pod: Json, victims: Mapping[str, MetaVictims]) -> dict[str, MetaVictims]:
-        """kube-scheduler's preemption for one pod (extender/preemption/verb.py)."""
+        """kube-scheduler's preemption for one pod (extender/preemption/verb.py); none for a pod
+        the cache lacks (or holds with another uid): no victims, nothing decided."""
+        cached = self._known(pod)
+        if cached is None:
+            return {}
         self.upkeep.take_over()
+        pod = cached
         gang = self.gang(pod)
         if isinstance(gang, Gang):
             # Gangs preempt whole, through the extender's own gang preemption: decided now.
@@ -169,42 +244,77 @@ class Scheduler:
         )
 
     def prioritize(self, pod: Json, names: list[str]) -> dict[str, float]:
-        self.upkeep.take_over()
+        if self._known(pod) is not None:
+            self.upkeep.take_over()
         return self.engine.prioritize(self.view(pod), names, gang_key(self.gang(pod)))
 
     async def bind(self, namespace: str, name: str, uid: str, node: str) -> dict[str, str]:
         """Bind the pod, a gang member together with the others; the annotations written.
-        Raises BindError with the reason kube-scheduler is told."""
+        Only a pod the cache holds with that uid, not bound yet, of the scheduler the extender
+        serves is bound. Raises BindError with the reason kube-scheduler is told."""
         if not self.ready():
             raise BindError(STARTING)
+        pod = await self._bindable(namespace, name, uid)
         self.upkeep.take_over()
-        pod = await self._pod(namespace, name, uid)
         gang = self.gang(pod)
+        bound = _bound_to(pod, uid)
         if isinstance(gang, Gang):
-            if _bound_to(pod, uid) == node:
+            if bound == node:
                 return {}  # the extender bound it when its gang's last member arrived
-            await self._delivered(namespace, name, uid, gang)
+            if bound is not None:
+                raise BindError(f"pod {namespace}/{name} is already bound to {bound}")
             if not await self.records.flush(gang.key):
                 raise BindError(f"gang {gang}: its plan could not be written to the API yet")
             # All or nothing: wait for every member to reach bind, or fail.
             relevant = self.view(pod).relevant
             if not await self._barrier.wait((namespace, name), uid, gang, node, relevant):
                 return {}
+        elif bound is not None:
+            raise BindError(f"pod {namespace}/{name} is already bound to {bound}")
         return await self._bind(pod, uid, node)
 
-    async def _delivered(self, namespace: str, name: str, uid: str, gang: Gang) -> None:
-        """The plan and the barrier count the members the cache holds: a member whose pod the
-        watch has not delivered yet waits for it, briefly."""
+    async def _bindable(self, namespace: str, name: str, uid: str) -> Json:
+        """The cache's pod of that name and uid, of this extender's scheduler. The watch may lag
+        kube-scheduler's informer by milliseconds: a pod not delivered yet is waited for,
+        briefly. Raises BindError."""
         if not await until_cached(lambda: self._cached(namespace, name, uid), WATCH_LAG_SECONDS):
+            raise BindError(await self._why_uncached(namespace, name, uid))
+        pod = self._source.cluster.pod(namespace, name) or {}
+        scheduler = (pod.get("spec") or {}).get("schedulerName") or DEFAULT_SCHEDULER
+        if self._scheduler_name is not None and scheduler != self._scheduler_name:
             raise BindError(
-                f"gang {gang}: pod {namespace}/{name} is not in the extender's cache yet (its "
-                f"watch lags by more than {WATCH_LAG_SECONDS:g}s); the pod is retried"
+                f"pod {namespace}/{name} is for scheduler {scheduler}, not "
+                f"{self._scheduler_name}: the extender binds only the pods of the scheduler "
+                "it serves"
             )
+        return pod
+
+    async def _why_uncached(self, namespace: str, name: str, uid: str) -> str:
+        """Why the cache has no pod of that name and uid to bind: the apiserver is asked, for
+        the answer only (nothing is bound from what it says)."""
+        pod = self._source.cluster.pod(namespace, name)
+        if pod is None:
+            try:
+                pod = await self._source.read_pod(namespace, name)
+            except LookupFailed as e:
+                return (
+                    f"pod {namespace}/{name} is not in the extender's cache yet and could not "
+                    f"be read: {e}"
+                )
+            if pod is None:
+                return f"pod {namespace}/{name} does not exist"
+        if _uid(pod) != uid:
+            return f"pod {namespace}/{name} has uid {_uid(pod)}, not {uid}"
+        return (
+            f"pod {namespace}/{name} is not in the extender's cache yet (its watch lags by more "
+            f"than {WATCH_LAG_SECONDS:g}s; it binds only pods its watch delivered); the pod is "
+            "retried"
+        )
 
     async def _bind_member(self, pod: PodKey, uid: str, node: str) -> None:
         """A gang member whose bind request returned before its gang arrived whole: its resource
         claims, which kube-scheduler unreserved when the request failed, are reserved again."""
-        member = await self._pod(*pod, uid)
+        member = await self._bindable(*pod, uid)
         await self._source.reserve_claims(member, node)
         await self._bind(member, uid, node)
 
@@ -225,41 +335,18 @@ class Scheduler:
         await self._barrier.drain()
         await self.evictor.drain()
 
-    def _already_bound(self, view: PodView) -> str | None:
-        """The node this pod (this uid of it) is bound to in the cache: a gang member whose bind
-        request gave up at the barrier was bound when its gang's last member arrived, and
-        kube-scheduler, retrying it before its informer shows that, is steered to the same node,
-        where the bind answers success."""
-        cached = self._source.cluster.pod(view.namespace, view.name)
-        return _bound_to(cached, view.uid) if cached is not None else None
-
-    async def _pod(self, namespace: str, name: str, uid: str) -> Json:
-        try:
-            pod = await self.find_pod(namespace, name, uid)
-        except LookupFailed as e:
-            raise BindError(
-                f"pod {namespace}/{name} is not in the extender's cache yet and could not be "
-                f"read: {e}"
-            ) from e
-        if pod is None:
-            raise BindError(f"pod {namespace}/{name} does not exist")
-        known = (pod.get("metadata") or {}).get("uid")
-        if known and uid and known != uid:
-            raise BindError(f"pod {namespace}/{name} has uid {known}, not {uid}")
-        return pod
-
-    async def find_pod(self, namespace: str, name: str, uid: str = "") -> Json | None:
-        """The pod from the cache; else, for a pod kube-scheduler's informer delivered before
-        the extender's watch did, as this cycle's filter request carried it, or else as the
-        apiserver has it. Raises LookupFailed."""
-        pod = self._cached(namespace, name, uid) or self._filtered.get(namespace, name, uid)
+    async def find_pod(self, namespace: str, name: str) -> Json | None:
+        """The pod, for explain (which changes nothing): from the cache; else, for a pod
+        kube-scheduler's informer delivered before the extender's watch did, as a filter
+        request carried it, or else as the apiserver has it. Raises LookupFailed."""
+        pod = self._source.cluster.pod(namespace, name) or self._filtered.find(namespace, name)
         return pod if pod is not None else await self._source.read_pod(namespace, name)
 
     def _cached(self, namespace: str, name: str, uid: str) -> Json | None:
-        """The cache's pod of that name, when it is the pod of that uid (any, for no uid)."""
+        """The cache's pod of that name, when it is the pod of that uid (a bind request without
+        one names the pod by its name alone)."""
         pod = self._source.cluster.pod(namespace, name)
-        known = (pod.get("metadata") or {}).get("uid") if pod is not None else None
-        return pod if pod is not None and (not uid or not known or known == uid) else None
+        return pod if pod is not None and (not uid or _uid(pod) == uid) else None
 
     def _node_settings(self, view: PodView, name: str) -> dict[str, str]:
         if not view.node_settings:
@@ -277,37 +364,16 @@ class Scheduler:
 
     def explain_pod(self, pod: Json) -> Json:
         """Every node's verdict and scores for `pod`, and its gang's plan; for a bound pod,
-        where it is, and its node judged without it."""
-        view, gang = self.view(pod), self.gang(pod)
-        body = explanation(view, self.engine.explain(view, gang_key(gang)), self._weights())
-        bound = bound_to(pod)
-        members = self._bound_members(gang) if bound and isinstance(gang, Gang) else None
-        body["gang"] = gang_summary(gang, view, self.planner, self.contention, self.holds, members)
-        if self.engine.require_acceptance:
-            body["requireAcceptance"] = True
-        if self.holds:
-            mark_held(body, self.holds, pod_priority(pod), gang_key(gang))
-        if bound is not None:
-            body["bound"] = bound
-            node = self._source.cluster.node(bound["node"])
-            if node is not None:
-                without = self.contention.freeing.without(node, [pod])
-                judge_own_node(body, node.name, self.engine.verdict_on(view, without))
-        return body
-
-    def _bound_members(self, gang: Gang) -> int:
-        """How many of the gang's pods the cache shows bound."""
-        return sum(
-            1
-            for pod in self._source.cluster.pods()
-            if (pod.get("spec") or {}).get("nodeName")
-            and (pod.get("metadata") or {}).get("namespace") == gang.namespace
-            and gang_key(self.gang(pod)) == gang.key
-        )
+        where it is, and its node judged without it (extender/explain.py)."""
+        return explain_pod(self._core, self._weights(), pod)
 
     def sweep(self) -> None:
         """Gang plan upkeep as time passes and pods come and go (extender/upkeep.py)."""
         self.upkeep.sweep()
+
+
+def _uid(pod: Json) -> str:
+    return str((pod.get("metadata") or {}).get("uid") or "")
 
 
 def _bound_to(pod: Json, uid: str) -> str | None:

@@ -109,6 +109,8 @@ class Replica:
             "--port=0",
             f"--barrier-timeout={self._run.barrier_timeout}",
             "--plan-namespace=kube-rdma",
+            # The emulated scheduler's profile: the extender binds only that scheduler's pods.
+            "--scheduler-name=default-scheduler",
             *self._run.extender_flags,
         )
         extender = await _listening(log, self._processes[-1])

@@ -137,6 +137,8 @@ async def test_webhook_answers_the_review_in_flight(cert_dir: Path, tmp_path: Pa
 def test_extender_answers_the_bind_in_flight(tmp_path: Path) -> None:
     gang = {keys.GANG: "g", keys.GANG_SIZE: "2"}
     members = [nodes.pod(f"w-{i}", annotations=gang) for i in range(2)]
+    for member in members:
+        member["spec"]["schedulerName"] = "rdma-scheduler"  # the extender binds only its own pods
     cluster = [nodes.node(n, nodes.hgx()) for n in ("gpu-1", "gpu-2")] + members
     (tmp_path / "cluster.json").write_bytes(orjson.dumps({"kind": "List", "items": cluster}))
     args = ["extender", "--cluster-snapshot", str(tmp_path / "cluster.json")]

@@ -53,11 +53,13 @@ DEFAULT_SCHEDULER = "default-scheduler"
 
 
 def trim_pod(pod: Json) -> Json:
-    """The parts of a Pod the extender reads."""
-    meta = pod.get("metadata") or {}
+    """The parts of a Pod the extender reads. A part of the wrong JSON type (a `status` that is
+    a list) is dropped as if absent: the extender's HTTP verbs refuse such a pod first
+    (extender/protocol.py), and a watch never delivers one."""
+    meta = _object(pod.get("metadata"))
     kept: Json = {k: meta[k] for k in POD_METADATA if k in meta}
     _intern(kept, "namespace")
-    annotations = meta.get("annotations")
+    annotations = _object(meta.get("annotations"))
     if annotations:
         kept["annotations"] = {
             k: v for k, v in annotations.items() if k not in NOT_READ_ANNOTATIONS
@@ -65,9 +67,11 @@ def trim_pod(pod: Json) -> Json:
     controller = _controller(meta.get("ownerReferences"))
     if controller is not None:
         kept["ownerReferences"] = [controller]
-    spec = pod.get("spec") or {}
+    spec = _object(pod.get("spec"))
     trimmed_spec: Json = {
-        name: [_container(c) for c in spec[name]] for name in CONTAINER_LISTS if spec.get(name)
+        name: [_container(c) for c in spec[name] if isinstance(c, dict)]
+        for name in CONTAINER_LISTS
+        if isinstance(spec.get(name), list) and spec[name]
     }
     if spec.get("nodeName"):
         trimmed_spec["nodeName"] = sys.intern(str(spec["nodeName"]))
@@ -86,7 +90,7 @@ def trim_pod(pod: Json) -> Json:
     if spec.get("resourceClaims"):
         trimmed_spec["resourceClaims"] = spec["resourceClaims"]
     result: Json = {**_type(pod), "metadata": kept, "spec": trimmed_spec}
-    status = _pod_status(pod.get("status") or {})
+    status = _pod_status(_object(pod.get("status")))
     if status:
         result["status"] = status
     return result
@@ -104,7 +108,7 @@ def _pod_status(status: Json) -> Json:
         kept["startTime"] = status["startTime"]
     if status.get("nominatedNodeName"):
         kept["nominatedNodeName"] = sys.intern(str(status["nominatedNodeName"]))
-    conditions = status.get("conditions") or []
+    conditions = [_object(c) for c in _list(status.get("conditions"))]
     kept_conditions = [c for c in conditions if c.get("type") == DISRUPTION]
     kept_conditions += [
         {"type": SCHEDULED, "status": "True", "lastTransitionTime": c["lastTransitionTime"]}
@@ -152,7 +156,7 @@ def trim_workload(obj: Json) -> Json:
 
 
 def _controller(references: Any) -> Json | None:
-    for ref in references or []:
+    for ref in _list(references):
         if isinstance(ref, dict) and ref.get("controller"):
             return {
                 k: ref[k] for k in ("apiVersion", "kind", "name", "uid", "controller") if k in ref
@@ -164,8 +168,8 @@ def _node_constraints(spec: Json) -> Json:
     """nodeSelector, tolerations and the required node affinity: the rest of the affinity
     (preferences, pod affinity) is kube-scheduler's alone."""
     kept: Json = {k: spec[k] for k in ("nodeSelector", "tolerations") if spec.get(k)}
-    affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
-    required = affinity.get(REQUIRED) if isinstance(affinity, dict) else None
+    affinity = _object(_object(spec.get("affinity")).get("nodeAffinity"))
+    required = affinity.get(REQUIRED)
     if required is not None:
         kept["affinity"] = {"nodeAffinity": {REQUIRED: required}}
     return kept
@@ -173,10 +177,23 @@ def _node_constraints(spec: Json) -> Json:
 
 def _container(container: Json) -> Json:
     kept: Json = {k: container[k] for k in ("name", "resources") if k in container}
-    env = [e for e in container.get("env") or [] if (e.get("valueFrom") or {}).get("fieldRef")]
+    env = [
+        e
+        for e in _list(container.get("env"))
+        if _object(_object(e).get("valueFrom")).get("fieldRef")
+    ]
     if env:
         kept["env"] = env
     return kept
+
+
+def _object(value: Any) -> Json:
+    """`value` when it is a JSON object, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _type(obj: Json) -> Json:

@@ -20,7 +20,7 @@ from extender.gangs.choose import Choice, Fits, choose_in, narrowest_fit, no_fit
 from extender.gangs.fitting import FitMeasure
 from extender.gangs.identity import Gang
 from extender.gangs.plan import Plan
-from extender.gangs.pools import MemberGroup, member_groups
+from extender.gangs.pools import MemberGroup, asks, member_groups
 from extender.gangs.requirements import Requirements
 from extender.gangs.settings import Decision
 from extender.levels.search import Search
@@ -61,21 +61,29 @@ class PlanMaker:
         self._bound_of = bound_of
 
     def make(
-        self, gang: Gang, pod: PodView, now: float, excluded: Iterable[str] = ()
+        self,
+        gang: Gang,
+        pod: PodView,
+        now: float,
+        excluded: Iterable[str] = (),
+        raw: Json | None = None,
     ) -> Made | None:
-        """The gang's plan, or None when it does not fit now."""
+        """The gang's plan, or None when it does not fit now. `raw`: the pod as kube-scheduler
+        sent it, whose asks count while the cache lacks it."""
         bound = self._bound_of(gang)
         needed = gang.size - len(bound)
-        groups = self.groups(gang, pod, bound, needed)
+        groups = self.groups(gang, pod, bound, needed, raw)
         levels = self._requirements.levels()
-        search = self.search(pod, gang, levels, sliced=not bound)
+        search = self.search(pod, gang, levels, sliced=not bound, raw=raw)
         fits = self._fits(pod, gang, excluded, groups)
         choice = choose_in(fits, [g.count for g in groups], search)
         if choice is None:
             return None
         self._requirements.check_spans(choice.nodes, levels)
         decision = Decision(gang, needed, choice.domain, narrowest_fit(fits, search.levels))
-        return Made(self._plan(gang, pod, now, bound, groups, search, choice), decision)
+        plan = self._plan(gang, pod, now, bound, groups, search, choice)
+        plan.honoured = {pod_key(p): asks(p) for p in self._seen(gang, pod, bound, raw)}
+        return Made(plan, decision)
 
     def _plan(
         self,
@@ -97,11 +105,33 @@ class PlanMaker:
         return plan
 
     def groups(
-        self, gang: Gang, pod: PodView, bound: dict[PodKey, str], needed: int
+        self,
+        gang: Gang,
+        pod: PodView,
+        bound: dict[PodKey, str],
+        needed: int,
+        raw: Json | None = None,
     ) -> list[MemberGroup]:
-        waiting = [p for p in self._members(gang) if pod_key(p) not in bound]
+        waiting = self._waiting(gang, pod, bound, raw)
         settled = [p for key in bound if (p := self._cluster.pod(*key)) is not None]
-        return member_groups(waiting, settled, needed, self._cluster.pod(*pod.key) or {})
+        return member_groups(waiting, settled, needed, self._cluster.pod(*pod.key) or raw or {})
+
+    def _waiting(
+        self, gang: Gang, pod: PodView, bound: dict[PodKey, str], raw: Json | None
+    ) -> list[Json]:
+        """The members not bound yet: the cache's, and `raw` (the pod kube-scheduler sent)
+        when the cache lacks it."""
+        waiting = [p for p in self._members(gang) if pod_key(p) not in bound]
+        if raw is not None and pod.key not in bound and all(pod_key(p) != pod.key for p in waiting):
+            waiting.append(raw)
+        return waiting
+
+    def _seen(
+        self, gang: Gang, pod: PodView, bound: dict[PodKey, str], raw: Json | None
+    ) -> list[Json]:
+        """The members whose asks a plan honours: those waiting and those bound."""
+        settled = [p for key in bound if (p := self._cluster.pod(*key)) is not None]
+        return self._waiting(gang, pod, bound, raw) + settled
 
     def _group_specs(
         self, gang: Gang, pod: PodView, bound: dict[PodKey, str], groups: list[MemberGroup]
@@ -162,9 +192,11 @@ class PlanMaker:
         groups = partial(self.groups, gang, pod, bound, needed)
         return self._requirements.refusal(pod, gang, needed, groups)
 
-    def search(self, pod: PodView, gang: Gang, levels: Levels, sliced: bool) -> Search:
+    def search(
+        self, pod: PodView, gang: Gang, levels: Levels, sliced: bool, raw: Json | None = None
+    ) -> Search:
         """The gang's levels; unsliced once members are bound (their ranks' slots are taken)."""
-        search = self._requirements.search(pod, gang, levels)
+        search = self._requirements.search(pod, gang, levels, raw)
         return search if sliced else replace(search, slice_level=None, slice_size=0)
 
 

@@ -57,6 +57,11 @@ class Plan:
     """Nodes kube-scheduler ruled out for this gang: plans redone for it avoid them too."""
     slice_size: int = 0
     """Slots per slice (slice k: slots k x size to (k+1) x size - 1); 0: not sliced."""
+    honoured: dict[PodKey, Hashable] = field(default_factory=dict)
+    """The asks (extender/gangs/pools.py, `asks`) of each member the plan was made from: those
+    the cache held, and the pod kube-scheduler sent when the cache lacked it. Members not in it
+    were assumed to ask as the most common; one that asks otherwise has the gang planned
+    again when it arrives. Empty for a plan taken over from its record."""
     group_specs: dict[Hashable, Json] = field(default_factory=dict)
     """Each group's constraints (by key) as the pod spec fields they were compiled from, for
     the plan's record (extender/book/records.py)."""

@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 
+from extender.levels.placement import placement_of
 from kube_rdma.core.nodeconstraints import NodeConstraints, NodeView
 from kube_rdma.core.objects import Json
 
@@ -48,6 +49,13 @@ def member_groups(
     _share(waiting_counts, needed, [key for key, _ in seen.most_common()])
     groups = [MemberGroup(compiled[k], n) for k, n in waiting_counts.items() if n > 0]
     return sorted(groups, key=lambda g: -g.count)
+
+
+def asks(pod: Json) -> Hashable:
+    """What a member asks that its gang's plan must honour, as one hashable key: the nodes it
+    may use (node selector, required node affinity, tolerations) and the network placement its
+    annotations require or prefer (`kube-rdma.io/topology-required`, ...)."""
+    return NodeConstraints.of(pod).key, placement_of(pod)
 
 
 def _share(counts: Counter[Hashable], needed: int, by_commonness: Sequence[Hashable]) -> None:

@@ -90,17 +90,22 @@ class Requirements:
             self._auto_levels = (generation, levels)
         return self._auto_levels[1]
 
-    def placement(self, pod: PodView, gang: Gang, levels: Levels | None = None) -> Placement:
-        """What the gang asks, read off the member (another member of the gang while the
-        cache lacks it: a filter call may come before the watch delivers the pod)."""
-        raw = self._cluster.pod(*pod.key) or next(iter(self._members(gang)), None) or {}
+    def placement(
+        self, pod: PodView, gang: Gang, levels: Levels | None = None, raw: Json | None = None
+    ) -> Placement:
+        """What the gang asks, read off the member; while the cache lacks it (a filter call may
+        come before the watch delivers the pod), off `raw` (the pod as kube-scheduler sent it),
+        else another member of the gang."""
+        raw = self._cluster.pod(*pod.key) or raw or next(iter(self._members(gang)), None) or {}
         asked = placement_of(raw, self._top_owner(raw) if raw else None)
         claim = nvlink_claim(raw, self._cluster.dra, self._cluster.selectors) if raw else None
         return asked if claim is None else asked.needing_nvlink(claim, levels or self.levels())
 
-    def search(self, pod: PodView, gang: Gang, levels: Levels | None = None) -> Search:
+    def search(
+        self, pod: PodView, gang: Gang, levels: Levels | None = None, raw: Json | None = None
+    ) -> Search:
         levels = levels or self.levels()
-        return self.placement(pod, gang, levels).search(levels)
+        return self.placement(pod, gang, levels, raw).search(levels)
 
     def labels(self, node: NodeInfo, levels: Levels) -> Mapping[str, str]:
         """The node's labels, with its NVLink domain under the `nvlink` level."""

@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives.asymmetric.types import PublicKeyTypes
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from certs.generate import BACKDATE, KeyType, generate_ca, generate_serving, service_dns_names
-from certs.serving import TLSConfigError, server_context
+from certs.serving import TLSConfigError, TLSPolicy, server_context
 from kube_rdma_cli.dispatch import main
 from testbed.logstate import preserved_logging
 
@@ -60,8 +60,10 @@ def test_localhost_adds_loopback_names(tmp_path: Path) -> None:
     assert sans.get_values_for_type(x509.IPAddress) == [ipaddress.ip_address("127.0.0.1")]
 
 
-def test_server_context_is_tls12_or_newer(cert_dir: Path) -> None:
+def test_server_context_is_tls13_by_default_and_tls12_on_request(cert_dir: Path) -> None:
     ctx = server_context(cert_dir / "tls.crt", cert_dir / "tls.key")
+    assert ctx.minimum_version is ssl.TLSVersion.TLSv1_3
+    ctx = server_context(cert_dir / "tls.crt", cert_dir / "tls.key", TLSPolicy(min_version="1.2"))
     assert ctx.minimum_version is ssl.TLSVersion.TLSv1_2
 
 

@@ -1,5 +1,5 @@
-"""TLS as the server enforces it: nothing older than TLS 1.2, and no key, token or certificate
-body in any log line, whatever happens to the certificates."""
+"""TLS as the server enforces it: nothing older than TLS 1.2 (TLS 1.3 by default), and no key,
+token or certificate body in any log line, whatever happens to the certificates."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from aiohttp import web
 
 from certs.generate import KeyPair, generate_ca, generate_serving
 from certs.reload import CertificateReloader
+from certs.serving import TLSPolicy
 from webhook.app import Settings, create_app
 
 NAMES = ["localhost", "kube-rdma-webhook.kube-rdma.svc"]
@@ -73,7 +74,8 @@ OLD = [ssl.TLSVersion.TLSv1, ssl.TLSVersion.TLSv1_1]
 
 @pytest.mark.parametrize("version", OLD, ids=["TLSv1.0", "TLSv1.1"])
 async def test_the_server_refuses_tls_below_1_2(pair_dir: Path, version: ssl.TLSVersion) -> None:
-    reloader = CertificateReloader(pair_dir / "tls.crt", pair_dir / "tls.key")
+    policy = TLSPolicy(min_version="1.2")
+    reloader = CertificateReloader(pair_dir / "tls.crt", pair_dir / "tls.key", policy=policy)
     assert reloader.context.minimum_version == ssl.TLSVersion.TLSv1_2
     assert reloader.current.minimum_version == ssl.TLSVersion.TLSv1_2
     control = await asyncio.start_server(

@@ -14,7 +14,7 @@ import pytest
 from aiohttp import web
 
 from extender import protocol
-from extender.app import EXTENDER, Settings, create_app
+from extender.app import EXTENDER, Settings, create_app, metrics_app
 from extender.cluster.snapshot import SnapshotSource
 from kube_rdma.core.objects import Json
 from testbed import net
@@ -36,8 +36,12 @@ WORKER = nodes.pod("worker-0", node_settings=True)
 
 
 class Client:
-    def __init__(self, session: aiohttp.ClientSession, base: str, source: SnapshotSource) -> None:
+    def __init__(
+        self, session: aiohttp.ClientSession, base: str, source: SnapshotSource, metrics: str = ""
+    ) -> None:
         self.session, self.base, self.source = session, base, source
+        self.metrics = metrics
+        """The metrics port's base URL."""
 
     async def post(self, verb: str, body: Any) -> tuple[int, Any]:
         data = body if isinstance(body, bytes) else orjson.dumps(body)
@@ -55,8 +59,13 @@ async def serving(
 ) -> AsyncIterator[Client]:
     """The app in snapshot mode over `objects`, and a client for it."""
     source = source_class(objects)
-    async with net.serving(create_app(Settings(), source)) as base, aiohttp.ClientSession() as s:
-        yield Client(s, base, source)
+    app = create_app(Settings(), source)
+    async with (
+        net.serving(app) as base,
+        net.serving(metrics_app(app)) as metrics,
+        aiohttp.ClientSession() as s,
+    ):
+        yield Client(s, base, source, metrics)
 
 
 @pytest.fixture
@@ -228,7 +237,14 @@ async def test_health_readiness_and_metrics(client: Client) -> None:
     assert await client.get("/readyz") == (200, "ok\n")
     await client.post("filter", {"Pod": WORKER, "NodeNames": NAMES})
     await client.post("filter", b"")
-    status, text = await client.get("/metrics")
+    assert (await client.get("/metrics"))[0] == 404  # not on the verbs' port
+    for path in ("/healthz", "/readyz"):
+        async with client.session.get(client.metrics + path) as response:
+            assert (response.status, await response.text()) == (200, "ok\n")
+    async with client.session.post(f"{client.metrics}/filter", data=b"{}") as response:
+        assert response.status == 404  # no verb on the metrics port
+    async with client.session.get(client.metrics + "/metrics") as response:
+        status, text = response.status, await response.text()
     assert status == 200
     assert 'kube_rdma_extender_calls_total{result="ok",verb="filter"} 1.0' in text
     assert 'kube_rdma_extender_calls_total{result="bad-request",verb="filter"} 1.0' in text
@@ -332,11 +348,16 @@ async def test_weights_file_is_reloaded_and_last_good_kept(tmp_path: Path) -> No
     weights.write_text("weights: {affinity: 1, rate: 0, binpack: 0}")
     settings = Settings(weights_file=weights, reload_interval=0.01)
     source = SnapshotSource([*NODES, *PODS])
-    runner = web.AppRunner(create_app(settings, source), access_log=None)
+    app = create_app(settings, source)
+    runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
     base = f"http://127.0.0.1:{runner.addresses[0][1]}"
+    metrics = web.AppRunner(metrics_app(app), access_log=None)
+    await metrics.setup()
+    await web.TCPSite(metrics, "127.0.0.1", 0).start()
+    metrics_base = f"http://127.0.0.1:{metrics.addresses[0][1]}"
     body = orjson.dumps({"Pod": WORKER, "NodeNames": ["gpu-2"]})
     try:
         async with aiohttp.ClientSession() as session:
@@ -352,10 +373,11 @@ async def test_weights_file_is_reloaded_and_last_good_kept(tmp_path: Path) -> No
             weights.write_text("weights: {affinity: -5}")
             await asyncio.sleep(0.1)
             assert await score() == 10  # the bad file changed nothing
-            async with session.get(f"{base}/metrics") as response:
+            async with session.get(f"{metrics_base}/metrics") as response:
                 text = await response.text()
             assert 'kube_rdma_weights_reloads_total{result="rejected"} 1.0' in text
     finally:
+        await metrics.cleanup()
         await runner.cleanup()
 
 

@@ -13,7 +13,7 @@ import aiohttp
 import orjson
 import pytest
 
-from extender.app import EXTENDER, Settings, create_app
+from extender.app import EXTENDER, Settings, create_app, metrics_app
 from extender.book.configmaps import ConfigMapRecords
 from extender.cluster.snapshot import SnapshotSource
 from kube_rdma.core import keys
@@ -52,10 +52,14 @@ async def test_a_handler_that_raises_answers_500(
 
     scheduler = app[EXTENDER].scheduler
     monkeypatch.setattr(scheduler, verb, broken_bind if verb == "bind" else broken)
-    async with net.serving(app) as base, aiohttp.ClientSession() as session:
+    async with (
+        net.serving(app) as base,
+        net.serving(metrics_app(app)) as metrics_base,
+        aiohttp.ClientSession() as session,
+    ):
         with caplog.at_level(logging.ERROR, logger="kube_rdma.extender"):
             answer = await post(session, f"{base}/{verb}", ARGS[verb])
-        async with session.get(f"{base}/metrics") as response:
+        async with session.get(f"{metrics_base}/metrics") as response:
             metrics = await response.text()
     assert answer == (
         500,

@@ -1,6 +1,8 @@
-"""A bind that reaches the extender before its watch delivered the pod: kube-scheduler's informer
-can deliver a pod created milliseconds before its cycle sooner than the extender's own watch.
-The bind then uses the pod the cycle's filter request carried, or else one GET of the pod.
+"""A pod that reaches the extender's verbs before its watch delivered it: kube-scheduler's
+informer can deliver a pod created milliseconds before its cycle sooner than the extender's own
+watch. Its filter is answered from the request's copy (a pod alone) or retried (a gang member);
+its bind waits briefly for the watch and binds the pod the cache holds, never the request's copy
+or a pod read by GET (read only to say why a bind fails).
 
 The HTTP tests run the real app and live source against the fake apiserver, with the watches
 ended and the reflectors held before they watch again: the pod exists at the apiserver and in
@@ -16,8 +18,9 @@ from typing import Any
 import aiohttp
 import orjson
 import pytest
+from aiohttp import web
 
-from extender.app import Settings, create_app
+from extender.app import EXTENDER, Settings, create_app
 from extender.cluster.live import LiveSource
 from extender.cluster.trim import trim_pod
 from extender.filtered_pods import FilteredPods
@@ -99,9 +102,13 @@ def test_a_filtered_pod_is_kept_trimmed() -> None:
 
 class Extender:
     def __init__(
-        self, session: aiohttp.ClientSession, base: str, deliver: Callable[[], None]
+        self,
+        session: aiohttp.ClientSession,
+        base: str,
+        deliver: Callable[[], None],
+        app: web.Application,
     ) -> None:
-        self.session, self.base = session, base
+        self.session, self.base, self.app = session, base, app
         self.deliver = deliver
         """Let the watches go on: what the apiserver holds reaches the cache."""
 
@@ -137,7 +144,7 @@ async def watch_lagging(api: FakeApiServer, core_v1: Any) -> AsyncIterator[Exten
         await eventually(lambda: api.watching == 2)
         api.end_watches()
         await eventually(lambda: len(backoffs) == 2)  # both reflectors wait to watch again
-        yield Extender(session, base, resume.set)
+        yield Extender(session, base, resume.set, app)
         resume.set()
 
 
@@ -159,25 +166,36 @@ def bound(api: FakeApiServer) -> tuple[str, set[str]]:
     return stored["spec"].get("nodeName", ""), {keys.GID_INDEX, keys.HCA} & annotations.keys()
 
 
-async def test_a_bind_uses_the_pod_its_filter_request_carried(
+async def test_a_bind_waits_for_the_watch_and_binds_the_cached_pod(
     fake_api: FakeApiServer, core_v1: Any
 ) -> None:
     async with watch_lagging(fake_api, core_v1) as extender:
         created = fake_api.create("pods", nodes.pod("worker-0", node_settings=True))
         args = {"Pod": created, "NodeNames": NAMES, "Nodes": None}
         assert (await extender.post("filter", args))["NodeNames"] == ["gpu-1"]
-        fake_api.fail("GET", POD, 500)  # the filter's copy is used: no read is needed
-        assert await extender.post("bind", binding(created)) == {"Error": ""}
+        fake_api.fail("GET", POD, 500)  # the cache's pod is bound: no read is needed
+        bind = asyncio.create_task(extender.post("bind", binding(created)))
+        extender.deliver()
+        assert await bind == {"Error": ""}
     assert reads_of_the_pod(fake_api) == 0
     assert bound(fake_api) == ("gpu-1", {keys.GID_INDEX, keys.HCA})
 
 
-async def test_a_bind_without_a_filter_reads_the_pod(fake_api: FakeApiServer, core_v1: Any) -> None:
+async def test_a_pod_the_watch_never_delivers_is_not_bound(
+    fake_api: FakeApiServer, core_v1: Any
+) -> None:
+    """Before, the bind used the filter's copy or a GET; now only the cache's pod is bound.
+    The GET only says why (the pod exists: the watch lags)."""
     async with watch_lagging(fake_api, core_v1) as extender:
         created = fake_api.create("pods", nodes.pod("worker-0", node_settings=True))
-        assert await extender.post("bind", binding(created)) == {"Error": ""}
+        args = {"Pod": created, "NodeNames": NAMES, "Nodes": None}
+        assert (await extender.post("filter", args))["NodeNames"] == ["gpu-1"]
+        assert await extender.post("bind", binding(created)) == {
+            "Error": "pod team-a/worker-0 is not in the extender's cache yet (its watch lags by "
+            "more than 0.5s; it binds only pods its watch delivered); the pod is retried"
+        }
     assert reads_of_the_pod(fake_api) == 1
-    assert bound(fake_api) == ("gpu-1", {keys.GID_INDEX, keys.HCA})
+    assert bound(fake_api) == ("", set())
 
 
 async def test_a_filter_of_another_pod_of_that_name_is_not_used(
@@ -187,8 +205,10 @@ async def test_a_filter_of_another_pod_of_that_name_is_not_used(
         created = fake_api.create("pods", nodes.pod("worker-0", node_settings=True))
         earlier = {**created, "metadata": {**created["metadata"], "uid": "uid-of-an-earlier-pod"}}
         await extender.post("filter", {"Pod": earlier, "NodeNames": NAMES, "Nodes": None})
-        assert await extender.post("bind", binding(created)) == {"Error": ""}
-    assert reads_of_the_pod(fake_api) == 1
+        bind = asyncio.create_task(extender.post("bind", binding(created)))
+        extender.deliver()
+        assert await bind == {"Error": ""}
+    assert reads_of_the_pod(fake_api) == 0
 
 
 @pytest.mark.parametrize(
@@ -254,16 +274,23 @@ def gang_member(index: int) -> Json:
     return nodes.pod(f"g-{index}", gpus=4, annotations={keys.GANG: "g", keys.GANG_SIZE: "2"})
 
 
-async def test_gang_members_wait_for_the_watch_then_bind_together(
+async def test_gang_members_are_planned_once_the_watch_delivered_them(
     fake_api: FakeApiServer, core_v1: Any
 ) -> None:
     async with watch_lagging(fake_api, core_v1) as extender:
         members = [fake_api.create("pods", gang_member(i)) for i in range(2)]
         for member in members:
             args = {"Pod": member, "NodeNames": NAMES, "Nodes": None}
+            answer = await extender.post("filter", args)
+            assert answer["NodeNames"] == []
+            assert "is not in the extender's cache yet" in answer["Error"]
+        assert extender_plans(extender) == 0
+        extender.deliver()
+        await eventually(lambda: all(cached(extender, m) for m in members))
+        for member in members:
+            args = {"Pod": member, "NodeNames": NAMES, "Nodes": None}
             assert (await extender.post("filter", args))["NodeNames"] == ["gpu-1"]
         binds = [asyncio.create_task(extender.post("bind", binding(m))) for m in members]
-        extender.deliver()
         assert await asyncio.gather(*binds) == [{"Error": ""}, {"Error": ""}]
     stored = [fake_api.get("pods", f"g-{i}", "team-a")["spec"]["nodeName"] for i in range(2)]
     assert stored == ["gpu-1", "gpu-1"]
@@ -276,7 +303,16 @@ async def test_a_gang_member_the_watch_never_delivers_is_retried(
         member = fake_api.create("pods", gang_member(0))
         await extender.post("filter", {"Pod": member, "NodeNames": NAMES, "Nodes": None})
         assert await extender.post("bind", binding(member)) == {
-            "Error": "gang team-a/g: pod team-a/g-0 is not in the extender's cache yet (its "
-            "watch lags by more than 0.5s); the pod is retried"
+            "Error": "pod team-a/g-0 is not in the extender's cache yet (its watch lags by more "
+            "than 0.5s; it binds only pods its watch delivered); the pod is retried"
         }
     assert "nodeName" not in fake_api.get("pods", "g-0", "team-a")["spec"]
+
+
+def extender_plans(extender: Extender) -> int:
+    return len(extender.app[EXTENDER].planner.plans)
+
+
+def cached(extender: Extender, pod: Json) -> bool:
+    meta = pod["metadata"]
+    return extender.app[EXTENDER].source.cluster.pod(meta["namespace"], meta["name"]) is not None

@@ -20,6 +20,8 @@ from testbed.processes import ChildOutput
 MEMBERS = [
     nodes.pod(f"trio-{i}", annotations={keys.GANG: "trio", keys.GANG_SIZE: "3"}) for i in range(3)
 ]
+for member in MEMBERS:
+    member["spec"]["schedulerName"] = "rdma-scheduler"  # the extender binds only its own pods
 NAMES = ["a0", "a1", "a2"]
 SHUTTING_DOWN = (
     "the kube-rdma extender is shutting down; the pod is retried, and the extender that serves "

@@ -51,7 +51,8 @@ def args(pod: Json, victims: Json) -> Json:
 
 @pytest.fixture
 async def client() -> AsyncIterator[Client]:
-    async with serving([*NODES, *PODS]) as serving_client:
+    # The preemptor is in the cache: the verb acts only for pods the apiserver has shown.
+    async with serving([*NODES, *PODS, PREEMPTOR]) as serving_client:
         yield serving_client
 
 
