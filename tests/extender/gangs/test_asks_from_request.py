@@ -163,20 +163,22 @@ async def test_a_gang_selecting_pool_a_is_planned_in_pool_a_on_the_first_call(
 async def test_a_plan_made_without_a_members_asks_is_redone_when_they_arrive(
     nvl: Served,
 ) -> None:
-    """Member 0 asks nothing of the network; member 1, not cached when the gang was planned,
-    requires one NVLink clique: the plan is redone for it."""
+    """The gang is planned once its members exist (a gang acts only then), none asking
+    anything of the network; then member 1 comes to require one NVLink clique (its annotation
+    set after the plan was made): the plan is redone for it."""
     first = member("mix", 0, 4)
-    later = [member("mix", i, 4, annotations=NVLINK) for i in range(1, 4)]
-    nvl.deliver(first)
+    plain = [member("mix", i, 4) for i in range(1, 4)]
+    nvl.deliver(first, *plain)
     assert (await nvl.filter(first, NAMES))["NodeNames"] != []
     [before] = nvl.plans.values()
     assert len({n.split("-")[1] for n in before.slots}) > 1, "planned across cliques"
-    assert set(before.honoured) == {("team-a", "mix-0")}
-    nvl.deliver(later[0])
-    answer = await nvl.filter(later[0], NAMES)
+    assert before.honoured[("team-a", "mix-1")] == asks(plain[0])
+    later = member("mix", 1, 4, annotations=NVLINK)
+    nvl.deliver(later)
+    answer = await nvl.filter(later, NAMES)
     [after] = nvl.plans.values()
     assert after is not before
     assert {n.split("-")[1] for n in after.slots} == {"3"}
     assert answer["NodeNames"]
     assert answer["NodeNames"][0].startswith("gb-3-")
-    assert after.honoured[("team-a", "mix-1")] == asks(later[0])
+    assert after.honoured[("team-a", "mix-1")] == asks(later)
