@@ -179,3 +179,43 @@ def fuzz_settings(default_examples: int) -> settings:
             HealthCheck.large_base_example,
         ],
     )
+
+
+def overlaid(base: Any, generated: Any) -> Any:
+    """`generated` laid over `base`: objects merged key by key, lists of objects item by item
+    (the base's extra items kept), anything else `generated`'s."""
+    if isinstance(base, dict) and isinstance(generated, dict):
+        merged = dict(base)
+        for key, value in generated.items():
+            merged[key] = overlaid(base[key], value) if key in base else value
+        return merged
+    if isinstance(base, list) and isinstance(generated, list) and generated:
+        items = [overlaid(b, g) for b, g in zip(base, generated, strict=False)]
+        return items + base[len(items) :] + generated[len(items) :]
+    return generated
+
+
+@st.composite
+def overlaid_pods(draw: st.DrawFn, pod_schema: Json) -> Any:
+    """A pod as a training operator creates it (pod_strategies.valid_pods) with a Pod generated
+    from `pod_schema` laid over it, its name, namespace and container names kept: Pods the
+    schema generates, shaped so that they get past the first checks to the code behind."""
+    from testbed.builders.pod_strategies import valid_pods
+
+    base = draw(valid_pods())
+    generated = draw(from_schema(pod_schema))
+    if not isinstance(generated, dict):
+        return base
+    pod = overlaid(base, generated)
+    if isinstance(pod.get("metadata"), dict):
+        for key in ("name", "generateName", "namespace"):
+            if key in base["metadata"]:
+                pod["metadata"][key] = base["metadata"][key]
+    containers = (
+        pod.get("spec", {}).get("containers") if isinstance(pod.get("spec"), dict) else None
+    )
+    if isinstance(containers, list):
+        for container, original in zip(containers, base["spec"]["containers"], strict=False):
+            if isinstance(container, dict):
+                container["name"] = original["name"]
+    return pod

@@ -31,7 +31,12 @@ from extender.cluster.disruptions import LiveDisruptions
 from extender.cluster.live import LiveSource
 from kube_rdma.core import keys
 from testbed import net, schemas
-from testbed.builders.schema_strategies import from_schema, fuzz_settings, mutated_off
+from testbed.builders.schema_strategies import (
+    from_schema,
+    fuzz_settings,
+    mutated_off,
+    overlaid_pods,
+)
 from testbed.fakeapi import FakeApiServer, eventually
 from testbed.fakeapi.recording import RecordedRequest
 from tests.extender.test_app import NAMES, NODES, PODS
@@ -78,6 +83,11 @@ def steered_pods(draw: st.DrawFn) -> Any:
     return pod
 
 
+def pods() -> st.SearchStrategy[Any]:
+    """Generated Pods: as the schema gives them, steered, or laid over a valid pod."""
+    return from_schema(POD) | steered_pods() | overlaid_pods(POD) | overlaid_pods(POD)
+
+
 def _maybe_broken(document: Any) -> Any:
     return st.just(document) | mutated_off(document)
 
@@ -92,8 +102,8 @@ def extender_bodies(draw: st.DrawFn, verb: str) -> Any:
         args = draw(from_schema(schemas.component("extender", "ExtenderPreemptionArgs")))
     else:
         args = draw(from_schema(schemas.component("extender", "ExtenderArgs")))
-    if isinstance(args, dict) and draw(st.booleans()):
-        args["Pod"] = draw(steered_pods())
+    if isinstance(args, dict) and draw(st.integers(0, 3)):
+        args["Pod"] = draw(pods())
         if verb != "preempt":
             args["NodeNames"] = draw(st.lists(st.sampled_from(NAMES), unique=True))
     return draw(_maybe_broken(args))
@@ -102,8 +112,8 @@ def extender_bodies(draw: st.DrawFn, verb: str) -> Any:
 @st.composite
 def reviews(draw: st.DrawFn) -> Any:
     review = draw(from_schema(schemas.admission_review_schema()))
-    if draw(st.booleans()):
-        pod = draw(steered_pods())
+    if draw(st.integers(0, 3)):
+        pod = draw(pods())
         review["request"].update(
             object=pod,
             operation="CREATE",
