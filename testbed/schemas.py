@@ -6,7 +6,7 @@ AdmissionReview (admission.k8s.io/v1), which no apiserver serves and so no OpenA
 describes: written here after `k8s.io/api/admission/v1/types.go`. kube-rdma's own documents:
 their pydantic models' `model_json_schema()`, and the HTTP descriptions in docs/api/.
 
-Generators (hypothesis-jsonschema) need a schema without `$ref`s into other files, so every
+The generator (schemathesis') needs a schema without `$ref`s into other files, so every
 `$ref` is inlined. Recursive definitions (JSONSchemaProps in CRDs) are cut at a depth: past it,
 a reference becomes `null`, which every Kubernetes field accepts. What only documents a schema
 (descriptions, `x-kubernetes-*` keys, formats no generator knows) is dropped on the way.
