@@ -1,7 +1,6 @@
 """What the schema fuzz tests (tests/fuzz/) found, each as the smallest input that shows it.
 
-Each test is marked xfail(strict=True) until its product fix lands: the mark then has to come
-off, since a strict xfail that passes fails the run.
+Each was marked xfail(strict=True) until its product fix landed; each now passes.
 """
 
 from __future__ import annotations
@@ -25,11 +24,6 @@ def _snapshot(tmp_path: Path, *objects: object) -> Path:
     return path
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="extender/cluster/trim.py (trim_pod's container trim) raises TypeError on a null "
-    "container; the snapshot reader should refuse it with a SnapshotError",
-)
 @pytest.mark.parametrize("field", ["containers", "initContainers"])
 def test_a_snapshot_pod_with_a_null_container_is_a_snapshot_error(
     tmp_path: Path, field: str
@@ -44,12 +38,6 @@ def test_a_snapshot_pod_with_a_null_container_is_a_snapshot_error(
         SnapshotSource.from_file(_snapshot(tmp_path, pod))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known: extender/cluster/trim.py (_pod_status, through filtered_pods.remember) calls "
-    ".get on a Pod status that is not a map; kube_rdma/core/podshape.py lets it through, so "
-    "/filter answers 500 instead of 400",
-)
 @pytest.mark.parametrize("status", [["Running"], "Running"])
 async def test_filter_refuses_a_pod_whose_status_is_not_a_map(status: object) -> None:
     pod = nodes.pod("not-in-the-cache")
@@ -61,12 +49,6 @@ async def test_filter_refuses_a_pod_whose_status_is_not_a_map(status: object) ->
             assert response.status == 400, await response.text()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="webhook/profiles/shm.py (_to_bytes) catches only QuantityError: "
-    "kube_rdma/core/quantity.py raises TypeError for a map or list and AttributeError for "
-    "null, which pydantic passes through instead of a ProfileError",
-)
 @pytest.mark.parametrize(
     ("field", "value"), [("size", "{}"), ("min", "[]"), ("max", "null"), ("fallback", "{a: 1}")]
 )

@@ -27,6 +27,7 @@ from extender.cluster.source import BindError
 from extender.cluster.trim import trim_node, trim_pod, trim_workload
 from kube_rdma.core.documents import DocumentError, read_documents
 from kube_rdma.core.objects import Json
+from kube_rdma.core.podshape import pod_problem
 
 KINDS = frozenset({"Node", "Pod", "PodGroup", *(r.kind for r in WORKLOADS), *dra_objects.KINDS})
 # Parts of an object the model reads as maps; anything else there is a broken snapshot.
@@ -168,6 +169,8 @@ def _check(obj: Json, kind: str, number: int) -> None:
     name = (obj.get("metadata") or {}).get("name")
     if not isinstance(name, str) or not name:
         raise SnapshotError(f"object {number} ({kind}) has no metadata.name")
+    if kind == "Pod" and (problem := pod_problem(obj)) is not None:
+        raise SnapshotError(f"object {number} (Pod {name}): {problem}")
 
 
 def _lookup(obj: Json, path: str) -> Any:

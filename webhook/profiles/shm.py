@@ -13,6 +13,9 @@ _MIB = 1 << 20
 
 
 def _to_bytes(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        shown = "nothing" if value is None else f"a {type(value).__name__}"
+        raise ValueError(f"expected a size such as 64Gi or 68719476736, got {shown}")
     try:
         return parse_bytes(value)
     except QuantityError as e:
