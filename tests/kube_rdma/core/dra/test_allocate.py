@@ -165,7 +165,7 @@ def test_a_constraint_may_name_one_first_available_choice() -> None:
     )
     assert run(node(REVERSED), obj) == Allocation(
         {
-            ("default/pairs", "g"): ((GPU, "n1", "gpu-0"), (GPU, "n1", "gpu-1")),
+            ("default/pairs", "g/two"): ((GPU, "n1", "gpu-0"), (GPU, "n1", "gpu-1")),
             ("default/pairs", "n"): (nic_id(6),),
         }
     )
