@@ -109,3 +109,25 @@ def test_an_expression_that_does_not_compile_is_a_selector_error(expression: str
     with pytest.raises(SelectorError) as raised:
         Selectors().check(expression)
     assert str(raised.value) == f"CEL selector {expression!r} does not compile: {why}"
+
+
+@pytest.mark.parametrize(
+    ("expression", "kind"),
+    [('"fish".exists(x, x == "fish")', "string"), ("(1).all(x, x == 1)", "int")],
+)
+def test_a_macro_over_a_literal_that_is_no_list_or_map_does_not_compile(
+    expression: str, kind: str
+) -> None:
+    """cel-go's checker refuses the range (github.com/google/cel-go checker/checker.go
+    checkComprehension: "expression of type '%s' cannot be range of a comprehension"), where
+    cel-python iterates a string's characters."""
+    with pytest.raises(SelectorError) as raised:
+        Selectors().check(expression)
+    assert str(raised.value) == (
+        f"CEL selector {expression!r} does not compile: expression of type '{kind}' cannot be "
+        "range of a comprehension (must be list, map, or dynamic)"
+    )
+
+
+def test_a_macro_over_a_list_or_map_literal_compiles() -> None:
+    Selectors().check("[1].exists(x, x == 1) && {1: 2}.all(k, k == 1)")
