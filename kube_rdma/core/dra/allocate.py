@@ -49,6 +49,10 @@ class Refusal:
     reason: str
     resolvable: bool
     """True when freeing devices on the node could make room."""
+    error: bool = False
+    """True where kube-scheduler's allocator returns an error (a selector failing on a
+    device, a claim over the device limit, an invalid pool), False where it finds no
+    allocation."""
 
 
 def allocate(
@@ -72,7 +76,7 @@ def allocate(
     judged = judge_choices(demand.requests, devices, selectors)
     found = search(demand.requests, demand.constraints, devices, held, judged, limit, pools)
     if isinstance(found, Stuck):
-        return Refusal(found.reason, resolvable=False)
+        return Refusal(found.reason, resolvable=False, error=True)
     if found is not None:
         return Allocation(found)
     return _refusal(demand, devices, held, judged, limit, pools)
@@ -93,7 +97,7 @@ def _refusal(
     resolvable = fits(demand.constraints, frozenset()) is True
     unconstrained = fits((), held) if demand.constraints else False
     if isinstance(unconstrained, Stuck):
-        return Refusal(unconstrained.reason, resolvable=False)
+        return Refusal(unconstrained.reason, resolvable=False, error=True)
     if not unconstrained:
         return Refusal(_short(demand.requests, devices, held, judged, pools), resolvable)
     where = "free devices" if resolvable else "devices"
