@@ -17,7 +17,7 @@ reaches such a device, and kube_rdma/core/dra/search.py does the same. Not evalu
 libraries of the Kubernetes environment (strings, lists, sets, regex, URLs, IP and CIDR, format,
 two-variable comprehensions, optional values) and its comparisons across int and double
 (`index < 2.5`); an expression using them fails to evaluate (optional syntax, `?.`, to
-compile). A macro over a literal that is not a list or map does not compile, as in cel-go.
+compile). A macro ranges over a list or map only, as in cel-go (kube_rdma/core/dra/celranges.py).
 `cel.bind` is rewritten into a form cel-python runs (kube_rdma/core/dra/celbind.py).
 """
 
@@ -35,8 +35,10 @@ from celpy.evaluation import CELEvalError
 
 from kube_rdma.core.dra.celbind import rewrite_bindings
 from kube_rdma.core.dra.cellib import FUNCTIONS, Quantity, Semver
+from kube_rdma.core.dra.celranges import GUARD, guard_ranges, iterable
 from kube_rdma.core.dra.shapes import AttributeValue, Device, Version
 
+_FUNCTIONS = {**FUNCTIONS, GUARD: iterable}
 _STRINGS = re.compile(r'"((?:[^"\\]|\\.)*)"|\'((?:[^\'\\]|\\.)*)\'')
 _IDENTIFIERS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _WHOLE_MAP = frozenset({"exists", "all", "exists_one", "map", "filter", "size"})
@@ -101,10 +103,9 @@ class Selectors:
         compiled = self._compiled.get(expression)
         if compiled is None:
             try:
-                parsed = self._environment.compile(expression)
-                _check_ranges(parsed)
+                parsed = rewrite_bindings(self._environment.compile(expression), self._environment)
                 program = self._environment.program(
-                    rewrite_bindings(parsed, self._environment), functions=FUNCTIONS
+                    guard_ranges(parsed, self._environment), functions=_FUNCTIONS
                 )
             except Exception as e:  # celpy raises its own parse errors, and Lark's
                 first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
@@ -116,41 +117,6 @@ class Selectors:
             )
             self._compiled[expression] = compiled
         return compiled
-
-
-_MACROS = frozenset({"exists", "all", "exists_one", "map", "filter"})
-_LITERAL_TYPES = {
-    "STRING_LIT": "string",
-    "MLSTRING_LIT": "string",
-    "BYTES_LIT": "bytes",
-    "INT_LIT": "int",
-    "UINT_LIT": "uint",
-    "FLOAT_LIT": "double",
-    "BOOL_LIT": "bool",
-    "NULL_LIT": "null_type",
-}
-
-
-def _check_ranges(tree: Any) -> None:
-    """Refuses a macro over a literal that is not a list or map (`"fish".exists(x, ...)`):
-    cel-go's checker does ("expression of type 'string' cannot be range of a comprehension
-    (must be list, map, or dynamic)"), where cel-python would iterate the characters."""
-    for node in tree.iter_subtrees():
-        if node.data != "member_dot_arg" or str(node.children[1]) not in _MACROS:
-            continue
-        target = node.children[0]
-        while (
-            hasattr(target, "children")
-            and len(target.children) == 1
-            and target.data not in ("list_lit", "map_lit")
-        ):
-            target = target.children[0]
-        kind = _LITERAL_TYPES.get(getattr(target, "type", ""))
-        if kind is not None:
-            raise ValueError(
-                f"expression of type '{kind}' cannot be range of a comprehension "
-                "(must be list, map, or dynamic)"
-            )
 
 
 def _projection(device: Device, compiled: _Compiled) -> Any:
