@@ -29,8 +29,8 @@ from collections.abc import Sequence
 ALLOCATOR_FILE = "structured/internal/allocatortesting/allocator_testing.go"
 NAMES = "tests/kube_rdma/core/dra/upstream/allocator_names.json"
 TRANSLATED_FROM = "v0.34.9"
-_TABLE = re.compile(r"^\ttestcases := map\[string\]", re.MULTILINE)
-_CASE = re.compile(r'^\t\t"([^"]+)": \{(\},)?$')
+_TABLE = re.compile(r"^(\t*)(?:var )?testcases :?= map\[string\]", re.MULTILINE)
+_CASE = re.compile(r'^"([^"]+)": \{(\},)?$')
 
 
 def read(repo: str, ref: str, path: str = ALLOCATOR_FILE) -> str:
@@ -53,22 +53,24 @@ def cases(source: str) -> dict[str, str]:
     found = _TABLE.search(source)
     if found is None:
         raise ValueError("no `testcases := map[string]...` table in the file")
+    outer = found.group(1)
+    inner = outer + "\t"
     lines = source[found.end() :].splitlines()[1:]
     bodies: dict[str, str] = {}
     name: str | None = None
     body: list[str] = []
     for line in lines:
         if name is None:
-            if line == "\t}":
+            if line == outer + "}":
                 break
-            head = _CASE.match(line)
-            if head:
+            head = _CASE.match(line[len(inner) :]) if line.startswith(inner) else None
+            if head and not line[len(inner) :].startswith("\t"):
                 if head.group(2):
                     bodies[head.group(1)] = ""
                 else:
                     name, body = head.group(1), []
             continue
-        if line == "\t\t},":
+        if line == inner + "},":
             bodies[name] = "\n".join(body)
             name = None
         else:
@@ -98,14 +100,14 @@ def _changed(base: dict[str, str], upstream: dict[str, str]) -> list[str]:
     return [n for n in upstream if n in base and normalized(upstream[n]) != normalized(base[n])]
 
 
-def check(repo: str, refs: Sequence[str], names: str = NAMES) -> int:
+def check(repo: str, refs: Sequence[str], names: str = NAMES, file: str = ALLOCATOR_FILE) -> int:
     with open(names) as recorded_file:
         recorded: dict[str, dict[str, list[str]]] = json.load(recorded_file)
     everything = {n for found in recorded.values() for n in found["names"]}
-    base = cases(read(repo, TRANSLATED_FROM))
+    base = cases(read(repo, TRANSLATED_FROM, file))
     problems = 0
     for ref in refs:
-        upstream = cases(read(repo, ref))
+        upstream = cases(read(repo, ref, file))
         ours = set(recorded[ref]["names"]) if ref in recorded else everything
         new = [n for n in upstream if n not in ours]
         gone = sorted(ours - set(upstream))
@@ -118,16 +120,16 @@ def check(repo: str, refs: Sequence[str], names: str = NAMES) -> int:
     return 1 if problems else 0
 
 
-def write_names(repo: str, refs: Sequence[str], path: str) -> int:
+def write_names(repo: str, refs: Sequence[str], path: str, file: str = ALLOCATOR_FILE) -> int:
     """Writes each version's case names, its commit, and the cases whose body differs from
     the version translated, for the tests to read without a clone."""
-    base = cases(read(repo, TRANSLATED_FROM))
+    base = cases(read(repo, TRANSLATED_FROM, file))
     found = {}
     for ref in refs:
-        upstream = cases(read(repo, ref))
+        upstream = cases(read(repo, ref, file))
         found[ref] = {
             "commit": commit(repo, ref),
-            "file": ALLOCATOR_FILE,
+            "file": file,
             "names": list(upstream),
             "changed": _changed(base, upstream),
         }
@@ -143,21 +145,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--show", nargs=3, metavar=("REPO_DIR", "TAG", "CASE"))
     parser.add_argument("--names", nargs=2, metavar=("REPO_DIR", "TAG"))
     parser.add_argument(
+        "--file",
+        default=ALLOCATOR_FILE,
+        help=f"the test file in the repository (default {ALLOCATOR_FILE}; cel/compile_test.go "
+        "for the CEL cases, with --recorded tests/kube_rdma/core/dra/upstream/cel_names.json)",
+    )
+    parser.add_argument("--recorded", default=NAMES, help=f"the recorded names (default {NAMES})")
+    parser.add_argument(
         "--write-names", nargs="+", metavar="ARG", help="PATH REPO_DIR TAG [TAG ...]"
     )
     args = parser.parse_args(argv)
     if args.show:
         repo, ref, name = args.show
-        print(cases(read(repo, ref))[name])
+        print(cases(read(repo, ref, args.file))[name])
         return 0
     if args.write_names and len(args.write_names) >= 3:
         path, repo, *refs = args.write_names
-        return write_names(repo, refs, path)
+        return write_names(repo, refs, path, args.file)
     if args.names:
-        print("\n".join(cases(read(*args.names))))
+        print("\n".join(cases(read(*args.names, args.file))))
         return 0
     if args.check and len(args.check) >= 2:
-        return check(args.check[0], args.check[1:])
+        return check(args.check[0], args.check[1:], args.recorded, args.file)
     parser.error("give --check REPO_DIR TAG [TAG ...], --names REPO_DIR TAG or --show")
     return 2
 
