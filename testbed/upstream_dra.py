@@ -163,7 +163,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         path, repo, *refs = args.write_names
         return write_names(repo, refs, path, args.file)
     if args.names:
-        print("\n".join(cases(read(*args.names, args.file))))
+        repo, ref = args.names
+        print("\n".join(cases(read(repo, ref, args.file))))
         return 0
     if args.check and len(args.check) >= 2:
         return check(args.check[0], args.check[1:], args.recorded, args.file)
