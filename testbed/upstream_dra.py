@@ -39,6 +39,26 @@ def read(repo: str, ref: str, path: str = ALLOCATOR_FILE) -> str:
     ).stdout
 
 
+_LISTED = re.compile(r'^\t+name:\s+"([^"]+)",$', re.MULTILINE)
+
+
+def _listed_cases(source: str) -> dict[str, str]:
+    """A table written as a list of structs with `name:` fields (k8s.io/apiserver
+    pkg/cel/library semver_test.go, quantity_test.go): each case from its name to the next;
+    a name used twice gets `#2`."""
+    heads = list(_LISTED.finditer(source))
+    if not heads:
+        raise ValueError("no test table (`testcases := map[string]...` or `name:` fields)")
+    bodies: dict[str, str] = {}
+    for i, head in enumerate(heads):
+        end = heads[i + 1].start() if i + 1 < len(heads) else len(source)
+        name, n = head.group(1), 2
+        while name in bodies:
+            name, n = f"{head.group(1)}#{n}", n + 1
+        bodies[name] = source[head.end() : end]
+    return bodies
+
+
 def commit(repo: str, ref: str) -> str:
     return subprocess.run(
         ["git", "-C", repo, "rev-parse", f"{ref}^{{commit}}"],
@@ -52,7 +72,7 @@ def cases(source: str) -> dict[str, str]:
     """The table's cases in order, each with its body's text."""
     found = _TABLE.search(source)
     if found is None:
-        raise ValueError("no `testcases := map[string]...` table in the file")
+        return _listed_cases(source)
     outer = found.group(1)
     inner = outer + "\t"
     lines = source[found.end() :].splitlines()[1:]
