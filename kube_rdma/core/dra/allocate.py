@@ -22,18 +22,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from kube_rdma.core.dra.candidates import Judged, Pools
 from kube_rdma.core.dra.constraints import Constraint
 from kube_rdma.core.dra.demand import Choice, DeviceRequest, PodDemand
 from kube_rdma.core.dra.index import NodeDevices
 from kube_rdma.core.dra.kinds import Kind
-from kube_rdma.core.dra.search import (
-    STEP_LIMIT,
-    Judged,
-    Pools,
-    Stuck,
-    judge_choices,
-    search,
-)
+from kube_rdma.core.dra.search import STEP_LIMIT, Stuck, judge_choices, search
 from kube_rdma.core.dra.selectors import Selectors
 from kube_rdma.core.dra.shapes import Device, DeviceId
 

@@ -27,6 +27,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from kube_rdma.core.dra.candidates import (
+    NO_POOLS,
+    POISON,
+    Judged,
+    Pools,
+    candidates,
+    is_poison,
+)
 from kube_rdma.core.dra.constraints import Constraint, Tally, TypedValue, typed_value
 from kube_rdma.core.dra.demand import Choice, DeviceRequest
 from kube_rdma.core.dra.kinds import Kind
@@ -45,24 +53,6 @@ claim with a constraint per pair takes 16 on a free node, and a few hundred on a
 short before the count check), and about 60 ms of CPU at some 6 us a step."""
 
 Picks = dict[tuple[str, str], tuple[DeviceId, ...]]
-
-
-@dataclass(frozen=True)
-class Pools:
-    """What the node's pools allow (NodeDevices'), and which version's allocator decides.
-
-    1.34's allocator takes devices from an incomplete pool and fails when its search reaches
-    an invalid one (a device name twice); 1.35 and later skip both and, finding no solution,
-    fail when the node has an invalid pool (allocator_stable.go allocateOne, Allocate). An
-    `All` request fails on a node with an incomplete or invalid pool in every version."""
-
-    incomplete: frozenset[tuple[str, str]] = frozenset()
-    invalid: tuple[tuple[tuple[str, str], str], ...] = ()
-    minor: int = 35
-    """Kubernetes 1.<minor>'s allocator."""
-
-
-NO_POOLS = Pools()
 
 
 @dataclass(frozen=True)
@@ -99,9 +89,6 @@ def search(
     return None
 
 
-Judged = dict[tuple[str, ...], dict[int, Outcome]]
-
-
 def judge_choices(
     requests: Sequence[DeviceRequest],
     devices: Sequence[tuple[Device, Kind | None]],
@@ -119,47 +106,6 @@ def judge_choices(
                     if (outcome := selectors.judge(choice.selectors, device)) is not False
                 }
     return judged
-
-
-def _candidates(
-    requests: Sequence[DeviceRequest],
-    devices: Sequence[Device],
-    held: frozenset[DeviceId],
-    judged: Judged,
-    pools: Pools,
-) -> list[list[list[tuple[int, Outcome]]]]:
-    """Per request and choice, the devices it may take: the free ones its selectors match of
-    the pools the version allocates from (held ones too for adminAccess), or for
-    allocationMode All every one they match. Under 1.34 the first device of an invalid pool
-    stands for the pool: reaching it ends the search."""
-    invalid = dict(pools.invalid)
-    skip = set(invalid) | (pools.incomplete if pools.minor >= 35 else set())
-    usable = [(d.driver, d.pool) not in skip for d in devices]
-    free = [d.id not in held for d in devices]
-    poison: dict[int, str] = {}
-    if pools.minor < 35:
-        first: dict[tuple[str, str], int] = {}
-        for i, d in enumerate(devices):
-            first.setdefault((d.driver, d.pool), i)
-        poison = {first[k]: reason for k, reason in invalid.items() if k in first}
-    result = []
-    for r in requests:
-        per_choice = []
-        for c in r.choices:
-            found = judged[c.selectors]
-            if c.all_devices:
-                per_choice.append(list(found.items()))
-                continue
-            entries = [
-                (i, o) for i, o in found.items() if usable[i] and (free[i] or c.admin_access)
-            ]
-            entries += [(i, f"{_POISON}{reason}") for i, reason in poison.items()]
-            per_choice.append(sorted(entries))
-        result.append(per_choice)
-    return result
-
-
-_POISON = "\0"
 
 
 def _covering(
@@ -204,8 +150,8 @@ class _Search:
         self.requests, self.constraints, self.limit = requests, constraints, limit
         self.devices = [d for d, _ in devices]
         self.held, self.pools = held, pools
-        self.candidates = _candidates(requests, self.devices, held, judged, pools)
-        self.poison = {i for per in self.candidates for c in per for i, o in c if _is_poison(o)}
+        self.candidates = candidates(requests, self.devices, held, judged, pools)
+        self.poison = {i for per in self.candidates for c in per for i, o in c if is_poison(o)}
         claims: dict[str, int] = {}
         self.claim = [claims.setdefault(r.claim, len(claims)) for r in requests]
         self.per_claim = [0] * len(claims)
@@ -240,12 +186,12 @@ class _Search:
         short."""
         need: dict[Kind | None, int] = {}
         pool: dict[Kind | None, set[int]] = {}
-        for request, candidates in zip(self.requests, self.candidates, strict=True):
+        for request, found in zip(self.requests, self.candidates, strict=True):
             [*rest, choice] = request.choices
             if rest or choice.all_devices or choice.admin_access:
                 continue
             need[choice.kind] = need.get(choice.kind, 0) + choice.count
-            pool.setdefault(choice.kind, set()).update(i for i, _ in candidates[0])
+            pool.setdefault(choice.kind, set()).update(i for i, _ in found[0])
         return all(count <= len(pool[kind]) for kind, count in need.items())
 
     def _check_all_choices(self) -> None:
@@ -286,8 +232,8 @@ class _Search:
 
     def _require(self, outcome: Outcome, request: DeviceRequest, i: int) -> None:
         if isinstance(outcome, str):
-            if _is_poison(outcome):
-                raise _Stop(outcome[len(_POISON) :])
+            if is_poison(outcome):
+                raise _Stop(outcome[len(POISON) :])
             device = self.devices[i]
             raise _Stop(
                 f"claim {request.claim} request {request.request}: on device {device.name} "
@@ -405,7 +351,3 @@ class _Search:
             name = f"{request.request}/{sub}" if sub else request.request
             picks[request.claim, name] = tuple(self.devices[i].id for i in self.chosen[r])
         return picks
-
-
-def _is_poison(outcome: Outcome) -> bool:
-    return isinstance(outcome, str) and outcome.startswith(_POISON)

@@ -79,7 +79,14 @@ def fails(expression: str, why: str) -> tuple[str, Outcome]:
         (f"cel.bind(g, {GPU}, cel.bind(v, g.driverVersion, v.major() == 580))", True),
         (f"cel.bind(g, {GPU}, g.index == 1)", False),
         fails(f"cel.bind(g, {GPU}, g.nope == 1)", "no such member in mapping: 'nope'"),
-        fails("'abc'.lowerAscii() == 'abc'", "undeclared reference to 'lowerAscii': lowerAscii"),
+        ("'ABC'.lowerAscii() == 'abc' && 'abc'.upperAscii() == 'ABC'", True),
+        ("' a '.trim() == 'a' && 'a-b'.replace('-', '+') == 'a+b'", True),
+        ("'a-b-c'.split('-') == ['a', 'b', 'c'] && 'a-b-c'.split('-', 2) == ['a', 'b-c']", True),
+        ("'a-b'.split('-', 0) == [] && 'a-b'.split('-', -1) == ['a', 'b']", True),
+        ("'ab'.split('') == ['a', 'b'] && ['a', 'b'].join() == 'ab'", True),
+        ("['a', 'b'].join('-') == 'a-b' && 'abab'.indexOf('b') == 1", True),
+        ("'abab'.lastIndexOf('b') == 3", True),
+        fails("'abc'.charAt(0) == 'a'", "undeclared reference to 'charAt': charAt"),
     ],
 )
 def test_selectors_evaluate_as_in_kube_scheduler(expression: str, outcome: Outcome) -> None:
