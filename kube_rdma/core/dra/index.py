@@ -274,7 +274,9 @@ class DraIndex:
             shapes.setdefault(_shape(device), device)
 
 
-_SHAPES_PER_KIND = 256
+_SHAPES_PER_KIND = 1024
+"""Bounds the memory: a cluster with more distinct shapes of one driver and kind has its
+kinds judged on the first 1,024 seen."""
 _IDENTITY = frozenset(
     {"uuid", "pcieBusID", "pciBusID", "pciAddress", "mac", "ipv4", "ipv6", "pfPciAddress"}
 )
