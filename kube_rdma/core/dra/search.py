@@ -20,6 +20,9 @@ refused as unresolvable, as 1.34's filter refuses a node on its timeout
 (UnschedulableAndUnresolvable "timed out trying to allocate devices",
 pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go Filter).
 A CEL evaluation error on a device the search reaches ends it too, as it ends the allocator's.
+The search covers every device of the node, whatever its kind; a claim holds at most
+CLAIM_LIMIT devices; an `adminAccess` request may take a device in use, or one another claim
+of the pod takes, but not one its own claim takes (allocateDevice).
 """
 
 from __future__ import annotations
