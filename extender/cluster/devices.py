@@ -85,7 +85,7 @@ def signature(devices: NodeDevices | None) -> Any:
                 _described(d.attributes),
                 tuple(sorted(d.capacity.items())),
             )
-            for d, kind in devices.devices
+            for d, kind in devices.published
         ),
         devices.notes,
     )

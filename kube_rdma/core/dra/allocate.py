@@ -22,11 +22,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from kube_rdma.core.dra.candidates import Judged, Pools
 from kube_rdma.core.dra.constraints import Constraint
 from kube_rdma.core.dra.demand import Choice, DeviceRequest, PodDemand
 from kube_rdma.core.dra.index import NodeDevices
 from kube_rdma.core.dra.kinds import Kind
-from kube_rdma.core.dra.search import STEP_LIMIT, Judged, Stuck, judge_choices, search
+from kube_rdma.core.dra.search import STEP_LIMIT, Stuck, judge_choices, search
 from kube_rdma.core.dra.selectors import Selectors
 from kube_rdma.core.dra.shapes import Device, DeviceId
 
@@ -42,6 +43,10 @@ class Refusal:
     reason: str
     resolvable: bool
     """True when freeing devices on the node could make room."""
+    error: bool = False
+    """True where kube-scheduler's allocator returns an error (a selector failing on a
+    device, a claim over the device limit, an invalid pool), False where it finds no
+    allocation."""
 
 
 def allocate(
@@ -50,38 +55,45 @@ def allocate(
     node: NodeDevices | None,
     selectors: Selectors,
     limit: int = STEP_LIMIT,
+    minor: int = 35,
 ) -> Allocation | Refusal:
+    """`minor`: the Kubernetes 1.<minor> allocator to follow where versions differ (pools
+    that are incomplete or invalid, kube_rdma/core/dra/search.py Pools)."""
     for claim, pinned in demand.pinned:
         if pinned != node_name:
             return Refusal(f"claim {claim} is allocated on node {pinned}", resolvable=False)
-    devices = node.devices if node else ()
+    if not demand.requests:
+        return Allocation({})
+    devices = node.published if node else ()
     held = node.held if node else frozenset()
+    pools = Pools(node.incomplete, node.invalid, minor) if node else Pools(minor=minor)
     judged = judge_choices(demand.requests, devices, selectors)
-    found = search(demand.requests, demand.constraints, devices, held, judged, limit)
+    found = search(demand.requests, demand.constraints, devices, held, judged, limit, pools)
     if isinstance(found, Stuck):
-        return Refusal(found.reason, resolvable=False)
+        return Refusal(found.reason, resolvable=False, error=True)
     if found is not None:
         return Allocation(found)
-    return _refusal(demand, devices, held, judged, limit)
+    return _refusal(demand, devices, held, judged, limit, pools)
 
 
 def _refusal(
     demand: PodDemand,
-    devices: Sequence[tuple[Device, Kind]],
+    devices: Sequence[tuple[Device, Kind | None]],
     held: frozenset[DeviceId],
     judged: Judged,
     limit: int,
+    pools: Pools,
 ) -> Refusal:
     def fits(constraints: Sequence[Constraint], busy: frozenset[DeviceId]) -> bool | Stuck:
-        found = search(demand.requests, constraints, devices, busy, judged, limit)
+        found = search(demand.requests, constraints, devices, busy, judged, limit, pools)
         return found if isinstance(found, Stuck) else found is not None
 
     resolvable = fits(demand.constraints, frozenset()) is True
     unconstrained = fits((), held) if demand.constraints else False
     if isinstance(unconstrained, Stuck):
-        return Refusal(unconstrained.reason, resolvable=False)
+        return Refusal(unconstrained.reason, resolvable=False, error=True)
     if not unconstrained:
-        return Refusal(_short(demand.requests, devices, held, judged), resolvable)
+        return Refusal(_short(demand.requests, devices, held, judged, pools), resolvable)
     where = "free devices" if resolvable else "devices"
     for constraint in demand.constraints:
         if fits((constraint,), held) is not True:
@@ -98,16 +110,19 @@ def _refusal(
 
 def _short(
     requests: Sequence[DeviceRequest],
-    devices: Sequence[tuple[Device, Kind]],
+    devices: Sequence[tuple[Device, Kind | None]],
     held: frozenset[DeviceId],
     judged: Judged,
+    pools: Pools,
 ) -> str:
     """Why first fit without constraints fails: the first request it cannot meet."""
     taken: set[DeviceId] = set()
+    skipped = {k for k, _ in pools.invalid} | (pools.incomplete if pools.minor >= 35 else set())
+    usable = frozenset(d.id for d, _ in devices if (d.driver, d.pool) not in skipped)
     for request in requests:
         reasons = []
         for choice in request.choices:
-            found = _fit(choice, devices, held | taken, judged)
+            found = _fit(choice, devices, usable, held | taken, judged)
             if isinstance(found, tuple):
                 taken.update(found)
                 break
@@ -119,14 +134,18 @@ def _short(
 
 def _fit(
     choice: Choice,
-    devices: Sequence[tuple[Device, Kind]],
+    devices: Sequence[tuple[Device, Kind | None]],
+    usable: frozenset[DeviceId],
     busy: frozenset[DeviceId],
     judged: Judged,
 ) -> tuple[DeviceId, ...] | str:
-    kind = "GPU" if choice.kind == "gpu" else "RDMA NIC"
-    outcomes = judged[choice.selectors, choice.kind]
-    matching = [devices[i][0] for i, o in outcomes.items() if o is True]
-    free = [d.id for d in matching if d.id not in busy]
+    kind = {"gpu": "GPU", "nic": "RDMA NIC", None: "device"}[choice.kind]
+    matching = [
+        device
+        for i, o in sorted(judged[choice.selectors].items())
+        if o is True and (device := devices[i][0]).id in usable
+    ]
+    free = [d.id for d in matching if d.id not in busy or choice.admin_access]
     if choice.all_devices:
         if not matching:
             return f"no matching {kind} published (allocationMode All)"

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from decimal import Decimal
+from decimal import Context, Decimal
 from typing import Any
 
 from celpy import celtypes
@@ -188,6 +188,11 @@ def _is_integer(q: Any) -> celtypes.BoolType:
     return _is(_as_integer)(q)
 
 
+_EXACT = Context(prec=100)
+"""Quantities are exact (resource.Quantity is an int64 or an inf.Dec): Decimal's default 28
+digits would round `quantity("9999999999999999999999999999999999999").add(quantity("1"))`
+(the quantity tests' add_does_not_mutate_receiver, k8s.io/apiserver master)."""
+
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "semver": _semver,
     "isSemver": _is(_semver),
@@ -203,7 +208,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "isInteger": _is_integer,
     "asInteger": _as_integer,
     "asApproximateFloat": lambda q: celtypes.DoubleType(float(_receiver(q))),
-    "add": lambda q, other: Quantity(_receiver(q) + _amount(other)),
-    "sub": lambda q, other: Quantity(_receiver(q) - _amount(other)),
+    "add": lambda q, other: Quantity(_EXACT.add(_receiver(q), _amount(other))),
+    "sub": lambda q, other: Quantity(_EXACT.subtract(_receiver(q), _amount(other))),
 }
 """Extension functions by name, for celpy's `program(..., functions=FUNCTIONS)`."""

@@ -6,8 +6,11 @@ A claim named by `resourceClaimName` is read as it is; one made from
 pod's `status.resourceClaimStatuses`) once it exists, the template's spec before. An allocated
 claim asks for nothing more: its devices are held already, and the pod can only go to their
 node. Each request's selectors are its DeviceClass's followed by its own, as the allocator
-applies them. Requests for devices that are neither GPUs nor RDMA NICs (a ComputeDomain
-channel, a CPU set) are left to kube-scheduler's DynamicResources plugin.
+applies them. Every request is allocated on each node from that node's own devices, whatever
+they are (a ComputeDomain channel, a MIG slice as well as GPUs and NICs): a request the node
+cannot serve fails the node, as kube-scheduler's allocator fails it. A request, class or
+selector the allocator or API validation refuses (an unknown allocationMode, a selector with no
+CEL, a missing class) is a problem that fails every node.
 
 A claim's `constraints` are read too (kube_rdma/core/dra/constraints.py); one that names a
 request the claim does not have is a problem, as API validation rejects it.
@@ -29,12 +32,16 @@ from kube_rdma.core.objects import Json
 class Choice:
     """One way to satisfy a request, its selectors resolved."""
 
-    kind: Kind
+    kind: Kind | None
+    """What the selectors take among the devices the cluster publishes, for the counts of
+    extended resources; None for neither GPU nor RDMA NIC. The allocation itself is judged
+    on each node's own devices, whatever their kind."""
     selectors: tuple[str, ...]
     all_devices: bool
     count: int
     subrequest: str = ""
     """The `firstAvailable` entry's name; empty for an exact request."""
+    admin_access: bool = False
 
 
 @dataclass(frozen=True)
@@ -152,8 +159,10 @@ def _subrequest_names(spec: Json) -> list[tuple[str, ...]]:
 def _choices(
     label: str, request: Request, index: DraIndex, selectors: Selectors, problems: list[str]
 ) -> tuple[Choice, ...]:
-    """The request's choices that take GPUs or NICs; none when any choice is something else
-    (kube-scheduler alone can judge those) or holds nothing (adminAccess)."""
+    """The request's choices, each with the kind of device its selectors take (None where
+    that is neither GPU nor RDMA NIC, or several kinds); none, with the problem noted, when a
+    choice is one the allocator refuses (an unknown mode or selector type, a missing class, a
+    selector that does not compile)."""
     choices = []
     for selection in request.alternatives:
         choice = _choice(label, request.name, selection, index, selectors, problems)
@@ -171,13 +180,20 @@ def _choice(
     selectors: Selectors,
     problems: list[str],
 ) -> Choice | None:
-    if selection.admin_access:
+    if selection.problem:
+        problems.append(f"claim {label} request {request}: {selection.problem}")
         return None
     device_class = index.classes.get(selection.device_class)
     if device_class is None:
         problems.append(
             f"claim {label} request {request}: DeviceClass {selection.device_class!r} "
             "does not exist"
+        )
+        return None
+    if device_class.problem:
+        problems.append(
+            f"claim {label} request {request}: DeviceClass {device_class.name}: "
+            f"{device_class.problem}"
         )
         return None
     expressions = device_class.selectors + selection.selectors
@@ -188,6 +204,6 @@ def _choice(
         problems.append(f"claim {label} request {request}: {e}")
         return None
     kind = index.kind_of_class(device_class.selectors, selection.selectors, selectors)
-    if kind is None:
-        return None
-    return Choice(kind, expressions, selection.all_devices, selection.count)
+    return Choice(
+        kind, expressions, selection.all_devices, selection.count, "", selection.admin_access
+    )

@@ -16,7 +16,13 @@ from dataclasses import dataclass
 from kube_rdma.core.dra.kinds import DEFAULT_KIND_RULES, Kind, KindRule, kind_of
 from kube_rdma.core.dra.pools import PoolKey, SliceEntry, pool_state, read_slice
 from kube_rdma.core.dra.selectors import Selectors
-from kube_rdma.core.dra.shapes import Device, DeviceId, allocated_devices, cel_expressions
+from kube_rdma.core.dra.shapes import (
+    Device,
+    DeviceId,
+    allocated_devices,
+    cel_expressions,
+    selectors_problem,
+)
 from kube_rdma.core.objects import Json
 
 ObjectKey = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped objects
@@ -24,12 +30,19 @@ ObjectKey = tuple[str, str]  # (namespace, name); namespace "" for cluster-scope
 
 @dataclass(frozen=True)
 class NodeDevices:
-    """One node's published GPUs and NICs (complete pools only) and what claims hold."""
+    """One node's published GPUs and NICs (complete and valid pools only), every device it
+    publishes, and what claims hold."""
 
     devices: tuple[tuple[Device, Kind], ...]
     held: frozenset[DeviceId]
     notes: tuple[str, ...] = ()
-    """Pools that do not count yet, and why."""
+    """Pools and slices that do not count, and why."""
+    published: tuple[tuple[Device, Kind | None], ...] = ()
+    """Every device of the node's pools in pool order, GPU, RDMA NIC or neither (None): what
+    the allocator chooses from."""
+    incomplete: frozenset[PoolKey] = frozenset()
+    invalid: tuple[tuple[PoolKey, str], ...] = ()
+    """Invalid pools, each with why."""
 
     def count(self, kind: Kind) -> int:
         return sum(1 for _, k in self.devices if k == kind)
@@ -37,15 +50,14 @@ class NodeDevices:
     def in_use(self, kind: Kind) -> int:
         return sum(1 for d, k in self.devices if k == kind and d.id in self.held)
 
-    def free(self) -> list[Device]:
-        return [d for d, _ in self.devices if d.id not in self.held]
-
 
 @dataclass(frozen=True)
 class DeviceClass:
     name: str
     selectors: tuple[str, ...]
     extended_resource: str | None = None
+    problem: str = ""
+    """What validation refuses in it (a selector with no CEL expression), or empty."""
 
 
 def key_of(obj: Json) -> ObjectKey:
@@ -65,9 +77,9 @@ class DraIndex:
         self.classes: dict[str, DeviceClass] = {}
         self.templates: dict[ObjectKey, Json] = {}
         self._nodes: dict[str, NodeDevices] = {}
-        self._samples: dict[tuple[str, Kind | None], tuple[Device, ...]] = {}
-        """(driver, kind) -> the devices of that kind (None: neither a GPU nor an RDMA NIC, a
-        MIG slice or a plain netdev) the first node publishing one has."""
+        self._samples: dict[tuple[str, Kind | None], dict[tuple[object, ...], Device]] = {}
+        """(driver, kind) -> a device of each shape of that kind (None: neither a GPU nor an
+        RDMA NIC, a MIG slice or a plain netdev) any node has published."""
 
     # ResourceSlices
 
@@ -158,7 +170,10 @@ class DraIndex:
         spec = obj.get("spec") or {}
         name = key_of(obj)[1]
         self.classes[name] = DeviceClass(
-            name, cel_expressions(spec.get("selectors")), spec.get("extendedResourceName")
+            name,
+            cel_expressions(spec.get("selectors")),
+            spec.get("extendedResourceName"),
+            selectors_problem(spec.get("selectors")),
         )
 
     def extended_resources(self) -> frozenset[str]:
@@ -178,10 +193,11 @@ class DraIndex:
         self, class_selectors: tuple[str, ...], own: tuple[str, ...], selectors: Selectors
     ) -> Kind | None:
         """GPU or NIC: the kind of the published devices a request's DeviceClass's selectors
-        match, judged on sample devices of each kind, and where they match several kinds (a
-        class taking a driver's plain netdevs as well as its RDMA NICs) the kind its own
-        selectors narrow it to; None when they match devices of neither kind, or still of more
-        than one (the allocator may give either)."""
+        match, judged on a device of each shape any node publishes (kube-rdma counts the
+        pod's devices by it; the allocation itself is judged on each node's devices), and
+        where they match several kinds (a class taking a driver's plain netdevs as well as
+        its RDMA NICs) the kind its own selectors narrow it to; None when they match devices
+        of neither kind, or still of more than one (the allocator may give either)."""
         kinds = self._kinds_matching(class_selectors, selectors)
         if len(kinds) > 1 and own:
             kinds = self._kinds_matching(class_selectors + own, selectors)
@@ -192,8 +208,8 @@ class DraIndex:
     ) -> set[Kind | None]:
         return {
             kind
-            for (_, kind), devices in self._samples.items()
-            if any(selectors.matches(expressions, d) for d in devices)
+            for (_, kind), shapes in self._samples.items()
+            if any(selectors.matches(expressions, d) for d in shapes.values())
         }
 
     # Views
@@ -218,16 +234,60 @@ class DraIndex:
     def _node_devices(self, keys: list[PoolKey]) -> NodeDevices:
         published: list[tuple[Device, Kind | None]] = []
         notes: list[str] = []
+        incomplete: set[PoolKey] = set()
+        invalid: list[tuple[PoolKey, str]] = []
         for key in sorted(keys):
-            state = pool_state(key, [self._slices[s] for s in self._pools[key]])
+            entries = []
+            for name in sorted(self._pools[key]):
+                entry = self._slices[name]
+                if entry.problem:
+                    notes.append(f"ResourceSlice {name} is refused: {entry.problem}")
+                else:
+                    entries.append(entry)
+            if not entries:
+                continue
+            state = pool_state(key, entries)
             if state.incomplete:
                 notes.append(state.incomplete)
+                incomplete.add(key)
+            if state.invalid:
+                notes.append(state.invalid)
+                invalid.append((key, state.invalid))
             published += [(device, kind_of(device, self._rules)) for device in state.devices]
         for device, kind in published:
-            if (device.driver, kind) not in self._samples:
-                self._samples[device.driver, kind] = tuple(
-                    d for d, k in published if k == kind and d.driver == device.driver
-                )
-        devices = [(d, k) for d, k in published if k is not None]
-        held = frozenset(d.id for d, _ in devices if d.id in self._holders)
-        return NodeDevices(tuple(devices), held, tuple(notes))
+            self._remember_shape(device, kind)
+        held = frozenset(d.id for d, _ in published if d.id in self._holders)
+        broken = incomplete | {k for k, _ in invalid}
+        devices = tuple(
+            (d, k) for d, k in published if k is not None and (d.driver, d.pool) not in broken
+        )
+        return NodeDevices(
+            devices, held, tuple(notes), tuple(published), frozenset(incomplete), tuple(invalid)
+        )
+
+    def _remember_shape(self, device: Device, kind: Kind | None) -> None:
+        """Keeps one device of each shape (driver, kind, and attributes and capacities but
+        those that tell devices apart) the cluster publishes, from every node: what a class's
+        kind is judged on."""
+        shapes = self._samples.setdefault((device.driver, kind), {})
+        if len(shapes) < _SHAPES_PER_KIND:
+            shapes.setdefault(_shape(device), device)
+
+
+_SHAPES_PER_KIND = 1024
+"""Bounds the memory: a cluster with more distinct shapes of one driver and kind has its
+kinds judged on the first 1,024 seen."""
+_IDENTITY = frozenset(
+    {"uuid", "pcieBusID", "pciBusID", "pciAddress", "mac", "ipv4", "ipv6", "pfPciAddress"}
+)
+
+
+def _telling(name: str) -> bool:
+    return name.rpartition("/")[2] not in _IDENTITY
+
+
+def _shape(device: Device) -> tuple[object, ...]:
+    return (
+        tuple(sorted((n, v) for n, v in device.attributes.items() if _telling(n))),
+        tuple(sorted(device.capacity.items())),
+    )

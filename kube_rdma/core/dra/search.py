@@ -20,6 +20,9 @@ refused as unresolvable, as 1.34's filter refuses a node on its timeout
 (UnschedulableAndUnresolvable "timed out trying to allocate devices",
 pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go Filter).
 A CEL evaluation error on a device the search reaches ends it too, as it ends the allocator's.
+The search covers every device of the node, whatever its kind; a claim holds at most
+CLAIM_LIMIT devices; an `adminAccess` request may take a device in use, or one another claim
+of the pod takes, but not one its own claim takes (allocateDevice).
 """
 
 from __future__ import annotations
@@ -27,11 +30,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from kube_rdma.core.dra.candidates import (
+    NO_POOLS,
+    POISON,
+    Judged,
+    Pools,
+    candidates,
+    is_poison,
+)
 from kube_rdma.core.dra.constraints import Constraint, Tally, TypedValue, typed_value
 from kube_rdma.core.dra.demand import Choice, DeviceRequest
 from kube_rdma.core.dra.kinds import Kind
 from kube_rdma.core.dra.selectors import Outcome, Selectors
 from kube_rdma.core.dra.shapes import Device, DeviceId
+
+CLAIM_LIMIT = 32
+"""Devices one claim's allocation may hold (resource.k8s.io AllocationResultsMaxSize, 32 in
+every version from 1.32 to 1.37): the allocator refuses a claim whose requests need more
+before it searches, and skips a choice that would take a claim past it
+(allocator_stable.go Allocate and allocateOne)."""
 
 STEP_LIMIT = 10_000
 """Devices tried before giving up: well past what a claim of GPUs and NICs needs (an 8-pair
@@ -56,60 +73,42 @@ class _Stop(Exception):
 def search(
     requests: Sequence[DeviceRequest],
     constraints: Sequence[Constraint],
-    devices: Sequence[tuple[Device, Kind]],
+    devices: Sequence[tuple[Device, Kind | None]],
     held: frozenset[DeviceId],
     judged: Judged,
     limit: int = STEP_LIMIT,
+    pools: Pools = NO_POOLS,
 ) -> Picks | Stuck | None:
     """The devices for each (claim, request), Stuck, or None when there is no solution.
     `judged` is judge_choices' for these requests and devices."""
     try:
-        run = _Search(requests, constraints, devices, held, judged, limit)
-        return run.picks() if run.enough() and run.solve(0) else None
+        run = _Search(requests, constraints, devices, held, judged, limit, pools)
+        if run.enough() and run.solve(0):
+            return run.picks()
     except _Stop as stop:
         return Stuck(stop.reason)
-
-
-Judged = dict[tuple[tuple[str, ...], Kind], dict[int, Outcome]]
+    if pools.minor >= 35 and pools.invalid:
+        return Stuck(f"invalid resource pools were encountered: {pools.invalid[0][1]}")
+    return None
 
 
 def judge_choices(
     requests: Sequence[DeviceRequest],
-    devices: Sequence[tuple[Device, Kind]],
+    devices: Sequence[tuple[Device, Kind | None]],
     selectors: Selectors,
 ) -> Judged:
-    """For each distinct (selectors, kind) of the choices, the devices of the kind they match,
-    by position in `devices`, each with True or the evaluation error."""
+    """For each distinct selector list of the choices, the devices it matches, whatever their
+    kind, by position in `devices`, each with True or the evaluation error."""
     judged: Judged = {}
     for request in requests:
         for choice in request.choices:
-            key = (choice.selectors, choice.kind)
-            if key not in judged:
-                judged[key] = {
+            if choice.selectors not in judged:
+                judged[choice.selectors] = {
                     i: outcome
-                    for i, (device, kind) in enumerate(devices)
-                    if kind == choice.kind
+                    for i, (device, _) in enumerate(devices)
                     if (outcome := selectors.judge(choice.selectors, device)) is not False
                 }
     return judged
-
-
-def _candidates(
-    requests: Sequence[DeviceRequest],
-    devices: Sequence[Device],
-    held: frozenset[DeviceId],
-    judged: Judged,
-) -> list[list[list[tuple[int, Outcome]]]]:
-    """Per request and choice, the devices it may take: the free ones its selectors match, or
-    for allocationMode All every one they match."""
-    free = [d.id not in held for d in devices]
-    return [
-        [
-            [(i, o) for i, o in judged[c.selectors, c.kind].items() if c.all_devices or free[i]]
-            for c in r.choices
-        ]
-        for r in requests
-    ]
 
 
 def _covering(
@@ -123,18 +122,20 @@ def _covering(
 
 
 def _classes(
-    devices: Sequence[tuple[Device, Kind]],
+    devices: Sequence[tuple[Device, Kind | None]],
     judged: Judged,
     values: list[list[TypedValue | None]],
+    apart: Sequence[object],
 ) -> list[int]:
-    """Per device, its class: devices of one kind that every choice judges alike and that
-    carry the same value of every constrained attribute are interchangeable."""
+    """Per device, its class: devices that every choice judges alike, that carry the same
+    value of every constrained attribute and the same `apart` (held, of a pool the search
+    skips) are interchangeable."""
     positions = range(len(devices))
     columns = [[found.get(i, False) for i in positions] for found in judged.values()]
     signatures: dict[tuple[object, ...], int] = {}
     return [
         signatures.setdefault(signature, len(signatures))
-        for signature in zip([k for _, k in devices], *columns, *values, strict=True)
+        for signature in zip(apart, *columns, *values, strict=True)
     ]
 
 
@@ -143,15 +144,20 @@ class _Search:
         self,
         requests: Sequence[DeviceRequest],
         constraints: Sequence[Constraint],
-        devices: Sequence[tuple[Device, Kind]],
+        devices: Sequence[tuple[Device, Kind | None]],
         held: frozenset[DeviceId],
         judged: Judged,
         limit: int,
+        pools: Pools,
     ) -> None:
         self.requests, self.constraints, self.limit = requests, constraints, limit
         self.devices = [d for d, _ in devices]
-        self.held = held
-        self.candidates = _candidates(requests, self.devices, held, judged)
+        self.held, self.pools = held, pools
+        self.candidates = candidates(requests, self.devices, held, judged, pools)
+        self.poison = {i for per in self.candidates for c in per for i, o in c if is_poison(o)}
+        claims: dict[str, int] = {}
+        self.claim = [claims.setdefault(r.claim, len(claims)) for r in requests]
+        self.per_claim = [0] * len(claims)
         self.cover = [[_covering(constraints, r, c) for c in r.choices] for r in requests]
         # The constraints that cover request n or a later one: the rest no longer matter.
         self.live = [
@@ -159,41 +165,78 @@ class _Search:
             for n in range(len(requests) + 1)
         ]
         self.values = [[typed_value(d, k.attribute) for d in self.devices] for k in constraints]
-        self.klass = _classes(devices, judged, self.values)
+        skipped = {k for k, _ in pools.invalid} | pools.incomplete
+        apart = [
+            (d.id in held, (d.driver, d.pool) in skipped, i if i in self.poison else -1)
+            for i, d in enumerate(self.devices)
+        ]
+        self.klass = _classes(devices, judged, self.values, apart)
         self.used = [0] * (max(self.klass, default=-1) + 1)
-        self.taken: set[int] = set()
+        self.owners: dict[int, list[int]] = {}
+        """Device position -> the claims (by index) the search gives it to."""
         self.tally = Tally(constraints)
         self.chosen: list[list[int]] = [[] for _ in requests]
+        self.selected = [0] * len(requests)
         self.failed: set[tuple[object, ...]] = set()
         self.steps = 0
         self._check_all_choices()
+        self._check_claim_sizes()
 
     def enough(self) -> bool:
         """Whether, kind by kind, the free devices that the exact requests could take number at
         least what those requests need together: a necessary condition, checked first so that
         a node one device short is refused without a search through every way of being
         short."""
-        need: dict[Kind, int] = {}
-        pool: dict[Kind, set[int]] = {}
-        for request, candidates in zip(self.requests, self.candidates, strict=True):
+        need: dict[Kind | None, int] = {}
+        pool: dict[Kind | None, set[int]] = {}
+        for request, found in zip(self.requests, self.candidates, strict=True):
             [*rest, choice] = request.choices
-            if rest or choice.all_devices:
+            if rest or choice.all_devices or choice.admin_access:
                 continue
             need[choice.kind] = need.get(choice.kind, 0) + choice.count
-            pool.setdefault(choice.kind, set()).update(i for i, _ in candidates[0])
+            pool.setdefault(choice.kind, set()).update(i for i, _ in found[0])
         return all(count <= len(pool[kind]) for kind, count in need.items())
 
     def _check_all_choices(self) -> None:
         """The allocator evaluates the selectors of every allocationMode All request on every
-        device before it searches (validateDeviceRequest); an error there ends it."""
+        device before it searches, and refuses one on a node with an incomplete or invalid
+        pool (validateDeviceRequest); an error there ends it."""
+        broken = sorted(self.pools.incomplete) + [k for k, _ in self.pools.invalid]
         for r, request in enumerate(self.requests):
             for c, choice in enumerate(request.choices):
-                if choice.all_devices:
-                    for i, outcome in self.candidates[r][c]:
-                        self._require(outcome, request, i)
+                if not choice.all_devices:
+                    continue
+                if broken:
+                    state = "being updated" if broken[0] in self.pools.incomplete else "invalid"
+                    raise _Stop(
+                        f"claim {request.claim} request {request.request}: asks for all "
+                        f"devices, but resource pool {broken[0][0]}/{broken[0][1]} is "
+                        f"currently {state}"
+                    )
+                for i, outcome in self.candidates[r][c]:
+                    self._require(outcome, request, i)
+
+    def _check_claim_sizes(self) -> None:
+        """Per claim, the fewest devices its requests can take (each `firstAvailable` list's
+        smallest choice, an `All` request's matching devices) against CLAIM_LIMIT."""
+        need: dict[str, int] = {}
+        for r, request in enumerate(self.requests):
+            fewest = min(
+                len(self.candidates[r][c]) if choice.all_devices else choice.count
+                for c, choice in enumerate(request.choices)
+            )
+            need[request.claim] = need.get(request.claim, 0) + fewest
+        for claim, count in need.items():
+            if count > CLAIM_LIMIT:
+                raise _Stop(
+                    f"claim {claim}: number of requested devices {count} exceeds the claim "
+                    f"limit of {CLAIM_LIMIT}"
+                )
 
     def _require(self, outcome: Outcome, request: DeviceRequest, i: int) -> None:
         if isinstance(outcome, str):
+            if is_poison(outcome):
+                raise _Stop(outcome[len(POISON) :])
             device = self.devices[i]
             raise _Stop(
                 f"claim {request.claim} request {request.request}: on device {device.name} "
@@ -204,15 +247,19 @@ class _Search:
         if r == len(self.requests):
             return True
         for c, choice in enumerate(self.requests[r].choices):
+            self.selected[r] = c
             if self._place_all(r, c) if choice.all_devices else self._place(r, c, 0):
                 return True
         return False
 
     def _place(self, r: int, c: int, k: int) -> bool:
-        if k == self.requests[r].choices[c].count:
+        choice = self.requests[r].choices[c]
+        if k == choice.count:
             return self.solve(r + 1)
+        if self.per_claim[self.claim[r]] + choice.count - k > CLAIM_LIMIT:
+            return False
         for i, outcome in self.candidates[r][c]:
-            if i in self.taken:
+            if not self._free_for(r, c, i):
                 continue
             self._require(outcome, self.requests[r], i)
             if not self._add(r, c, i):
@@ -231,9 +278,23 @@ class _Search:
             self._remove(r, c, i)
         return False
 
+    def _free_for(self, r: int, c: int, i: int) -> bool:
+        """Not given to another request already; an adminAccess request only needs it not
+        given to its own claim (allocateDevice)."""
+        owners = self.owners.get(i)
+        if not owners:
+            return True
+        return self.requests[r].choices[c].admin_access and self.claim[r] not in owners
+
     def _place_all(self, r: int, c: int) -> bool:
         members = [i for i, _ in self.candidates[r][c]]
-        if not members or any(self.devices[i].id in self.held or i in self.taken for i in members):
+        if not members:
+            return False
+        if self.per_claim[self.claim[r]] + len(members) > CLAIM_LIMIT:
+            return False
+        admin = self.requests[r].choices[c].admin_access
+        in_use = [self.devices[i].id in self.held and not admin for i in members]
+        if any(in_use) or not all(self._free_for(r, c, i) for i in members):
             return False
         for n, i in enumerate(members):
             if not self._add(r, c, i):
@@ -257,23 +318,39 @@ class _Search:
                 for d in reversed(covering[:n]):
                     self.tally.release(d)
                 return False
-        self.taken.add(i)
+        self.owners.setdefault(i, []).append(self.claim[r])
         self.used[self.klass[i]] += 1
+        self.per_claim[self.claim[r]] += 1
         self.chosen[r].append(i)
         return True
 
     def _remove(self, r: int, c: int, i: int) -> None:
         for j in reversed(self.cover[r][c]):
             self.tally.release(j)
-        self.taken.discard(i)
+        owners = self.owners[i]
+        owners.pop()
+        if not owners:
+            del self.owners[i]
         self.used[self.klass[i]] -= 1
+        self.per_claim[self.claim[r]] -= 1
         self.chosen[r].pop()
 
     def _state(self, r: int, c: int, k: int) -> tuple[object, ...]:
-        return r, c, k, tuple(self.used), self.tally.state(self.live[r])
+        return (
+            r,
+            c,
+            k,
+            tuple(self.used),
+            self.per_claim[self.claim[r]],
+            self.tally.state(self.live[r]),
+        )
 
     def picks(self) -> Picks:
-        return {
-            (request.claim, request.request): tuple(self.devices[i].id for i in self.chosen[r])
-            for r, request in enumerate(self.requests)
-        }
+        """By (claim, request), the request named `request/subrequest` where a
+        `firstAvailable` choice was taken, as the allocation result names it."""
+        picks: Picks = {}
+        for r, request in enumerate(self.requests):
+            sub = request.choices[self.selected[r]].subrequest
+            name = f"{request.request}/{sub}" if sub else request.request
+            picks[request.claim, name] = tuple(self.devices[i].id for i in self.chosen[r])
+        return picks

@@ -13,10 +13,13 @@ remembered per whole device.
 
 An evaluation error (an attribute the device lacks, unguarded by `has`; a result that is not a
 bool) is an outcome of its own, with its message: the allocator fails the claim when its search
-reaches such a device, and kube_rdma/core/dra/search.py does the same. Not evaluated: the other
-libraries of the Kubernetes environment (strings, lists, sets, regex, URLs, IP and CIDR, format,
-two-variable comprehensions, optional values) and its comparisons across int and double
-(`index < 2.5`); an expression using them fails to evaluate (optional syntax, `?.`, to compile).
+reaches such a device, and kube_rdma/core/dra/search.py does the same. Of the strings library,
+split, join, lowerAscii, upperAscii, trim, replace, indexOf and lastIndexOf are evaluated
+(kube_rdma/core/dra/celstrings.py). Not evaluated: the rest of the Kubernetes environment's
+libraries (the rest of strings, lists, sets, URLs, IP and CIDR, format, two-variable
+comprehensions, optional values) and its comparisons across int and double (`index < 2.5`);
+an expression using them fails to evaluate (optional syntax, `?.`, to compile). A macro
+ranges over a list or map only, as in cel-go (kube_rdma/core/dra/celranges.py).
 `cel.bind` is rewritten into a form cel-python runs (kube_rdma/core/dra/celbind.py).
 """
 
@@ -34,8 +37,11 @@ from celpy.evaluation import CELEvalError
 
 from kube_rdma.core.dra.celbind import rewrite_bindings
 from kube_rdma.core.dra.cellib import FUNCTIONS, Quantity, Semver
+from kube_rdma.core.dra.celranges import GUARD, guard_ranges, iterable
+from kube_rdma.core.dra.celstrings import STRING_FUNCTIONS
 from kube_rdma.core.dra.shapes import AttributeValue, Device, Version
 
+_FUNCTIONS = {**FUNCTIONS, **STRING_FUNCTIONS, GUARD: iterable}
 _STRINGS = re.compile(r'"((?:[^"\\]|\\.)*)"|\'((?:[^\'\\]|\\.)*)\'')
 _IDENTIFIERS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _WHOLE_MAP = frozenset({"exists", "all", "exists_one", "map", "filter", "size"})
@@ -100,9 +106,9 @@ class Selectors:
         compiled = self._compiled.get(expression)
         if compiled is None:
             try:
-                parsed = self._environment.compile(expression)
+                parsed = rewrite_bindings(self._environment.compile(expression), self._environment)
                 program = self._environment.program(
-                    rewrite_bindings(parsed, self._environment), functions=FUNCTIONS
+                    guard_ranges(parsed, self._environment), functions=_FUNCTIONS
                 )
             except Exception as e:  # celpy raises its own parse errors, and Lark's
                 first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__

@@ -54,6 +54,9 @@ class Selection:
     """allocationMode All: every matching device of the node."""
     count: int
     admin_access: bool = False
+    problem: str = ""
+    """What API validation or the allocator refuses in it (an unknown allocationMode, a
+    selector without CEL), or empty."""
 
 
 @dataclass(frozen=True)
@@ -132,14 +135,49 @@ def _request(raw: Json) -> Request:
 
 
 def _selection(raw: Json) -> Selection:
-    all_devices = raw.get("allocationMode") == "All"
+    mode = raw.get("allocationMode") or "ExactCount"
+    all_devices = mode == "All"
+    count = raw.get("count")
     return Selection(
         device_class=str(raw.get("deviceClassName") or ""),
         selectors=cel_expressions(raw.get("selectors")),
         all_devices=all_devices,
-        count=0 if all_devices else int(raw.get("count") or 1),
+        count=0 if all_devices else count if isinstance(count, int) and count > 0 else 1,
         admin_access=bool(raw.get("adminAccess")),
+        problem=_selection_problem(raw, mode),
     )
+
+
+def _selection_problem(raw: Json, mode: object) -> str:
+    """The first field API validation or the allocator refuses (k8s.io/api resource/v1
+    ExactDeviceRequest; allocator_stable.go validateDeviceRequest: "unsupported count mode",
+    "CEL expression empty (unsupported selector type?)", "missing device class name")."""
+    if mode not in ("ExactCount", "All"):
+        return f"allocationMode {mode!r}: unsupported count mode (ExactCount or All)"
+    count = raw.get("count")
+    if count is not None and (isinstance(count, bool) or not isinstance(count, int)):
+        return f"count {count!r}: not an integer"
+    if mode == "All" and count:
+        return "count: must not be set with allocationMode All"
+    if mode == "ExactCount" and isinstance(count, int) and count < 0:
+        return f"count {count}: must be greater than zero"
+    if not raw.get("deviceClassName"):
+        return "deviceClassName: missing device class name"
+    return selectors_problem(raw.get("selectors"))
+
+
+def selectors_problem(selectors: Any) -> str:
+    """Why a `selectors` list is refused, or empty: each entry must be a CEL selector with an
+    expression (allocator_stable.go: "CEL expression empty (unsupported selector type?)")."""
+    if selectors is not None and not isinstance(selectors, list):
+        return "selectors: not a list"
+    for i, selector in enumerate(selectors or []):
+        cel = selector.get("cel") if isinstance(selector, dict) else None
+        if not isinstance(cel, dict) or not isinstance(cel.get("expression"), str):
+            return f"selectors[{i}]: CEL expression empty (unsupported selector type?)"
+        if not cel["expression"]:
+            return f"selectors[{i}].cel.expression: empty"
+    return ""
 
 
 def cel_expressions(selectors: Any) -> tuple[str, ...]:

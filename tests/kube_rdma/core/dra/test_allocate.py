@@ -165,7 +165,7 @@ def test_a_constraint_may_name_one_first_available_choice() -> None:
     )
     assert run(node(REVERSED), obj) == Allocation(
         {
-            ("default/pairs", "g"): ((GPU, "n1", "gpu-0"), (GPU, "n1", "gpu-1")),
+            ("default/pairs", "g/two"): ((GPU, "n1", "gpu-0"), (GPU, "n1", "gpu-1")),
             ("default/pairs", "n"): (nic_id(6),),
         }
     )
@@ -176,6 +176,7 @@ def test_the_search_gives_up_past_its_bound_as_unresolvable() -> None:
         "gave up after trying 5 devices for the pod's claims (kube-scheduler's "
         "DynamicResources filter gives up on its timeout too)",
         resolvable=False,
+        error=True,
     )
 
 
@@ -186,6 +187,7 @@ def test_a_selector_that_fails_on_a_device_the_search_reaches_refuses_the_node()
         "claim default/pairs request g: on device gpu-0 (pool n1 of gpu.nvidia.com): CEL "
         f"selector {broken!r} fails: no such member in mapping: 'missing'",
         resolvable=False,
+        error=True,
     )
 
 

@@ -127,7 +127,7 @@ def test_first_available_takes_the_first_choice_that_fits(index: DraIndex) -> No
     demand = pod_demand(pod("p", [{"name": "g", "resourceClaimName": "fa"}]), index, selectors)
     found = allocate(demand, "n1", index.node("n1"), selectors)
     assert isinstance(found, Allocation)
-    assert len(found.devices["default/fa", "g"]) == 4
+    assert len(found.devices["default/fa", "g/four"]) == 4
     assert demand.count("gpu") == 8
 
 
@@ -177,7 +177,9 @@ def test_a_generated_claim_is_read_once_it_exists(index: DraIndex) -> None:
     assert pod_demand(owner, index, Selectors()).pinned == (("default/p-g-x1", "n1"),)
 
 
-def test_admin_access_and_other_devices_are_left_to_kube_scheduler(index: DraIndex) -> None:
+def test_admin_access_and_other_devices_are_requests_too(index: DraIndex) -> None:
+    """Every request is allocated on the node (allocator_stable.go allocateOne): an adminAccess
+    request and one for devices that are neither GPUs nor NICs (kind None) are kept."""
     admin = exactly("a", "gpu.nvidia.com")
     admin["exactly"]["adminAccess"] = True
     index.upsert_class(
@@ -188,7 +190,15 @@ def test_admin_access_and_other_devices_are_left_to_kube_scheduler(index: DraInd
     )
     index.upsert_claim(claim("c", [admin, exactly("b", "cpu")]))
     demand = pod_demand(pod("p", [{"name": "c", "resourceClaimName": "c"}]), index, Selectors())
-    assert demand == PodDemand()
+    assert [(r.request, r.choices[0].kind, r.choices[0].admin_access) for r in demand.requests] == [
+        ("a", "gpu", True),
+        ("b", None, False),
+    ]
+    assert demand.count("gpu") == 1
+    found = allocate(demand, "n1", index.node("n1"), Selectors())
+    assert found == Refusal(
+        "claim default/c request b: node publishes 0 matching device(s), needs 1", False
+    )
 
 
 def test_selector_results_are_remembered_per_what_the_expression_can_see() -> None:
@@ -198,7 +208,9 @@ def test_selector_results_are_remembered_per_what_the_expression_can_see() -> No
     for name in index.nodes():
         node = index.node(name)
         assert node is not None
-        assert all(selectors.matches([GPU_SELECTOR], d) for d in node.free())
+        assert all(
+            selectors.matches([GPU_SELECTOR], d) for d, _ in node.devices if d.id not in node.held
+        )
     assert len(selectors._results) == 1
     with pytest.raises(SelectorError, match="does not compile"):
         selectors.check("device.driver ==")
@@ -207,13 +219,13 @@ def test_selector_results_are_remembered_per_what_the_expression_can_see() -> No
 @pytest.mark.parametrize(
     ("own", "kinds"),
     [
-        ((), ()),
+        ((), (None,)),
         ((RDMA,), ("nic",)),
-        (('device.attributes["dra.net"].rdma == false',), ()),
+        (('device.attributes["dra.net"].rdma == false',), (None,)),
     ],
 )
 def test_a_class_taking_plain_netdevs_too_counts_as_a_nic_only_where_the_request_narrows_it(
-    own: tuple[str, ...], kinds: tuple[str, ...]
+    own: tuple[str, ...], kinds: tuple[str | None, ...]
 ) -> None:
     """dranet's bare class takes every interface: where the node publishes plain netdevs beside
     its RDMA NICs, the allocator may give either, so only a request that keeps RDMA NICs asks

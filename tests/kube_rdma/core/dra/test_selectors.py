@@ -79,7 +79,14 @@ def fails(expression: str, why: str) -> tuple[str, Outcome]:
         (f"cel.bind(g, {GPU}, cel.bind(v, g.driverVersion, v.major() == 580))", True),
         (f"cel.bind(g, {GPU}, g.index == 1)", False),
         fails(f"cel.bind(g, {GPU}, g.nope == 1)", "no such member in mapping: 'nope'"),
-        fails("'abc'.lowerAscii() == 'abc'", "undeclared reference to 'lowerAscii': lowerAscii"),
+        ("'ABC'.lowerAscii() == 'abc' && 'abc'.upperAscii() == 'ABC'", True),
+        ("' a '.trim() == 'a' && 'a-b'.replace('-', '+') == 'a+b'", True),
+        ("'a-b-c'.split('-') == ['a', 'b', 'c'] && 'a-b-c'.split('-', 2) == ['a', 'b-c']", True),
+        ("'a-b'.split('-', 0) == [] && 'a-b'.split('-', -1) == ['a', 'b']", True),
+        ("'ab'.split('') == ['a', 'b'] && ['a', 'b'].join() == 'ab'", True),
+        ("['a', 'b'].join('-') == 'a-b' && 'abab'.indexOf('b') == 1", True),
+        ("'abab'.lastIndexOf('b') == 3", True),
+        fails("'abc'.charAt(0) == 'a'", "undeclared reference to 'charAt': charAt"),
     ],
 )
 def test_selectors_evaluate_as_in_kube_scheduler(expression: str, outcome: Outcome) -> None:
@@ -109,3 +116,25 @@ def test_an_expression_that_does_not_compile_is_a_selector_error(expression: str
     with pytest.raises(SelectorError) as raised:
         Selectors().check(expression)
     assert str(raised.value) == f"CEL selector {expression!r} does not compile: {why}"
+
+
+@pytest.mark.parametrize(
+    ("expression", "kind"),
+    [('"fish".exists(x, x == "fish")', "string"), ("(1).all(x, x == 1)", "int")],
+)
+def test_a_macro_over_a_literal_that_is_no_list_or_map_does_not_compile(
+    expression: str, kind: str
+) -> None:
+    """cel-go's checker refuses the range (github.com/google/cel-go checker/checker.go
+    checkComprehension: "expression of type '%s' cannot be range of a comprehension"), where
+    cel-python iterates a string's characters."""
+    with pytest.raises(SelectorError) as raised:
+        Selectors().check(expression)
+    assert str(raised.value) == (
+        f"CEL selector {expression!r} does not compile: expression of type '{kind}' cannot be "
+        "range of a comprehension (must be list, map, or dynamic)"
+    )
+
+
+def test_a_macro_over_a_list_or_map_literal_compiles() -> None:
+    Selectors().check("[1].exists(x, x == 1) && {1: 2}.all(k, k == 1)")

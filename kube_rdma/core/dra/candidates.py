@@ -1,0 +1,78 @@
+"""The devices each request of a search may take on a node, and what the node's pools allow,
+as kube-scheduler's allocator of each version treats them (k8s.io/dynamic-resource-allocation
+structured/internal/stable/allocator_stable.go allocateOne and validateDeviceRequest)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kube_rdma.core.dra.demand import DeviceRequest
+from kube_rdma.core.dra.selectors import Outcome
+from kube_rdma.core.dra.shapes import Device, DeviceId
+
+Judged = dict[tuple[str, ...], dict[int, Outcome]]
+"""By selector list, the devices (positions) it matches, each with True or the error."""
+
+
+@dataclass(frozen=True)
+class Pools:
+    """What the node's pools allow (NodeDevices'), and which version's allocator decides.
+
+    1.34's allocator takes devices from an incomplete pool and fails when its search reaches
+    an invalid one (a device name twice); 1.35 and later skip both and, finding no solution,
+    fail when the node has an invalid pool (allocator_stable.go allocateOne, Allocate). An
+    `All` request fails on a node with an incomplete or invalid pool in every version."""
+
+    incomplete: frozenset[tuple[str, str]] = frozenset()
+    invalid: tuple[tuple[tuple[str, str], str], ...] = ()
+    minor: int = 35
+    """Kubernetes 1.<minor>'s allocator."""
+
+
+NO_POOLS = Pools()
+
+
+def candidates(
+    requests: Sequence[DeviceRequest],
+    devices: Sequence[Device],
+    held: frozenset[DeviceId],
+    judged: Judged,
+    pools: Pools,
+) -> list[list[list[tuple[int, Outcome]]]]:
+    """Per request and choice, the devices it may take: the free ones its selectors match of
+    the pools the version allocates from (held ones too for adminAccess), or for
+    allocationMode All every one they match. Under 1.34 the first device of an invalid pool
+    stands for the pool: reaching it ends the search."""
+    invalid = dict(pools.invalid)
+    skip = set(invalid) | (pools.incomplete if pools.minor >= 35 else set())
+    usable = [(d.driver, d.pool) not in skip for d in devices]
+    free = [d.id not in held for d in devices]
+    poison: dict[int, str] = {}
+    if pools.minor < 35:
+        first: dict[tuple[str, str], int] = {}
+        for i, d in enumerate(devices):
+            first.setdefault((d.driver, d.pool), i)
+        poison = {first[k]: reason for k, reason in invalid.items() if k in first}
+    result = []
+    for r in requests:
+        per_choice = []
+        for c in r.choices:
+            found = judged[c.selectors]
+            if c.all_devices:
+                per_choice.append(list(found.items()))
+                continue
+            entries = [
+                (i, o) for i, o in found.items() if usable[i] and (free[i] or c.admin_access)
+            ]
+            entries += [(i, f"{POISON}{reason}") for i, reason in poison.items()]
+            per_choice.append(sorted(entries))
+        result.append(per_choice)
+    return result
+
+
+POISON = "\0"
+
+
+def is_poison(outcome: Outcome) -> bool:
+    return isinstance(outcome, str) and outcome.startswith(POISON)

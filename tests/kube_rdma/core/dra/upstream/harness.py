@@ -1,0 +1,73 @@
+"""Runs one translated allocator case through kube-rdma's reading of the objects
+(kube_rdma/core/dra: DraIndex, pod_demand, allocate) and returns what upstream's allocator
+returns in the same terms: the results per claim, NONE or ERROR."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from kube_rdma.core.dra.allocate import Refusal, allocate
+from kube_rdma.core.dra.demand import pod_demand
+from kube_rdma.core.dra.index import DraIndex
+from kube_rdma.core.dra.selectors import Selectors
+from kube_rdma.core.objects import Json
+from tests.kube_rdma.core.dra.upstream.builders import ERROR, NONE, Case, Result
+
+NAMESPACE = "default"
+
+
+def outcome(case: Case, minor: int, selectors: Selectors | None = None) -> Any:
+    selectors = selectors or Selectors()
+    index = DraIndex()
+    # Upstream's table reuses slice names across pools; names matter to nothing but the
+    # apiserver, so each slice gets its own here.
+    slices = [copy.deepcopy(s) for s in case.slices]
+    for i, obj in enumerate(slices):
+        obj["metadata"]["name"] = f"{i}-{obj['metadata']['name']}"
+    index.replace_slices(slices)
+    for obj in case.classes:
+        index.upsert_class(obj)
+    names = []
+    for i, obj in enumerate(case.claims):
+        obj = copy.deepcopy(obj)
+        obj["metadata"] = {"name": f"{i}-{obj['metadata']['name']}", "namespace": NAMESPACE}
+        index.upsert_claim(obj)
+        names.append(obj["metadata"]["name"])
+    if case.allocated:
+        index.upsert_claim(_holder(case.allocated, case.node))
+    pod: Json = {
+        "metadata": {"name": "p", "namespace": NAMESPACE},
+        "spec": {"resourceClaims": [{"name": n, "resourceClaimName": n} for n in names]},
+    }
+    demand = pod_demand(pod, index, selectors)
+    if demand.problems:
+        return ERROR
+    found = allocate(demand, case.node, index.node(case.node), selectors, minor=minor)
+    if isinstance(found, Refusal):
+        return ERROR if found.error else NONE
+    if not names:
+        return NONE
+    per_claim: list[list[Result]] = []
+    for name in names:
+        label = f"{NAMESPACE}/{name}"
+        got: list[Result] = []
+        for request in (r for r in demand.requests if r.claim == label):
+            for (claim, picked), ids in found.devices.items():
+                if claim != label or picked.partition("/")[0] != request.request:
+                    continue
+                sub = picked.partition("/")[2]
+                choice = next(c for c in request.choices if c.subrequest == sub)
+                got += [(picked, *i, choice.admin_access) for i in ids]
+        per_claim.append(got)
+    return per_claim
+
+
+def _holder(devices: list[tuple[str, str, str]], node: str) -> Json:
+    """A claim allocated with the devices upstream passes as `allocatedDevices`."""
+    results = [{"request": "r", "driver": d, "pool": p, "device": n} for d, p, n in devices]
+    return {
+        "metadata": {"name": "allocated-devices", "namespace": NAMESPACE},
+        "spec": {"devices": {"requests": []}},
+        "status": {"allocation": {"devices": {"results": results}}},
+    }
