@@ -73,7 +73,9 @@ class Planner:
         first first (extender/preemption/contention.py); `quorum` counts a gang's members
         (default: by the pods' own keys, extender/gangs/quorum.py)."""
         self._quorum = quorum or Quorum(
-            cluster, lambda pod: gang_of(pod, cluster.podgroup_size), clock=clock
+            cluster,
+            lambda pod: gang_of(pod, cluster.podgroup_size, native=cluster.native.find),
+            clock=clock,
         )
         self._holds = holds or HoldBook()
         self._priority = priority
