@@ -142,7 +142,7 @@ async def test_pods_naming_a_group_are_planned_as_one_gang_from_it(version: str)
                 within=10.0,
             )
             async with EmulatedScheduler(api.host, url, CONFIG, gangs=gangs) as scheduler:
-                interleaved = [p for trio in zip(llama, qwen, bert) for p in trio]
+                interleaved = [p for trio in zip(llama, qwen, bert, strict=False) for p in trio]
                 for pod in interleaved + llama[2:] + bert[2:]:
                     api.create("pods", pod)
                 recorder = scheduler.recorder
