@@ -125,7 +125,7 @@ async def test_pods_naming_a_group_are_planned_as_one_gang_from_it(version: str)
     async with FakeApiServer({**RESOURCES, **native_gang_resources(version)}) as api:
         load(api, SMALL)
         llama, qwen, bert = jobs()
-        members = {}
+        members: dict[str, tuple[tuple[str, str], int]] = {}
         for name, pods in zip(SIZES, (llama, qwen, bert), strict=True):
             name_groups(version, pods, name)
             members |= {p["metadata"]["name"]: ((NS, gang_key(version, name)), SIZES[name])
@@ -151,7 +151,7 @@ async def test_pods_naming_a_group_are_planned_as_one_gang_from_it(version: str)
                 seen = {pod: await explain(url, pod) for pod in ("llama-worker-1", "bert-0")}
         assert recorder.max_partial_gangs(TRANSIENT) == 0
     kind = "Workload" if version == "v1alpha1" else "PodGroup"
-    for pod, name in (("llama-worker-1", "llama"), ("bert-0", "bert")):
+    for member, name in (("llama-worker-1", "llama"), ("bert-0", "bert")):
         group = "train" if version == "v1alpha1" else name
         native = {
             "group": f"{kind} {NS}/{group} ({GROUP}/{version})",
@@ -159,7 +159,7 @@ async def test_pods_naming_a_group_are_planned_as_one_gang_from_it(version: str)
             "mode": "the extender's bind barrier holds the gang (--native-gang-scheduling=off)",
             "disruptionMode": "All" if version == "v1beta1" else "Single",
         }
-        assert seen[pod] == {
+        assert seen[member] == {
             "name": f"{NS}/{gang_key(version, name)}",
             "size": SIZES[name],
             "source": f"{kind} {GROUP}/{version}",
