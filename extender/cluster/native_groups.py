@@ -12,7 +12,7 @@ import logging
 from collections.abc import Iterable
 
 from kube_rdma.core.frameworks import kubernetes_scheduling as native
-from kube_rdma.core.frameworks.kubernetes_scheduling import GroupRef, NativeGroup
+from kube_rdma.core.frameworks.kubernetes_scheduling import GroupClaim, GroupRef, NativeGroup
 from kube_rdma.core.objects import Json
 
 log = logging.getLogger("kube_rdma.extender")
@@ -67,6 +67,14 @@ class NativeGroups:
             return self._podgroups.get((namespace, ref.name))
         found = self._workloads.get((namespace, ref.name))
         return None if found is None else found[1].get(ref.pod_group)
+
+    def claims_of(self, pod: Json) -> tuple[GroupClaim, ...]:
+        """The ResourceClaims the pod's PodGroup owns (extender/cluster/claims.py)."""
+        ref = native.group_ref(pod.get("spec") or {})
+        if ref is None:
+            return ()
+        group = self.find(str((pod.get("metadata") or {}).get("namespace") or "default"), ref)
+        return () if group is None else group.claims
 
     def warn_unknown(self, version: str) -> None:
         """Log once per version that its objects are read as absent."""

@@ -72,6 +72,27 @@ class GroupRef:
 
 
 @dataclass(frozen=True)
+class GroupClaim:
+    """One of a PodGroup's `spec.resourceClaims`, with the ResourceClaim it is (its
+    `resourceClaimName`, else the one generated from its template, from
+    `status.resourceClaimStatuses`; "" while not generated). A pod's claim entry equal to it in
+    every field is this claim, reserved for the PodGroup rather than for each pod (core/v1
+    PodResourceClaim)."""
+
+    name: str
+    claim_name: str = ""
+    template_name: str = ""
+    resolved: str = ""
+
+    def matches(self, entry: Mapping[str, Any]) -> bool:
+        return (
+            str(entry.get("name") or "") == self.name
+            and str(entry.get("resourceClaimName") or "") == self.claim_name
+            and str(entry.get("resourceClaimTemplateName") or "") == self.template_name
+        )
+
+
+@dataclass(frozen=True)
 class NativeGroup:
     """One group as kube-scheduler reads it."""
 
@@ -88,8 +109,8 @@ class NativeGroup:
     priority: int | None = None
     priority_class: str = ""
     preemption_policy: str = ""
-    claims: tuple[tuple[str, str], ...] = ()
-    """(the group's claim name, the ResourceClaim's name) for each claim it owns."""
+    claims: tuple[GroupClaim, ...] = ()
+    """The ResourceClaims the group owns: one claim for all its pods."""
     parent: str = ""
     """The CompositePodGroup it belongs to (1.37)."""
     scheduled: bool = False
@@ -128,14 +149,18 @@ def read_podgroup(obj: Mapping[str, Any]) -> NativeGroup | None:
         return None
     meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
     status = obj.get("status") or {}
-    given = {c.get("name"): c.get("resourceClaimName") for c in spec.get("resourceClaims") or []}
     made = {
         c.get("name"): c.get("resourceClaimName") for c in status.get("resourceClaimStatuses") or []
     }
     claims = tuple(
-        (str(name), str(made.get(name) or given.get(name)))
-        for name in given
-        if made.get(name) or given.get(name)
+        GroupClaim(
+            str(c.get("name")),
+            str(c.get("resourceClaimName") or ""),
+            str(c.get("resourceClaimTemplateName") or ""),
+            str(c.get("resourceClaimName") or made.get(c.get("name")) or ""),
+        )
+        for c in spec.get("resourceClaims") or []
+        if c.get("name")
     )
     policy = spec.get("preemptionPolicy")
     return NativeGroup(
