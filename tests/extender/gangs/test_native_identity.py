@@ -14,7 +14,7 @@ import pytest
 from extender.cluster.model import Cluster
 from extender.cluster.snapshot import SnapshotSource
 from extender.gangs.identity import Gang, Singleton, gang_of
-from extender.gangs.native import native_line, native_summary
+from extender.gangs.native import HELD, native_line, native_summary
 from kube_rdma.core import keys
 from kube_rdma.core.frameworks import kubernetes_scheduling as native
 from kube_rdma.core.objects import Json
@@ -29,8 +29,9 @@ def podgroup(version: str, name: str = "llama", **spec: object) -> Json:
 
 
 def workload(groups: list[Json]) -> Json:
+    meta = {"name": "train", "namespace": NS}
     return {"apiVersion": "scheduling.k8s.io/v1alpha1", "kind": "Workload",
-            "metadata": {"name": "train", "namespace": NS}, "spec": {"podGroups": groups}}  # fmt: skip
+            "metadata": meta, "spec": {"podGroups": groups}}  # fmt: skip
 
 
 def pod(spec: Json, annotations: dict[str, str] | None = None) -> Json:
@@ -60,9 +61,10 @@ def read(cluster: Cluster, obj: Json, annotations: dict[str, str] | None = None)
 def test_each_version_spells_the_disruption_mode_its_own_way(
     version: str, mode: object, expected: str
 ) -> None:
-    extra = {} if mode is None else {"disruptionMode": mode}
-    group = native.read_podgroup(podgroup(version, **extra))
-    assert group is not None and group.disruption == expected
+    extra: dict[str, object] = {} if mode is None else {"disruptionMode": mode}
+    group = native.read_podgroup(podgroup(version, "llama", **extra))
+    assert group is not None
+    assert group.disruption == expected
 
 
 def test_a_podgroup_is_read_whole() -> None:
@@ -103,10 +105,12 @@ def test_pods_name_their_group_by_the_spec_field_of_their_release() -> None:
         {"workloadRef": {"name": "w", "podGroup": "g", "podGroupReplicaKey": "1"}}
     )
     assert ref == native.GroupRef("Workload", "w", "g", "1")
-    assert ref.gang_name == "w/g/1" and str(ref) == "Workload w podGroup g"
+    assert ref.gang_name == "w/g/1"
+    assert str(ref) == "Workload w podGroup g"
     ref = native.group_ref(IN_LLAMA)
     assert ref == native.GroupRef("PodGroup", "llama")
-    assert ref.gang_name == "llama" and str(ref) == "PodGroup llama"
+    assert ref.gang_name == "llama"
+    assert str(ref) == "PodGroup llama"
 
 
 def test_a_pod_in_a_podgroup_is_a_gang_member_sized_by_min_count() -> None:
@@ -114,12 +118,14 @@ def test_a_pod_in_a_podgroup_is_a_gang_member_sized_by_min_count() -> None:
     cluster.upsert_podgroup(podgroup("v1alpha2", disruptionMode="PodGroup"))
     gang = read(cluster, IN_LLAMA)
     assert gang == Gang(NS, "llama", 4, "PodGroup scheduling.k8s.io/v1alpha2")
-    assert isinstance(gang, Gang) and gang.held and gang.native is not None
+    assert isinstance(gang, Gang)
+    assert gang.held
+    assert gang.native is not None
     summary = native_summary(gang)
     assert summary == {
         "group": f"PodGroup {NS}/llama (scheduling.k8s.io/v1alpha2)",
         "minCount": 4,
-        "mode": "kube-scheduler's GangScheduling holds the gang at Permit; no extender bind barrier",
+        "mode": HELD,
         "disruptionMode": "All",
     }
     assert native_line(summary).endswith("disruption All")
@@ -138,7 +144,8 @@ def test_a_workload_of_1_35_sizes_each_of_its_pod_groups() -> None:
     basic = {"workloadRef": {"name": "train", "podGroup": "driver"}}
     assert read(cluster, basic) == Singleton(), "the basic policy is no gang"
     cluster.delete_podgroup(workload([]))
-    assert isinstance(gone := read(cluster, spec), Gang) and "does not exist yet" in gone.refusal
+    assert isinstance(gone := read(cluster, spec), Gang)
+    assert "does not exist yet" in gone.refusal
 
 
 def test_a_pod_naming_a_group_that_does_not_exist_yet_waits() -> None:
@@ -163,11 +170,14 @@ def test_kube_rdma_keys_that_contradict_the_group_are_refused_naming_both() -> N
         "remove or correct the annotation"
     )
     summary = native_summary(gang)
-    assert summary is not None and summary["refused"] == gang.refusal
-    assert summary["preemptionPolicy"] == "Never" and summary["priority"] == 5
+    assert summary is not None
+    assert summary["refused"] == gang.refusal
+    assert summary["preemptionPolicy"] == "Never"
+    assert summary["priority"] == 5
     assert "preemptionPolicy Never" in native_line(summary)
     agreeing = read(cluster, IN_LLAMA, {keys.GANG: "llama", keys.GANG_SIZE: "4"})
-    assert isinstance(agreeing, Gang) and not agreeing.refusal
+    assert isinstance(agreeing, Gang)
+    assert not agreeing.refusal
 
 
 def test_a_group_of_one_is_no_gang_and_groups_are_not_read_without_a_lookup() -> None:
@@ -185,7 +195,8 @@ def test_an_unknown_version_is_read_as_absent_with_one_warning(
         cluster.upsert_podgroup(podgroup("v2"))
         cluster.upsert_podgroup(podgroup("v2", name="other"))
         cluster.native.warn_unknown("v2")
-    assert isinstance(gang := read(cluster, IN_LLAMA), Gang) and gang.refusal
+    assert isinstance(gang := read(cluster, IN_LLAMA), Gang)
+    assert gang.refusal
     warned = [r for r in caplog.records if "scheduling.k8s.io/v2" in r.getMessage()]
     assert len(warned) == 1
     assert "read as absent" in warned[0].getMessage()

@@ -28,7 +28,7 @@ NS = "team-a"
 NODES = [nodes.node(f"gpu-{i}", nodes.hgx()) for i in range(1, 4)]
 
 
-def group(name: str, mode: Json | str, version: str = "v1beta1", **spec: Any) -> Json:
+def group(name: str, mode: object, version: str = "v1beta1", **spec: Any) -> Json:
     body = {"schedulingPolicy": {"gang": {"minCount": 2}}, "disruptionMode": mode, **spec}
     return {"apiVersion": f"scheduling.k8s.io/{version}", "kind": "PodGroup",
             "metadata": {"name": name, "namespace": NS}, "spec": body}  # fmt: skip
