@@ -24,6 +24,7 @@ def add_discovery_routes(app: web.Application) -> None:
     app.router.add_get("/api/{version}", _serve)
     app.router.add_get("/apis/{group}/{version}", _serve)
     app.router.add_get("/apis/{group}", _serve_group)
+    app.router.add_get("/apis/{group}/", _serve_group)  # as kubernetes-asyncio asks
 
 
 def api_group(resources: Mapping[str, Resource], group: str) -> Json | None:
