@@ -133,3 +133,17 @@ def test_a_gang_kube_scheduler_is_still_placing_is_never_torn_down() -> None:
         broken.check(pods)
         now[0] += 20.0
     assert torn == [f"{NS}/llama"]
+
+
+async def test_explain_says_a_pod_waits_for_its_group_to_exist() -> None:
+    objects = [nodes.node("gpu-1", nodes.hgx()), member("m-0")]
+    async with serving(objects) as client:
+        status, answer = await client.post("filter", {"Pod": member("m-0"), "NodeNames": ["gpu-1"]})
+        _, text = await client.get(f"/explain?namespace={NS}&name=m-0&format=table")
+    waiting = (
+        f"gang {NS}/llama: the pod names PodGroup llama, which does not exist yet; waiting for "
+        "it, as kube-scheduler does"
+    )
+    assert status == 200
+    assert answer["FailedAndUnresolvableNodes"] == {"gpu-1": waiting}
+    assert f"no plan now: {waiting}" in text
