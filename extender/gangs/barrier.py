@@ -21,9 +21,9 @@ Nothing is bound before every member arrived; after, a gang is partly bound only
 as the apiserver takes to bind it.
 
 A gang kube-scheduler holds itself (its GangScheduling plugin keeps members at Permit until
-minCount of them are placed, then lets them all bind: `Gang.held`) passes straight through:
-a second barrier could only slow it, and its members never all reach bind at once when the
-plugin's own Permit lets fewer than all of them go.
+minCount of them are placed, 1.35 and 1.36, or places the group in one PodGroup cycle, 1.37,
+then lets them bind: `Gang.held`) passes straight through: a second barrier could only slow
+it, and its members never all reach bind when kube-scheduler lets fewer than all of them go.
 """
 
 from __future__ import annotations

@@ -63,8 +63,8 @@ class Gang:
     native: NativeGroup | None = field(default=None, compare=False)
     """The scheduling.k8s.io group it is (its priority, disruption mode, topology)."""
     held: bool = field(default=False, compare=False)
-    """kube-scheduler's own GangScheduling holds its members at Permit and lets them bind all
-    together (--native-gang-scheduling): the extender adds no barrier of its own."""
+    """kube-scheduler's own GangScheduling holds its members (at Permit, or in its PodGroup
+    cycle) and lets them bind together (--native-gang-scheduling): no barrier of the extender's."""
     refusal: str = field(default="", compare=False)
     """Why it may not be planned at all: its group does not exist yet, or kube-rdma's keys
     contradict it."""

@@ -21,7 +21,10 @@ from extender.levels.placement import Placement
 from extender.podview import PodView
 from kube_rdma.core.objects import Json
 
-HELD = "kube-scheduler's GangScheduling holds the gang at Permit; no extender bind barrier"
+HELD = (
+    "kube-scheduler's GangScheduling holds the gang (Permit or the PodGroup cycle); "
+    "no extender bind barrier"
+)
 BARRIER = "the extender's bind barrier holds the gang (--native-gang-scheduling=off)"
 
 
