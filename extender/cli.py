@@ -91,6 +91,14 @@ def _register_extender(subcommands: argparse._SubParsersAction[argparse.Argument
         "given up and planned again",
     )
     extender.add_argument(
+        "--native-gang-scheduling",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="whether kube-scheduler's own GangScheduling holds the pods of a scheduling.k8s.io "
+        "Workload or PodGroup: auto and on bind those gangs without the extender's barrier "
+        "(auto: for every group read off a served API); off keeps the barrier (docs/gangs.md)",
+    )
+    extender.add_argument(
         "--percentage-of-nodes-to-score",
         type=_percentage,
         default=100,
@@ -255,6 +263,7 @@ async def _scheduler_app(args: argparse.Namespace, tls: Any = None) -> Any:
         plan_timeout=args.plan_timeout,
         barrier_timeout=args.barrier_timeout,
         barrier_progress_timeout=args.barrier_progress_timeout,
+        native_gang_scheduling=args.native_gang_scheduling,
         percentage_of_nodes_to_score=args.percentage_of_nodes_to_score,
     )
     gangs = level_settings(gangs, args.topology, args.domain_label)

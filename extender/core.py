@@ -72,6 +72,7 @@ class Core:
         cluster = source.cluster
         self._source = source
         self.cluster = cluster
+        self._native_held = gangs.native_gang_scheduling != "off"
         self._resources = (tuple(resources[0]), tuple(resources[1]))
         self.records = records or MemoryRecords()
         levels = LevelSettings(gangs.domains, gangs.nvlink, gangs.topology)
@@ -154,7 +155,9 @@ class Core:
         return pod_view(pod, *self._resources, cluster.claim_demand(pod), cluster.selectors)
 
     def gang(self, pod: Json) -> Gang | Singleton:
-        return gang_of(pod, self._source.cluster.podgroup_size, self._owner_gang)
+        cluster = self._source.cluster
+        held = self._native_held
+        return gang_of(pod, cluster.podgroup_size, self._owner_gang, cluster.native.find, held)
 
     def waiting_members(self, gang: Gang) -> list[Json]:
         """The gang's pods in the cache that are not bound yet: the planner groups them by the

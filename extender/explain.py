@@ -21,6 +21,7 @@ from extender.core import Core
 from extender.engine import Assessment
 from extender.filters import Verdict
 from extender.gangs.identity import Gang, Singleton
+from extender.gangs.native import native_line, native_summary
 from extender.gangs.planner import Planner
 from extender.podview import PodView
 from extender.preemption.contention import Contention
@@ -185,7 +186,10 @@ def _gang_line(gang: Json | None) -> list[str]:
         where = gang["capacity"]
     else:
         where = f"no plan now: {gang['capacity']}"
-    return [f"gang {gang['name']} of {gang['size']} ({gang['source']}): {where}"]
+    lines = [f"gang {gang['name']} of {gang['size']} ({gang['source']}): {where}"]
+    if native := gang.get("native"):
+        lines.append(native_line(native))
+    return lines
 
 
 def _levels(gang: Json) -> list[str]:
@@ -237,6 +241,8 @@ def gang_summary(
     if (waiting_for := presence.refusal()) is not None:
         summary["members"] = presence.summary()
         summary["waitingFor"] = waiting_for
+    if (native := native_summary(gang)) is not None:  # its scheduling.k8s.io group
+        summary["native"] = native
     plan = planner.plans.get(gang.key)
     if plan is None and bound_members is not None and bound_members >= gang.size:
         summary["plan"] = None

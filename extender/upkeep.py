@@ -26,6 +26,7 @@ from extender.podview import PodView
 from extender.preemption.broken import BrokenGangs
 from extender.preemption.contention import Contention, Waiting
 from extender.preemption.evictor import Evictor
+from extender.preemption.priority import disrupted_one_by_one
 from kube_rdma.core.objects import Json
 
 log = logging.getLogger("kube_rdma.extender")
@@ -113,11 +114,12 @@ class Upkeep:
 
     def _tear_down_preempted(self) -> None:
         """kube-scheduler preempted a gang member for another pod: the rest of its gang goes
-        too, whole, rather than hold GPUs for a job that cannot run."""
+        too, whole, rather than hold GPUs for a job that cannot run; not for a scheduling.k8s.io
+        group whose disruptionMode is Single, whose pods go one by one."""
         preempted = self._cluster.preempted
         while preempted:
             gang = self._gang(preempted.popleft())
-            if isinstance(gang, Gang):
+            if isinstance(gang, Gang) and not disrupted_one_by_one(gang):
                 self._evictor.tear_down_gang(gang, self._gang_pods(gang.key, bound=True))
 
     def _gang_pods(self, gang: GangKey, bound: bool) -> list[PodKey]:

@@ -10,18 +10,30 @@ bind the extender puts the pod back in each claim's `reservedFor`, if the claim 
 allocated on the member's node; if it is not (deallocated, or allocated elsewhere), the member
 is not bound by the extender: kube-scheduler retries it, and its plan steers it to its node,
 where it binds inside its own bind call.
+
+A claim a Kubernetes PodGroup owns (1.36+, its `spec.resourceClaims`: one ResourceClaim for all
+its pods, past the 256 entries of `reservedFor`) is reserved for the PodGroup, not for each pod:
+it is read as the pod's own claim (a pod entry equal to the group's in every field names it,
+the group's `status.resourceClaimStatuses` giving the generated name before the pod's status
+does), and a pod needs no entry of its own in a claim reserved for its PodGroup.
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 
+from kube_rdma.core.frameworks.kubernetes_scheduling import GroupClaim
 from kube_rdma.core.objects import Json
 
+PODGROUPS = "podgroups"
+"""`reservedFor[].resource` of a claim reserved for a scheduling.k8s.io PodGroup."""
 
-def claim_names(pod: Json) -> tuple[list[str], list[str]]:
+
+def claim_names(pod: Json, group: Sequence[GroupClaim] = ()) -> tuple[list[str], list[str]]:
     """The names of the pod's claims, and the claim entries whose generated claim is not known
-    (named in neither the entry nor `status.resourceClaimStatuses`)."""
+    (named in neither the entry, `status.resourceClaimStatuses` nor its PodGroup's claims,
+    `group`)."""
     generated = {
         str(s.get("name")): s.get("resourceClaimName")
         for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []
@@ -33,6 +45,7 @@ def claim_names(pod: Json) -> tuple[list[str], list[str]]:
         if not isinstance(entry, dict):
             continue
         name = entry.get("resourceClaimName") or generated.get(str(entry.get("name")))
+        name = name or next((c.resolved for c in group if c.matches(entry)), None)
         (names if name else unknown).append(str(name or entry.get("name")))
     return names, unknown
 
@@ -65,6 +78,8 @@ def reserved(claim: Json, pod: Json, node: str) -> Json | str:
     entries = status.get("reservedFor") or []
     if any(isinstance(e, dict) and e.get("uid") == uid for e in entries):
         return claim
+    if any(isinstance(e, dict) and e.get("resource") == PODGROUPS for e in entries):
+        return claim  # reserved for the pod's PodGroup, which covers its pods
     updated = copy.deepcopy(claim)
     entry = {"resource": "pods", "name": pod_meta.get("name"), "uid": uid}
     updated["status"]["reservedFor"] = [*entries, entry]

@@ -1,8 +1,9 @@
 """The live cluster source: Nodes and Pods listed and watched into the cluster model, and binds
-that create a real `v1.Binding`. PodGroups and the workloads that own training pods (batch Jobs,
-PyTorchJobs, MPIJobs, JobSets, Volcano Jobs) are listed and watched too, where API discovery finds
-them served (their CRDs installed; looked for again every few minutes where they are not), and
-so are the DRA objects (cluster/dra_live.py).
+that create a real `v1.Binding`. PodGroups (scheduler-plugins', Volcano's, and Kubernetes' own
+scheduling.k8s.io Workloads and PodGroups in each version served) and the workloads that own
+training pods (batch Jobs, PyTorchJobs, MPIJobs, JobSets, Volcano Jobs) are listed and watched
+too, where API discovery finds them served (their CRDs installed; looked for again every few
+minutes where they are not), and so are the DRA objects (cluster/dra_live.py).
 The reflectors (kube_rdma/kube/reflector.py) keep the model equal to the apiserver's truth
 through cut watches, 410 Gone, duplicated or reordered events and outages; the source is ready
 while Nodes and Pods are in sync, and not while a re-list is pending or the apiserver has been
@@ -27,9 +28,11 @@ import asyncio
 import functools
 import logging
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
+
+from kubernetes_asyncio import client
 
 from extender.cluster.dra_live import ClaimReservations, dra_reflectors
 from extender.cluster.model import Cluster
@@ -38,6 +41,7 @@ from extender.cluster.pods import PodKey, as_bound, pod_key
 from extender.cluster.source import BindError, LookupFailed
 from extender.cluster.trim import trim_node, trim_pod, trim_workload
 from kube_rdma.core.frameworks import coscheduling, volcano
+from kube_rdma.core.frameworks import kubernetes_scheduling as native
 from kube_rdma.core.objects import Json
 from kube_rdma.kube.client import call
 from kube_rdma.kube.discovery import RECHECK_SECONDS, ApiResource, Discovery
@@ -51,6 +55,11 @@ PODGROUP_VERSIONS = (
     (coscheduling.GROUP, coscheduling.PODGROUP_VERSION),
     (volcano.SCHEDULING_GROUP, volcano.PODGROUP_VERSION),
 )
+NATIVE_RESOURCES = (
+    *((native.WORKLOAD, v, "workloads") for v in native.WORKLOAD_VERSIONS),
+    *((native.PODGROUP, v, "podgroups") for v in native.PODGROUP_VERSIONS),
+)
+"""Kubernetes' own gang objects (scheduling.k8s.io), each version kube-rdma reads."""
 LIST_PAGE_SIZE = 500
 """Nodes and Pods are listed in pages of this many (client-go's pager's default)."""
 BIND_TIMEOUT_SECONDS = 3.0
@@ -108,6 +117,7 @@ class LiveSource:
             page_size=LIST_PAGE_SIZE,
         )
         self.podgroup_reflectors: list[Reflector] = []
+        self._unknown_versions: Callable[[], Coroutine[Any, Any, list[str]]] | None = None
         self.owner_reflectors: list[Reflector] = []
         self.dra_reflectors: list[Reflector] = []
         self._claims: ClaimReservations | None = None
@@ -137,6 +147,7 @@ class LiveSource:
                     served=discovery.waiter(ApiResource(group, version, "podgroups")),
                 )
             )
+        self._follow_native(custom_api, discovery)
         for resource in WORKLOADS:
             api_resource = ApiResource(resource.group, resource.version, resource.plural)
             self.owner_reflectors.append(
@@ -155,6 +166,32 @@ class LiveSource:
                 )
             )
 
+    def _follow_native(self, custom_api: Any, discovery: Discovery) -> None:
+        """scheduling.k8s.io Workloads and PodGroups, in every version served that kube-rdma
+        reads; a served version it does not read is named once in a warning."""
+        for kind, version, plural in NATIVE_RESOURCES:
+            self.podgroup_reflectors.append(
+                self._reflector(
+                    functools.partial(
+                        custom_api.list_cluster_custom_object, native.GROUP, version, plural
+                    ),
+                    functools.partial(self.cluster.replace_native, kind, version),
+                    functools.partial(self._native_event, kind, version),
+                    f"{plural}.{native.GROUP}/{version}",
+                    served=discovery.waiter(ApiResource(native.GROUP, version, plural)),
+                )
+            )
+        api_client = getattr(custom_api, "api_client", None)
+        if api_client is not None:
+            get_group = client.SchedulingApi(api_client).get_api_group
+            self._unknown_versions = functools.partial(
+                discovery.unknown_versions, get_group, native.GROUP, native.KNOWN_VERSIONS
+            )
+
+    def _native_event(self, kind: str, version: str, event: str, obj: Json) -> None:
+        obj = {**obj, "kind": kind, "apiVersion": f"{native.GROUP}/{version}"}
+        self._podgroup_event(event, obj)
+
     def ready(self) -> bool:
         """Nodes and Pods are listed and followed: no re-list pending, and the apiserver not
         unreachable for longer than the reflectors' `stale_after`."""
@@ -167,6 +204,8 @@ class LiveSource:
             optional = [*self.podgroup_reflectors, *self.owner_reflectors, *self.dra_reflectors]
             for reflector in optional:
                 tasks.create_task(reflector.run())
+            if self._unknown_versions is not None:
+                tasks.create_task(self._unknown_versions())
 
     def _replace_podgroups(self, group: str) -> Callable[[list[Json]], None]:
         def replace(items: list[Json]) -> None:

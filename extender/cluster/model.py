@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from extender.cluster.devices import DEFAULT_DRA_NAMES, DraNames, add_devices, signature
+from extender.cluster.native_groups import NativeGroups
 from extender.cluster.node_topology import rails_signature, read_topology
 from extender.cluster.pods import (
     TERMINAL_PHASES,
@@ -32,6 +33,7 @@ from kube_rdma.core.dra.demand import PodDemand, pod_demand
 from kube_rdma.core.dra.index import DraIndex, NodeDevices
 from kube_rdma.core.dra.kinds import DEFAULT_KIND_RULES, KindRule
 from kube_rdma.core.dra.selectors import Selectors
+from kube_rdma.core.frameworks.kubernetes_scheduling import GROUP as NATIVE_GROUP
 from kube_rdma.core.nodeconstraints import NodeFacts, Taint, node_facts
 from kube_rdma.core.objects import Json
 from kube_rdma.core.topology import Topology
@@ -104,6 +106,8 @@ class Cluster:
         self._views: dict[str, NodeInfo] = {}
         self._interned: dict[Any, int] = {}
         self._podgroups: dict[tuple[str, str, str], int] = {}
+        self.native = NativeGroups()
+        """Kubernetes' own Workloads and PodGroups (scheduling.k8s.io)."""
         self.generation = 0
         """Bumped on every change; lets callers cache results per generation."""
         self._changed: list[str] = []
@@ -218,6 +222,10 @@ class Cluster:
 
     def upsert_podgroup(self, obj: Json) -> None:
         group = str(obj.get("apiVersion") or "").partition("/")[0]
+        if group == NATIVE_GROUP:
+            self.native.upsert(obj)
+            self.generation += 1
+            return
         meta = obj.get("metadata") or {}
         key = (group, str(meta.get("namespace") or "default"), str(meta.get("name")))
         size = (obj.get("spec") or {}).get("minMember")
@@ -235,6 +243,10 @@ class Cluster:
 
     def delete_podgroup(self, obj: Json) -> None:
         group = str(obj.get("apiVersion") or "").partition("/")[0]
+        if group == NATIVE_GROUP:
+            self.native.delete(obj)
+            self.generation += 1
+            return
         meta = obj.get("metadata") or {}
         self._podgroups.pop(
             (group, str(meta.get("namespace") or "default"), str(meta.get("name"))), None
@@ -243,6 +255,11 @@ class Cluster:
 
     def podgroup_size(self, group: str, namespace: str, name: str) -> int | None:
         return self._podgroups.get((group, namespace, name))
+
+    def replace_native(self, kind: str, version: str, items: Iterable[Json]) -> None:
+        """Every scheduling.k8s.io Workload or PodGroup of one version, as listed."""
+        self.native.replace(kind, version, items)
+        self.generation += 1
 
     # DRA objects (resource.k8s.io): each update rebuilds the views of the nodes it touched
 

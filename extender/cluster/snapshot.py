@@ -29,7 +29,9 @@ from kube_rdma.core.documents import DocumentError, read_documents
 from kube_rdma.core.objects import Json
 from kube_rdma.core.podshape import pod_problem
 
-KINDS = frozenset({"Node", "Pod", "PodGroup", *(r.kind for r in WORKLOADS), *dra_objects.KINDS})
+KINDS = frozenset(
+    {"Node", "Pod", "PodGroup", "Workload", *(r.kind for r in WORKLOADS), *dra_objects.KINDS}
+)
 # Parts of an object the model reads as maps; anything else there is a broken snapshot.
 MAPS = ("metadata", "spec", "status", "metadata.labels", "metadata.annotations")
 
@@ -50,7 +52,8 @@ class SnapshotSource:
         self.cluster.replace_pods(trim_pod(o) for o in objects if o.get("kind") == "Pod")
         for kind in sorted(dra_objects.KINDS):
             dra_objects.replace(self.cluster, kind, [o for o in objects if o.get("kind") == kind])
-        for podgroup in (o for o in objects if o.get("kind") == "PodGroup"):
+        # PodGroups of every API group; scheduling.k8s.io Workloads too (Kubernetes' own gangs)
+        for podgroup in (o for o in objects if o.get("kind") in ("PodGroup", "Workload")):
             self.cluster.upsert_podgroup(podgroup)
         # A snapshot holds every workload there is: an owner it lacks does not exist.
         for resource in WORKLOADS:

@@ -11,7 +11,8 @@ informer's store), so memory follows the useful data. What each one keeps, and w
   the required node affinity and the tolerations (the nodes a gang member may use); priority,
   preemptionPolicy and activeDeadlineSeconds (preemption and holds); status.phase; the
   PodScheduled condition's time, and spec.schedulerName (explain says who bound a pod and when);
-  spec.resourceClaims and status.resourceClaimStatuses (the devices its DRA claims ask for).
+  spec.resourceClaims and status.resourceClaimStatuses (the devices its DRA claims ask for);
+  spec.schedulingGroup and spec.workloadRef (its scheduling.k8s.io gang).
   Annotations are kept but for a few large ones nothing here reads (NOT_READ_ANNOTATIONS), since
   gang identity looks up keys of many schedulers and queues.
 - Node: name, labels, the kube-rdma.io/ annotations (the topology document),
@@ -89,6 +90,9 @@ def trim_pod(pod: Json) -> Json:
     trimmed_spec.update(_node_constraints(spec))
     if spec.get("resourceClaims"):
         trimmed_spec["resourceClaims"] = spec["resourceClaims"]
+    for group in ("schedulingGroup", "workloadRef"):  # its scheduling.k8s.io gang
+        if spec.get(group):
+            trimmed_spec[group] = spec[group]
     result: Json = {**_type(pod), "metadata": kept, "spec": trimmed_spec}
     status = _pod_status(_object(pod.get("status")))
     if status:

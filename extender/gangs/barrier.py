@@ -19,6 +19,11 @@ its request:
 
 Nothing is bound before every member arrived; after, a gang is partly bound only for as long
 as the apiserver takes to bind it.
+
+A gang kube-scheduler holds itself (its GangScheduling plugin keeps members at Permit until
+minCount of them are placed, 1.35 and 1.36, or places the group in one PodGroup cycle, 1.37,
+then lets them bind: `Gang.held`) passes straight through: a second barrier could only slow
+it, and its members never all reach bind when kube-scheduler lets fewer than all of them go.
 """
 
 from __future__ import annotations
@@ -69,6 +74,8 @@ class Barrier:
         enough members are bound, binds without waiting."""
         if self._closed is not None:
             raise BindError(self._closed)
+        if gang.held:
+            return True
         binding = self._binding.get(pod)
         if binding is not None and await asyncio.shield(binding):
             return False

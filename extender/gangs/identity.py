@@ -9,6 +9,13 @@ PodGroup object, the cluster model supplies the PodGroups it holds. After these 
 the workload that owns the pod (a PyTorchJob, MPIJob, JobSet, ...) gives the gang: `owner_gang`
 (extender/gangs/ownership.py) reads it. A pod that names a gang whose size cannot be found is
 scheduled alone, and `reason` says why (explain shows it).
+
+Before all of them comes Kubernetes' own gang (`scheduling.k8s.io`, 1.35+): a pod whose spec
+names a Workload's pod group (`spec.workloadRef`) or a PodGroup (`spec.schedulingGroup`) is a
+member of that group, sized by its `minCount`, without any kube-rdma key
+(kube_rdma/core/frameworks/kubernetes_scheduling.py). kube-rdma's own keys that disagree with
+the group (another gang name or size) refuse the pod, naming both; a group that does not exist
+yet makes the pod wait, as kube-scheduler's GangScheduling plugin does.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from dataclasses import dataclass, field
 
 from kube_rdma.core import keys
 from kube_rdma.core.frameworks import coscheduling, jobset, koordinator, kubeflow, kueue, volcano
+from kube_rdma.core.frameworks.kubernetes_scheduling import GroupRef, NativeGroup, group_ref
 from kube_rdma.core.objects import Json
 
 NameOf = Callable[[Mapping[str, str]], str | None]
@@ -38,6 +46,8 @@ PodGroupSize = Callable[[str, str, str], int | None]
 """(API group, namespace, name) -> the PodGroup's minMember, None when unknown."""
 OwnerGang = Callable[[Json], "Gang | Singleton | None"]
 """The pod's gang from the workload owning it; None when no workload owns it."""
+NativeLookup = Callable[[str, GroupRef], NativeGroup | None]
+"""(namespace, the group a pod names) -> the scheduling.k8s.io group; None while absent."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +60,14 @@ class Gang:
     vouched: bool = field(default=False, compare=False)
     """Read off its owning workload, whose controller creates every member: the gang may act
     before all its members exist (extender/gangs/quorum.py)."""
+    native: NativeGroup | None = field(default=None, compare=False)
+    """The scheduling.k8s.io group it is (its priority, disruption mode, topology)."""
+    held: bool = field(default=False, compare=False)
+    """kube-scheduler's own GangScheduling holds its members (at Permit, or in its PodGroup
+    cycle) and lets them bind together (--native-gang-scheduling): no barrier of the extender's."""
+    refusal: str = field(default="", compare=False)
+    """Why it may not be planned at all: its group does not exist yet, or kube-rdma's keys
+    contradict it."""
 
     @property
     def key(self) -> tuple[str, str]:
@@ -67,11 +85,22 @@ class Singleton:
 
 
 def gang_of(
-    pod: Json, podgroup_size: PodGroupSize, owner_gang: OwnerGang = lambda pod: None
+    pod: Json,
+    podgroup_size: PodGroupSize,
+    owner_gang: OwnerGang = lambda pod: None,
+    native: NativeLookup | None = None,
+    held: bool = False,
 ) -> Gang | Singleton:
+    """`native`: the scheduling.k8s.io groups, None where they are not followed; `held`:
+    kube-scheduler holds their gangs itself (--native-gang-scheduling)."""
     meta = pod.get("metadata") or {}
     namespace = str(meta.get("namespace") or "default")
     both: Mapping[str, str] = {**(meta.get("labels") or {}), **(meta.get("annotations") or {})}
+    ref = group_ref(pod.get("spec") or {}) if native is not None else None
+    if native is not None and ref is not None:
+        found = _native(namespace, both, ref, native(namespace, ref), held)
+        if found is not None:
+            return found
     for find in (_ours, _podgroup, _kueue, _koordinator, _sized_job):
         found = find(namespace, both, podgroup_size)
         if found is not None:
@@ -168,3 +197,32 @@ def _unsized_job(namespace: str, both: Mapping[str, str]) -> Singleton | None:
             missing = f"neither a PodGroup label, {keys.GANG_SIZE} nor a known owner gives its size"
             return Singleton(f"gang {namespace}/{name} ({source}): {missing}; scheduled alone")
     return None
+
+
+def _native(
+    namespace: str, both: Mapping[str, str], ref: GroupRef, group: NativeGroup | None, held: bool
+) -> Gang | Singleton | None:
+    """The pod's scheduling.k8s.io group; None for a group without the gang policy."""
+    name = ref.gang_name
+    source = f"{ref.kind} scheduling.k8s.io"
+    if group is None:
+        why = (
+            f"gang {namespace}/{name}: the pod names {ref}, which does not exist yet; "
+            "waiting for it, as kube-scheduler does"
+        )
+        return Gang(namespace, name, 0, source, refusal=why)
+    if group.min_count is None:
+        return None
+    source = f"{ref.kind} {group.api_version}"
+    ours, size = both.get(keys.GANG), both.get(keys.GANG_SIZE)
+    clash = []
+    if ours and ours != name:
+        clash.append(f"{keys.GANG}={ours!r} names another gang than {ref} ({name!r})")
+    if size is not None and size != str(group.min_count):
+        clash.append(f"{keys.GANG_SIZE}={size!r} differs from {ref} minCount={group.min_count}")
+    if clash:
+        why = f"gang {namespace}/{name}: " + "; ".join(clash) + "; remove or correct the annotation"
+        return Gang(namespace, name, group.min_count, source, native=group, refusal=why)
+    if group.min_count <= 1:
+        return Singleton()
+    return Gang(namespace, name, group.min_count, source, native=group, held=held)

@@ -73,7 +73,9 @@ class Planner:
         first first (extender/preemption/contention.py); `quorum` counts a gang's members
         (default: by the pods' own keys, extender/gangs/quorum.py)."""
         self._quorum = quorum or Quorum(
-            cluster, lambda pod: gang_of(pod, cluster.podgroup_size), clock=clock
+            cluster,
+            lambda pod: gang_of(pod, cluster.podgroup_size, native=cluster.native.find),
+            clock=clock,
         )
         self._holds = holds or HoldBook()
         self._priority = priority
@@ -260,8 +262,8 @@ class Planner:
 
     def no_fit_reason(self, pod: PodView, gang: Gang) -> str:
         """Why the gang does not fit now, or can never fit as it asks, with the numbers (the
-        filter's answer)."""
-        return self._maker.no_fit_reason(pod, gang)
+        filter's answer); a gang refused as such (its group missing or contradicted) says why."""
+        return gang.refusal or self._maker.no_fit_reason(pod, gang)
 
     def refusal(self, pod: PodView, gang: Gang) -> str | None:
         """Why the gang may not be planned, hold or preempt: its declared members do not exist

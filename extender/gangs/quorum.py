@@ -8,7 +8,10 @@ coscheduling PreFilter makes a member wait until its PodGroup's minMember pods e
 read off its owning workload (a PyTorchJob's replicas, a JobSet's replicatedJobs, ...:
 extender/gangs/ownership.py) is vouched for by that workload: its controller creates every
 member, so its members need not all exist yet. Until then each member fails as unresolvable,
-`gang team-a/llama: 1 of 8 members exist; waiting for the rest`.
+`gang team-a/llama: 1 of 8 members exist; waiting for the rest`. A gang kube-scheduler holds
+itself (its GangScheduling plugin, extender/gangs/identity.py `held`) is not made to wait a
+second time: the plugin's PreEnqueue sends no member before minCount pods exist, and the
+extender's cache may lag behind kube-scheduler's.
 
 No gang may declare more than `limit` members (`--max-gang-size`), vouched or not: a size
 beyond it is refused with the numbers.
@@ -53,12 +56,14 @@ class Presence:
     def refusal(self) -> str | None:
         """Why the gang may not act (plan, hold, preempt) now; None when it may."""
         gang = self.gang
+        if gang.refusal:
+            return gang.refusal
         if gang.size > self.limit:
             return (
                 f"gang {gang} declares {gang.size} members, more than the extender allows "
                 f"({self.limit}, --max-gang-size); it is never placed"
             )
-        if self.vouched or self.exist >= gang.size:
+        if self.vouched or gang.held or self.exist >= gang.size:
             return None
         return f"gang {gang}: {self.exist} of {gang.size} members exist; waiting for the rest"
 

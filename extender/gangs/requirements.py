@@ -23,6 +23,7 @@ from typing import Protocol
 
 from extender.cluster.model import Cluster, NodeInfo
 from extender.gangs.identity import Gang
+from extender.gangs.native import beyond_cluster, group_placement
 from extender.gangs.pools import MemberGroup, open_groups
 from extender.levels.compute_domains import nvlink_claim
 from extender.levels.placement import Placement, placement_of
@@ -97,7 +98,7 @@ class Requirements:
         come before the watch delivers the pod), off `raw` (the pod as kube-scheduler sent it),
         else another member of the gang."""
         raw = self._cluster.pod(*pod.key) or raw or next(iter(self._members(gang)), None) or {}
-        asked = placement_of(raw, self._top_owner(raw) if raw else None)
+        asked = group_placement(placement_of(raw, self._top_owner(raw) if raw else None), gang)
         claim = nvlink_claim(raw, self._cluster.dra, self._cluster.selectors) if raw else None
         return asked if claim is None else asked.needing_nvlink(claim, levels or self.levels())
 
@@ -120,6 +121,10 @@ class Requirements:
         placement = self.placement(pod, gang, levels)
         if placement.problem is not None:
             return f"gang {gang}: {placement.problem}"
+        if gang.native is not None:
+            totals = self._allocatable(pod, groups(), levels)
+            if (beyond := beyond_cluster(gang, pod, needed, totals)) is not None:
+                return beyond
         if placement.required is None and placement.slice_level is None:
             return None
         search = placement.search(levels)

@@ -35,6 +35,11 @@ class GangSettings:
     absent_limit: int = 3
     """Calls in a row without a planned node among sampled candidates before the plan is
     redone."""
+    native_gang_scheduling: str = "auto"
+    """`auto`, `on` or `off`: whether kube-scheduler's own GangScheduling holds the members of a
+    scheduling.k8s.io group at Permit (docs/gangs.md, "Kubernetes' own gangs"). Held gangs bind
+    without the extender's barrier and are not made to wait for their members a second time.
+    `auto` and `on` trust it for every group read off a served API; `off` keeps the barrier."""
     percentage_of_nodes_to_score: int = 100
     """kube-scheduler's percentageOfNodesToScore (0: its adaptive default), which tells a
     candidate list cut short by sampling from one that holds every feasible node."""

@@ -82,7 +82,10 @@ class Standing:
             return False
         # Dictionary lookups only: this runs for every planned member at each member's filter.
         dra = self._cluster.dra
-        nodes = {dra.claim_node((key[0], name)) for name in claim_names(pod)[0]}
+        nodes = {
+            dra.claim_node((key[0], name))
+            for name in claim_names(pod, self._cluster.native.claims_of(pod))[0]
+        }
         return nodes - {None} == {node}
 
     def bound(self, key: PodKey) -> bool:

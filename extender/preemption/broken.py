@@ -9,6 +9,9 @@ quickly. With a grace period set, a gang seen whole that has fewer members bound
 for longer than the grace is torn down: its bound members are evicted, whole. Off by default:
 some jobs (elastic ones, torchrun with --max-restarts) survive losing a member.
 
+A gang kube-scheduler is still placing itself (extender/gangs/identity.py `held`, its group not
+marked scheduled yet) is never judged: it is not running short, it is being placed.
+
 Checked every CHECK_SECONDS at most, over the whole pod cache.
 """
 
@@ -57,7 +60,7 @@ class BrokenGangs:
             if not (pod.get("spec") or {}).get("nodeName"):
                 continue
             gang = self._gang_of(pod)
-            if isinstance(gang, Gang):
+            if isinstance(gang, Gang) and not _placing(gang):
                 bound.setdefault(gang.key, (gang, []))[1].append(pod_key(pod))
         self._judge(bound, now)
 
@@ -90,3 +93,10 @@ class BrokenGangs:
     def broken(self) -> dict[GangKey, float]:
         """Gangs running short of members, and since when."""
         return dict(self._broken)
+
+
+def _placing(gang: Gang) -> bool:
+    """kube-scheduler holds the gang itself and has not said it placed it yet (its PodGroup's
+    PodGroupScheduled or PodGroupInitiallyScheduled condition): its members bound so far are
+    not a gang that lost members."""
+    return gang.held and gang.native is not None and not gang.native.scheduled

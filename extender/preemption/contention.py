@@ -39,7 +39,14 @@ from extender.gangs.requirements import GangLevels
 from extender.podview import PodView
 from extender.preemption.freeing import Freeing, emptied
 from extender.preemption.limits import BACKOFF, Backoff, EvictionBudget
-from extender.preemption.priority import Unit, may_cross, may_preempt, pod_priority
+from extender.preemption.priority import (
+    Unit,
+    group_never_preempts,
+    may_cross,
+    may_preempt,
+    pod_priority,
+    waiting_priority,
+)
 from extender.preemption.settings import ContentionSettings as ContentionSettings
 from extender.preemption.units import Units
 from extender.preemption.victims import Room, Slices, VictimChoice, choose_victims
@@ -71,6 +78,8 @@ class Waiting:
     members: set[PodKey] = field(default_factory=set)
     classes: set[str] = field(default_factory=set)
     """Its members' PriorityClasses."""
+    never: str | None = None
+    """Why its scheduling.k8s.io group keeps it from preempting (preemptionPolicy: Never)."""
 
 
 class Contention:
@@ -118,8 +127,9 @@ class Contention:
         entry = self.waiting.get(gang.key)
         if entry is None:
             entry = self.waiting[gang.key] = Waiting(gang, member, 0, True, now)
-        entry.priority = max(entry.priority, pod_priority(pod))
-        entry.preempts = entry.preempts and may_preempt(pod)
+        entry.priority = waiting_priority(gang, pod, entry.priority)
+        entry.never = group_never_preempts(gang)
+        entry.preempts = entry.preempts and may_preempt(pod) and entry.never is None
         entry.members.add(member.key)
         if name := (pod.get("spec") or {}).get("priorityClassName"):
             entry.classes.add(str(name))
@@ -214,6 +224,8 @@ class Contention:
         ):
             hold = self._hold(entry) or hold
         entry.reason = no_fit if hold is None else f"{no_fit}; {_progress(hold)}"
+        if entry.never is not None:
+            entry.reason = f"{entry.reason}; {entry.never}"
         return entry.reason
 
     # Preemption

@@ -7,7 +7,9 @@ Kubernetes frees a claim's devices by clearing its `status.allocation` when the 
 controller ownerReference is that pod) with the pod, which frees it the same way (kubernetes
 pkg/controller/resourceclaim/controller.go, syncClaim and owningPod). So a claim reserved for
 pods that stay frees nothing, and an `adminAccess` result holds nothing to free (k8s.io/api
-resource/v1 DeviceRequestAllocationResult.AdminAccess).
+resource/v1 DeviceRequestAllocationResult.AdminAccess). A claim reserved for a PodGroup
+(scheduling.k8s.io, extender/cluster/claims.py) stays allocated while the PodGroup exists, so
+evicting its pods frees nothing of it.
 
 A DRA GPU counts as one unit of the extender's GPU resource and a NIC as one of `rdma/hca`
 (extender/cluster/devices.py), so what is freed is told in the resources device-plugin pods
@@ -111,7 +113,7 @@ class Freeing:
         leaving = {uid for pod in pods if (uid := _uid(pod))}
         found: dict[str, set[DeviceId]] = {}
         shared = []
-        for key in _claims_of(pods):
+        for key in _claims_of(pods, self._cluster):
             claim = self._cluster.dra.claims.get(key)
             node = self._cluster.dra.claim_node(key)
             users = claim_users(claim) if claim is not None else frozenset()
@@ -144,12 +146,12 @@ def emptied(node: NodeInfo) -> NodeInfo:
     return replace(node, requested={}, state=0, devices=devices)
 
 
-def _claims_of(pods: list[Json]) -> list[ObjectKey]:
-    """Each claim the pods use, once."""
+def _claims_of(pods: list[Json], cluster: Cluster) -> list[ObjectKey]:
+    """Each claim the pods use, once (those their PodGroup owns too)."""
     found: dict[ObjectKey, None] = {}
     for pod in pods:
         namespace = str((pod.get("metadata") or {}).get("namespace") or "default")
-        for name in claim_names(pod)[0]:
+        for name in claim_names(pod, cluster.native.claims_of(pod))[0]:
             found[namespace, name] = None
     return list(found)
 

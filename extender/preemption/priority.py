@@ -8,6 +8,12 @@ preempts only when none of its members says Never.
 Preemption by kube-rdma takes whole units: a gang is one unit (all its bound members, wherever
 they run), never a part of one; a pod of no gang is a unit of its own. An elastic gang, bound
 with more members than its minimum, gives up its extra members one by one.
+
+A Kubernetes scheduling.k8s.io group (extender/gangs/identity.py `Gang.native`) says itself, as
+kube-scheduler 1.37's workload-aware preemption reads it: `disruptionMode: All` (v1alpha2:
+`PodGroup`) is one unit, `Single` (v1alpha2: `Pod`, the default) lets its pods go one by one;
+its `priority`, where set, is the gang's; its `preemptionPolicy: Never` keeps the gang from
+preempting (and holding), as the pods' own field does.
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from extender.cluster.pods import PodKey
+from extender.gangs.identity import Gang, Singleton
+from kube_rdma.core.frameworks.kubernetes_scheduling import ALL, NEVER, SINGLE
 from kube_rdma.core.objects import Json
 
 
@@ -27,6 +35,38 @@ def pod_priority(pod: Json) -> int:
 
 def may_preempt(pod: Json) -> bool:
     return (pod.get("spec") or {}).get("preemptionPolicy") != "Never"
+
+
+def group_never_preempts(gang: Gang | Singleton) -> str | None:
+    """Why the gang's scheduling.k8s.io group keeps it from preempting; None when it does not."""
+    group = gang.native if isinstance(gang, Gang) else None
+    if group is None or group.preemption_policy != NEVER:
+        return None
+    return f"its {group} says preemptionPolicy: Never: it neither preempts nor holds nodes"
+
+
+def group_priority(gang: Gang | Singleton) -> int | None:
+    """The priority the gang's group sets, which wins over its pods'; None when unset."""
+    group = gang.native if isinstance(gang, Gang) else None
+    return None if group is None else group.priority
+
+
+def waiting_priority(gang: Gang, pod: Json, so_far: int) -> int:
+    """A waiting gang's priority once `pod` of it is seen: its group's, else its pods' highest."""
+    set_by_group = group_priority(gang)
+    return max(so_far, pod_priority(pod)) if set_by_group is None else set_by_group
+
+
+def disrupted_one_by_one(gang: Gang | Singleton) -> bool:
+    """Its group's disruptionMode is Single: its pods may be evicted one at a time."""
+    group = gang.native if isinstance(gang, Gang) else None
+    return group is not None and group.disruption == SINGLE
+
+
+def disrupted_whole(gang: Gang | Singleton) -> bool:
+    """Its group's disruptionMode is All: no part of it is ever evicted alone."""
+    group = gang.native if isinstance(gang, Gang) else None
+    return group is not None and group.disruption == ALL
 
 
 def started(pod: Json) -> str:

@@ -13,6 +13,10 @@ any such node is kept, the others are dropped, so a gang is broken only where no
 would do; and then the rest of that gang is torn down when its member is seen deleted
 (extender/scheduling.py).
 
+A node whose victims include a member of a scheduling.k8s.io group whose disruptionMode is All
+is never kept: that group is evicted whole or not at all, and a node's victims are never all of
+it. Members of a group whose disruptionMode is Single go one by one, as pods of no gang.
+
 Gang members get no node at all: a gang preempts whole, through the extender's own gang
 preemption (extender/preemption/contention.py).
 """
@@ -28,7 +32,7 @@ from extender.engine import Engine
 from extender.gangs.identity import Gang, Singleton
 from extender.podview import PodView
 from extender.preemption.freeing import Freeing
-from extender.preemption.priority import pod_priority
+from extender.preemption.priority import disrupted_one_by_one, disrupted_whole, pod_priority
 from extender.protocol import MetaVictims
 from kube_rdma.core.objects import Json
 
@@ -56,7 +60,10 @@ def preemption_candidates(
         if not pods or not engine.verdict_on(view, freeing.without(node, pods)).ok:
             continue
         kept[name] = MetaVictims(tuple(_uid(p) for p in pods), asked.pdb_violations)
-        if any(isinstance(gang_of(p), Gang) for p in pods):
+        gangs = [g for p in pods if isinstance(g := gang_of(p), Gang)]
+        if any(disrupted_whole(g) for g in gangs):
+            del kept[name]  # its group's disruptionMode is All: never a part of it
+        elif any(not disrupted_one_by_one(g) for g in gangs):
             breaks_gang.add(name)
     whole = {n: v for n, v in kept.items() if n not in breaks_gang}
     return whole or kept

@@ -8,6 +8,11 @@ APIResourceList kubectl reads too) and, while the resource is absent, says so on
 and looks again every `recheck` seconds (5 minutes by default): installing the CRD later is
 picked up within that time, without a restart. A discovery call that fails for another reason
 (the apiserver down) is retried sooner, with the reflector's own backoff left to the list.
+
+Some groups change shape from one version to the next (Kubernetes' own `scheduling.k8s.io`
+Workloads and PodGroups: v1alpha1 in 1.35, v1alpha2 in 1.36, v1alpha3 and v1beta1 in 1.37): a
+reader follows each version it knows, and `versions` (GET /apis/GROUP, the APIGroup) tells the
+versions served; `unknown_versions` says once, as a warning, which ones it cannot read.
 """
 
 from __future__ import annotations
@@ -95,6 +100,39 @@ class Discovery:
             absent = False
 
         return served
+
+    async def versions(self, get_api_group: Method, group: str) -> list[str]:
+        """The versions the apiserver serves of `group` (none when it serves no such group);
+        ApiError when it cannot tell. `get_api_group`: e.g. kubernetes-asyncio's
+        SchedulingApi.get_api_group."""
+        try:
+            body = await call(f"discover {group}", get_api_group, request_timeout=TIMEOUT_SECONDS)
+        except NotFound:
+            return []
+        return [str(v.get("version")) for v in body.get("versions") or [] if isinstance(v, dict)]
+
+    async def unknown_versions(
+        self, get_api_group: Method, group: str, known: frozenset[str]
+    ) -> list[str]:
+        """The served versions of `group` outside `known`, logged once as a warning: their
+        objects are read as absent. Asked until discovery answers."""
+        while True:
+            try:
+                served = await self.versions(get_api_group, group)
+                break
+            except ApiError as e:
+                log.debug("%s; asking again in %.0fs", e, self._retry)
+                await self._sleep(self._retry)
+        unknown = [v for v in served if v not in known]
+        if unknown:
+            log.warning(
+                "%s serves %s, which kube-rdma does not read (it reads %s): objects there are "
+                "read as absent",
+                group,
+                ", ".join(f"{group}/{v}" for v in unknown),
+                ", ".join(sorted(known)),
+            )
+        return unknown
 
     async def _found(self, resource: ApiResource) -> bool:
         while True:

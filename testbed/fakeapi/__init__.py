@@ -38,13 +38,18 @@ from testbed.fakeapi.selectors import Requirement, Selector, parse_selector
 from testbed.fakeapi.server import FakeApiServer
 from testbed.fakeapi.store import RESOURCES, Change, Resource, device_taint_rules
 from testbed.fakeapi.watch import DEFAULT_WATCH_SECONDS, Watcher
-from testbed.fakeapi.workloads import WORKLOAD_RESOURCES
+from testbed.fakeapi.workloads import (
+    NATIVE_GANG_VERSIONS,
+    WORKLOAD_RESOURCES,
+    native_gang_resources,
+)
 from testbed.wait import eventually
 
 __all__ = [
     "DEFAULT_WATCH_SECONDS",
     "JSON_PATCH",
     "MERGE_PATCH",
+    "NATIVE_GANG_VERSIONS",
     "RESOURCES",
     "STRATEGIC_MERGE_PATCH",
     "WORKLOAD_RESOURCES",
@@ -65,6 +70,7 @@ __all__ = [
     "fake_api",
     "kubeconfig",
     "merge_patch",
+    "native_gang_resources",
     "parse_selector",
     "write_kubeconfig",
 ]

@@ -1,7 +1,8 @@
 """API discovery: GET /api/v1 and /apis/GROUP/VERSION answer the APIResourceList of the resources
 the fake serves in that group version, and 404 for a group version it does not serve, as an
-apiserver without that CRD does. Clients find optional resources (a CRD's) this way before they
-list them; installing one into the running fake (`FakeApiServer.install`) makes it appear here.
+apiserver without that CRD does; GET /apis/GROUP answers the APIGroup with its served versions.
+Clients find optional resources (a CRD's) this way before they list them; installing one into
+the running fake (`FakeApiServer.install`) makes it appear here.
 """
 
 from __future__ import annotations
@@ -22,6 +23,23 @@ VERBS: Final = ["create", "delete", "get", "list", "patch", "update", "watch"]
 def add_discovery_routes(app: web.Application) -> None:
     app.router.add_get("/api/{version}", _serve)
     app.router.add_get("/apis/{group}/{version}", _serve)
+    app.router.add_get("/apis/{group}", _serve_group)
+    app.router.add_get("/apis/{group}/", _serve_group)  # as kubernetes-asyncio asks
+
+
+def api_group(resources: Mapping[str, Resource], group: str) -> Json | None:
+    """The APIGroup of `group`: the versions it serves; None when it serves none."""
+    versions = sorted({r.api_version for r in resources.values() if r.group == group})
+    if not versions:
+        return None
+    listed = [{"groupVersion": v, "version": v.rpartition("/")[2]} for v in versions]
+    return {
+        "kind": "APIGroup",
+        "apiVersion": "v1",
+        "name": group,
+        "versions": listed,
+        "preferredVersion": listed[-1],
+    }
 
 
 def api_resources(resources: Mapping[str, Resource], api_version: str) -> Json | None:
@@ -51,6 +69,13 @@ async def _serve(request: web.Request) -> web.Response:
     info = request.match_info
     api_version = f"{info['group']}/{info['version']}" if "group" in info else info["version"]
     body = api_resources(request.app[STORE].resources, api_version)
+    if body is None:
+        raise ApiError(404, NO_RESOURCE)
+    return json_response(body)
+
+
+async def _serve_group(request: web.Request) -> web.Response:
+    body = api_group(request.app[STORE].resources, request.match_info["group"])
     if body is None:
         raise ApiError(404, NO_RESOURCE)
     return json_response(body)

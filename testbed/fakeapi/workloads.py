@@ -5,6 +5,10 @@ the MPI operator, JobSet or Volcano is installed. `FakeApiServer(RESOURCES | WOR
 serves them all, as a cluster with every CRD installed; `python -m testbed.fakeapi --load` serves
 those its snapshot holds objects of. Keys are kubectl's `plural.group`, since batch and Volcano
 both serve `jobs`.
+
+`native_gang_resources(version)` is Kubernetes' own gang API (`scheduling.k8s.io`) as one release
+serves it: `v1alpha1` Workloads (1.35), `v1alpha2` (1.36), or `v1alpha3` / `v1beta1` (1.37)
+Workloads and PodGroups.
 """
 
 from __future__ import annotations
@@ -27,3 +31,15 @@ WORKLOAD_RESOURCES: Final[Mapping[str, Resource]] = {
         "PodGroup", True, "scheduling.volcano.sh/v1beta1", "podgroups"
     ),
 }
+
+
+NATIVE_GANG_VERSIONS: Final = ("v1alpha1", "v1alpha2", "v1alpha3", "v1beta1")
+
+
+def native_gang_resources(version: str) -> dict[str, Resource]:
+    """The scheduling.k8s.io Workloads (and PodGroups, from v1alpha2 on) of one version."""
+    api_version = f"scheduling.k8s.io/{version}"
+    served = {"workloads.scheduling.k8s.io": Resource("Workload", True, api_version, "workloads")}
+    if version != "v1alpha1":
+        served["podgroups.scheduling.k8s.io"] = Resource("PodGroup", True, api_version, "podgroups")
+    return served

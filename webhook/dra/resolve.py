@@ -5,6 +5,9 @@ An entry names a ResourceClaim (`resourceClaimName`) or a ResourceClaimTemplate
 by the profile's lists, and only a class not listed there by name is read. A claim or template
 that does not exist (yet) gives nothing, with a warning: the pod stays pending until it exists,
 which is the resourceclaim controller's and the scheduler's business, not the webhook's.
+A pod of a Kubernetes PodGroup (1.36+) whose entry equals one of the group's
+`spec.resourceClaims` shares the one claim made for the group; its entry names the same claim
+or template, so it is read the same way.
 """
 
 from __future__ import annotations

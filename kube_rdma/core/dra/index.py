@@ -50,6 +50,11 @@ class NodeDevices:
     def in_use(self, kind: Kind) -> int:
         return sum(1 for d, k in self.devices if k == kind and d.id in self.held)
 
+    def free(self) -> list[Device]:
+        """The devices of the node's pools that no claim holds, of any kind (a DeviceClass's
+        selectors say which serve it)."""
+        return [d for d, _ in self.published if d.id not in self.held]
+
 
 @dataclass(frozen=True)
 class DeviceClass:

@@ -7,6 +7,7 @@ import pytest
 from extender.cluster.claims import allocated_node, claim_names, reserved
 from extender.cluster.snapshot import SnapshotSource
 from extender.cluster.source import BindError
+from kube_rdma.core.frameworks.kubernetes_scheduling import GroupClaim
 from kube_rdma.core.objects import Json
 
 POD: Json = {
@@ -82,3 +83,31 @@ async def test_the_snapshot_source_reserves_in_its_model() -> None:
     assert stored["team-a", "m-0-nics-x"]["status"]["reservedFor"] == [OTHER, ME]
     with pytest.raises(BindError, match="is allocated on node n1, not n2"):
         await source.reserve_claims(POD, "n2")
+
+
+GROUP_CLAIMS = (
+    GroupClaim("nics", "", "nics", "llama-nics-x"),
+    GroupClaim("fixed", "shared", "", "shared"),
+)
+"""A PodGroup's claims (scheduling.k8s.io v1alpha2+ spec.resourceClaims, the generated names
+from its status.resourceClaimStatuses)."""
+IN_GROUP = {
+    "resource": "podgroups",
+    "apiGroup": "scheduling.k8s.io",
+    "name": "llama",
+    "uid": "pg",
+}
+
+
+def test_a_pod_entry_equal_to_its_podgroups_names_the_groups_claim() -> None:
+    """core/v1 PodResourceClaim (1.36+): an entry matched to a PodGroupResourceClaim when all
+    their fields are equal is the one ResourceClaim generated for the whole PodGroup."""
+    ungenerated = {**POD, "status": {}}
+    assert claim_names(ungenerated, GROUP_CLAIMS) == (["shared", "llama-nics-x"], [])
+    other = {**ungenerated, "spec": {"resourceClaims": [{"name": "nics"}]}}
+    assert claim_names(other, GROUP_CLAIMS) == ([], ["nics"]), "not equal in every field"
+
+
+def test_a_claim_reserved_for_the_podgroup_covers_its_pods() -> None:
+    stored = claim("llama-nics-x", "n1", [IN_GROUP])
+    assert reserved(stored, POD, "n1") is stored

@@ -245,3 +245,32 @@ async def test_a_gang_takes_every_unit_sharing_a_claim_when_that_is_least_damage
     ]
     assert sorted(hold.nodes) == ["a0", "a1"]
     await s.evictor.drain()
+
+
+def test_evicting_the_pods_frees_nothing_of_a_claim_reserved_for_their_podgroup() -> None:
+    """A PodGroup's claim (scheduling.k8s.io, 1.36+) is reserved for the PodGroup, which
+    outlives its pods: their eviction does not clear its allocation."""
+    found = claim("c", ())
+    found["status"]["reservedFor"] = [
+        {"resource": "podgroups", "apiGroup": "scheduling.k8s.io", "name": "g", "uid": "pg"}
+    ]
+    assert claim_freed(found, {"uid-p", "pg"}) is False
+
+
+def test_the_pods_podgroup_claims_are_counted_as_theirs() -> None:
+    """A pod entry equal to its PodGroup's names the claim generated for the group, which the
+    group's status names before the pod's does."""
+    entry = {"name": "gpus", "resourceClaimTemplateName": "t"}
+    spec = {"schedulingPolicy": {"gang": {"minCount": 2}}, "resourceClaims": [entry]}
+    status = {"resourceClaimStatuses": [{"name": "gpus", "resourceClaimName": "own"}]}
+    meta = {"name": "g", "namespace": "team-a"}
+    group = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": meta,
+             "spec": spec, "status": status}  # fmt: skip
+    source = cluster([claim("own", ("p",), "p", range(4))], {"p": ()})
+    source.cluster.upsert_podgroup(group)
+    pod = source.cluster.pod("team-a", "p")
+    assert pod is not None
+    pod["spec"]["schedulingGroup"] = {"podGroupName": "g"}
+    pod["spec"]["resourceClaims"] = [dict(entry)]
+    freed = Freeing(source.cluster, DEFAULT_DRA_NAMES).freed([pod])
+    assert freed.resources == {"n0": {GPU: 4}}

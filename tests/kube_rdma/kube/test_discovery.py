@@ -12,7 +12,14 @@ from kubernetes_asyncio import client
 
 from kube_rdma.kube.client import call
 from kube_rdma.kube.discovery import ApiResource, Discovery
-from testbed.fakeapi import RESOURCES, WORKLOAD_RESOURCES, FakeApiServer, eventually
+from testbed.fakeapi import (
+    RESOURCES,
+    WORKLOAD_RESOURCES,
+    FakeApiServer,
+    Resource,
+    eventually,
+    native_gang_resources,
+)
 
 PODGROUPS = ApiResource("scheduling.x-k8s.io", "v1alpha1", "podgroups")
 JOBSETS = ApiResource("jobset.x-k8s.io", "v1alpha2", "jobsets")
@@ -101,3 +108,47 @@ async def test_asks_again_sooner_when_discovery_fails(
 
     await Discovery(custom.get_api_resources, retry=5, sleep=sleep).waiter(BATCH_JOBS)()
     assert sleeps == [5, 5]
+
+
+async def test_the_versions_a_group_serves_and_those_not_read_warned_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """GET /apis/GROUP answers the APIGroup (its `versions[].version`); a 404 is no version."""
+    served = {
+        **native_gang_resources("v1beta1"),
+        "podgroups.v9": Resource("PodGroup", True, "scheduling.k8s.io/v9", "podgroups"),
+    }
+    async with FakeApiServer({**RESOURCES, **served}) as api, api.api_client() as api_client:
+        scheduling = client.SchedulingApi(api_client)
+        discovery = Discovery(client.CustomObjectsApi(api_client).get_api_resources)
+        assert await discovery.versions(scheduling.get_api_group, "scheduling.k8s.io") == [
+            "v1beta1",
+            "v9",
+        ]
+        with caplog.at_level(logging.WARNING):
+            unknown = await discovery.unknown_versions(
+                scheduling.get_api_group, "scheduling.k8s.io", frozenset({"v1beta1"})
+            )
+        assert unknown == ["v9"]
+        assert [r.getMessage() for r in caplog.records] == [
+            "scheduling.k8s.io serves scheduling.k8s.io/v9, which kube-rdma does not read (it "
+            "reads v1beta1): objects there are read as absent"
+        ]
+    async with FakeApiServer(RESOURCES) as bare, bare.api_client() as api_client:
+        discovery = Discovery(client.CustomObjectsApi(api_client).get_api_resources)
+        get_group = client.SchedulingApi(api_client).get_api_group
+        assert await discovery.versions(get_group, "scheduling.k8s.io") == []
+
+
+async def test_unknown_versions_are_asked_until_discovery_answers(api: FakeApiServer) -> None:
+    sleeps: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+
+    async with api.api_client() as api_client:
+        discovery = Discovery(client.CustomObjectsApi(api_client).get_api_resources, sleep=sleep)
+        api.fail("GET", "/apis/scheduling.k8s.io/")
+        get_group = client.SchedulingApi(api_client).get_api_group
+        assert await discovery.unknown_versions(get_group, "scheduling.k8s.io", frozenset()) == []
+    assert sleeps == [5.0]
