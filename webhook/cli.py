@@ -22,6 +22,13 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     webhook.add_argument("--tls-cert-file", type=Path, help="serving certificate (PEM)")
     webhook.add_argument("--tls-key-file", type=Path, help="its private key (PEM)")
     webhook.add_argument(
+        "--tls-min-version",
+        choices=["1.2", "1.3"],
+        default="1.3",
+        help="oldest TLS version served (1.2: with ECDHE and AES-GCM or ChaCha20 suites only; "
+        "the apiserver speaks 1.3)",
+    )
+    webhook.add_argument(
         "--self-provision",
         action="store_true",
         help="keep a CA and serving certificate in a Secret and the CA in the webhook "
@@ -87,6 +94,7 @@ def run_webhook(args: argparse.Namespace) -> int:
 
     from certs.provision import ProvisionSettings
     from certs.reload import CertificateReloader
+    from certs.serving import TLSPolicy
     from kube_rdma.core.listen import bound_port, listening_socket
     from webhook.app import SHUTDOWN_TIMEOUT_SECONDS, Settings, create_app
     from webhook.podsecurity import Level
@@ -110,7 +118,7 @@ def run_webhook(args: argparse.Namespace) -> int:
     # cannot be used raises before "listening" is logged (TLSConfigError, ConfigError,
     # ProvisionError...): kube_rdma_cli says it in one line, exit status 2.
     if args.self_provision:
-        tls = placeholder_reloader(required)
+        tls = placeholder_reloader(required, TLSPolicy(args.tls_min_version))
         provision = ProvisionSettings(
             namespace=args.own_namespace,
             service=args.service_name,
@@ -121,7 +129,12 @@ def run_webhook(args: argparse.Namespace) -> int:
         )
         app: Any = self_provisioned_app(settings, tls, provision, args.kubeconfig)
     else:
-        tls = CertificateReloader(args.tls_cert_file, args.tls_key_file, required)
+        tls = CertificateReloader(
+            args.tls_cert_file,
+            args.tls_key_file,
+            required,
+            policy=TLSPolicy(args.tls_min_version),
+        )
         app = create_app(settings, tls=tls)
     sock = listening_socket(args.host, args.port)
     port = bound_port(sock)

@@ -19,18 +19,23 @@ from aiohttp import web
 from certs.generate import generate_ca, generate_serving, write_bundle
 from certs.provision import Provisioner, ProvisionSettings, ServingPair
 from certs.reload import CertificateReloader
-from certs.serving import TLSConfigError
+from certs.serving import TLSConfigError, TLSPolicy
 from kube_rdma.core.tasks import cancelled
 from webhook.app import Settings, create_app
 
 
-def placeholder_reloader(required: list[str]) -> CertificateReloader:
-    """A reloader holding a throwaway certificate, never served: the real one replaces it."""
+def placeholder_reloader(
+    required: list[str], policy: TLSPolicy | None = None
+) -> CertificateReloader:
+    """A reloader holding a throwaway certificate, never served: the real one replaces it, served
+    as `policy` says (default: TLS 1.3)."""
     directory = Path(tempfile.mkdtemp(prefix="kube-rdma-tls-"))
     names = [name.removesuffix(".svc") for name in required] or ["localhost"]
     ca = generate_ca("kube-rdma placeholder")
     write_bundle(directory, ca, generate_serving(ca, [*names, *required]))
-    return CertificateReloader(directory / "tls.crt", directory / "tls.key", required)
+    return CertificateReloader(
+        directory / "tls.crt", directory / "tls.key", required, policy=policy
+    )
 
 
 async def self_provisioned_app(
