@@ -32,7 +32,8 @@ GroupKey = tuple[str, str]
 """(namespace, PodGroup name)"""
 PERMIT_TIMEOUT: Final = 300.0
 """permitTimeoutDuration: seconds a gang's pod waits at Permit for its quorum."""
-WAITING_FOR_GROUP: Final = "waiting for pod's pod group {name!r} to appear in scheduling queue"
+WAITING_FOR_GROUP: Final = 'waiting for pods\'s pod group "{name}" to appear in scheduling queue'
+"""1.36's wording ("pods's"; 1.37 says "pod's")."""
 WAITING_FOR_MIN_COUNT: Final = "waiting for minCount pods from a gang to appear in scheduling queue"
 PLUGIN: Final = "GangScheduling"
 
@@ -132,7 +133,7 @@ class GangScheduling:
 
     def _not_ready(self, group: GroupKey) -> str | None:
         if group not in self._min:
-            return WAITING_FOR_GROUP.format(name=group[1]).replace("'", '"')
+            return WAITING_FOR_GROUP.format(name=group[1])
         wanted = self._min[group]
         if wanted is not None and len(self.members(group)) < wanted:
             return WAITING_FOR_MIN_COUNT
