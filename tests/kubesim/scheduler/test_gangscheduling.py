@@ -14,6 +14,7 @@ import pytest
 
 from kube_rdma.core.objects import Json
 from kubesim.scheduler.clock import LoopClock
+from kubesim.scheduler.config import SchedulerConfig
 from kubesim.scheduler.gangscheduling import (
     WAITING_FOR_MIN_COUNT,
     GangScheduling,
@@ -171,3 +172,11 @@ def test_readers() -> None:
     assert pod_group_name(PODS["non-gang"]) is None
     assert min_count(PG1) == 3
     assert min_count(PG3) is None
+
+
+def test_the_pod_group_cycle_needs_the_gang_gates() -> None:
+    # ours: kube-scheduler runs the PodGroup cycle only with GenericWorkload on
+    with pytest.raises(ValueError, match="pod_group_cycle needs gang_scheduling"):
+        SchedulerConfig(pod_group_cycle=True)
+    with pytest.raises(ValueError, match="permit_timeout must be positive"):
+        SchedulerConfig(gang_scheduling=True, permit_timeout=0)
