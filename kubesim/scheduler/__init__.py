@@ -9,6 +9,7 @@ Each module says where it follows kube-scheduler and where it simplifies.
 """
 
 from kubesim.scheduler.apiserver import Apiserver, connect
+from kubesim.scheduler.attempt import Attempt
 from kubesim.scheduler.binder import BindOutcome
 from kubesim.scheduler.clock import Clock, ManualClock, RealClock
 from kubesim.scheduler.config import SchedulerConfig, backoff_duration, num_feasible_nodes_to_find
@@ -16,7 +17,7 @@ from kubesim.scheduler.extender_client import ExtenderError
 from kubesim.scheduler.job_controller import JobRunner, JobState
 from kubesim.scheduler.pods import GPU, RDMA, PodKey, bound_node, pod_key, pod_requests
 from kubesim.scheduler.recorder import GangKey, GangRecord, Recorder
-from kubesim.scheduler.scheduler import Attempt, EmulatedScheduler
+from kubesim.scheduler.scheduler import EmulatedScheduler
 from kubesim.scheduler.workload import Job, Jobs, JobStream, Workload, applied
 
 __all__ = [

@@ -57,6 +57,16 @@ class SchedulerConfig:
     (`podMaxInUnschedulablePodsDuration`, 300 s by default)."""
     idle_poll: float = 0.002
     """Seconds `run_until` waits when no pod is ready, before looking again."""
+    gang_scheduling: bool = False
+    """The GenericWorkload and GangScheduling feature gates (alpha in 1.35, off by default;
+    GenericWorkload beta in 1.37, still off): the GangScheduling plugin's PreEnqueue and Permit
+    for pods whose `spec.schedulingGroup` names a PodGroup with a gang policy."""
+    pod_group_cycle: bool = False
+    """With `gang_scheduling`: 1.36's PodGroup scheduling cycle (kube-scheduler runs it
+    whenever GenericWorkload is on), the whole group placed from one snapshot. Off: pod by pod,
+    the gang held at Permit, as 1.35 schedules it."""
+    permit_timeout: float = 300.0
+    """Seconds a gang's pod waits at Permit for minCount pods (`permitTimeoutDuration`)."""
 
     def __post_init__(self) -> None:
         problems = []
@@ -74,6 +84,10 @@ class SchedulerConfig:
                 f"need 0 < backoff_initial <= backoff_max, got {self.backoff_initial} and "
                 f"{self.backoff_max}"
             )
+        if self.pod_group_cycle and not self.gang_scheduling:
+            problems.append("pod_group_cycle needs gang_scheduling (the GenericWorkload gate)")
+        if self.permit_timeout <= 0:
+            problems.append(f"permit_timeout must be positive, got {self.permit_timeout}")
         if problems:
             raise ValueError("invalid SchedulerConfig: " + "; ".join(problems))
 

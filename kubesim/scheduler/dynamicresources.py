@@ -353,3 +353,12 @@ class HttpDraCalls:
             self.GROUP, self.VERSION, namespace, "resourceclaims", claim
         )
         return found
+
+
+def both(
+    first: Callable[[str], str | None], second: Callable[[str], str | None]
+) -> Callable[[str], str | None]:
+    def check(name: str) -> str | None:
+        return first(name) or second(name)
+
+    return check

@@ -13,11 +13,15 @@ reason PreemptionByScheduler while others stayed bound, holding GPUs for a job t
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kube_rdma.core.objects import Json
+from kube_rdma.kube.errors import Conflict, NotFound
+from kubesim.scheduler.apiserver import ApiCalls
 from kubesim.scheduler.pods import PodKey, bound_node
 from kubesim.scheduler.preemption import DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER
 from kubesim.scheduler.workload import Job, JobStream
@@ -59,6 +63,30 @@ class JobRunner:
         self._ends: list[tuple[float, str, str, int]] = []
         self._recreate: list[tuple[Job, str]] = []
         self._start: float | None = None
+
+    async def act(
+        self,
+        apiserver: ApiCalls,
+        now: float,
+        scheduler_name: str,
+        pod_group_changed: Callable[[Json | None, Json | None], None],
+    ) -> None:
+        """Create the due jobs' pods (after their PodGroup, as 1.36's Job controller creates
+        the Workload's), the pods to create again, and delete the finished jobs' pods."""
+        for job in self.due(now):
+            if (group := job.pod_group_object()) is not None:
+                pod_group_changed(None, group)
+            for pod in job.pods(scheduler_name):
+                await apiserver.create_pod(pod)
+        for job, name in self.to_recreate():
+            with contextlib.suppress(Conflict):
+                await apiserver.create_pod(job.pod(name, scheduler_name))
+        for job in self.ended(now):
+            for name in job.pod_names():
+                with contextlib.suppress(NotFound):
+                    await apiserver.delete_pod(job.namespace, name)
+            if (group := job.pod_group_object()) is not None:
+                pod_group_changed(group, None)
 
     @property
     def done(self) -> bool:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from kubesim.scheduler.clock import Clock
@@ -76,6 +77,24 @@ class SchedulingQueue:
         self._pods.pop(key, None)
         self._parked.pop(key, None)
         self._any_event.discard(key)
+
+    def take(self, key: PodKey) -> QueuedPod | None:
+        """That pod out of the queue wherever it waits (PopSpecificPod), counted as an attempt;
+        None when it is not queued."""
+        queued = self._pods.get(key)
+        if queued is not None:
+            self.remove(key)
+            queued.attempts += 1
+        return queued
+
+    def activate(self, keys: Iterable[PodKey]) -> None:
+        """Those pods ready at once, backoff or not (a plugin's Activate)."""
+        for key in keys:
+            queued = self._pods.get(key)
+            if queued is not None:
+                self._parked.pop(key, None)
+                self._any_event.discard(key)
+                self._activate(queued)
 
     def pop(self) -> QueuedPod | None:
         """The next pod to try, counted as an attempt; None when none is ready."""

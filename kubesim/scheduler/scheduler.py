@@ -14,7 +14,11 @@ informers, cache and queue are the other modules of this package.
 A pod that fits nowhere goes through PostFilter, kube-scheduler's DefaultPreemption
 (kubesim/scheduler/preemptor.py), unless the configuration turns preemption off.
 
-Where it simplifies, and a careful reader could tell: no PreFilter/Permit plugins.
+With `gang_scheduling` it runs the GangScheduling plugin's PreEnqueue and Permit
+(kubesim/scheduler/gangscheduling.py), and with `pod_group_cycle` a pod that names a PodGroup
+is scheduled with its group in one PodGroup scheduling cycle (kubesim/scheduler/podgroupcycle.py).
+
+Where it simplifies, and a careful reader could tell: no other PreFilter/Permit plugins.
 """
 
 from __future__ import annotations
@@ -23,22 +27,21 @@ import asyncio
 import contextlib
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Literal
 
 from kube_rdma.core.objects import Json
-from kube_rdma.kube.errors import Conflict, NotFound
-from kubesim.scheduler.apiserver import ApiCalls
+from kubesim.scheduler.attempt import Attempt, Connections
 from kubesim.scheduler.binder import Binder, BindOutcome
 from kubesim.scheduler.cache import SchedulerCache
 from kubesim.scheduler.clock import Clock, RealClock
 from kubesim.scheduler.config import SchedulerConfig
-from kubesim.scheduler.dynamicresources import DynamicResources
+from kubesim.scheduler.dynamicresources import DynamicResources, both
 from kubesim.scheduler.extender_client import ExtenderClient, ExtenderError
+from kubesim.scheduler.gangscheduling import GangScheduling
 from kubesim.scheduler.informer import Informer
 from kubesim.scheduler.job_controller import JobRunner
 from kubesim.scheduler.links import HttpLinks, Links
 from kubesim.scheduler.placement import Placement, Unschedulable
+from kubesim.scheduler.podgroupcycle import schedule_group
 from kubesim.scheduler.pods import (
     DEFAULT_SCHEDULER,
     TERMINAL,
@@ -53,34 +56,6 @@ from kubesim.scheduler.workload import JobStream
 
 ROUNDING = 1e-6
 """Seconds an idle wait goes past the next timer."""
-
-
-@dataclass(frozen=True)
-class Attempt:
-    """One scheduling cycle."""
-
-    pod: PodKey
-    at: float
-    outcome: Literal["assumed", "unschedulable", "error", "gone"]
-    node: str | None = None
-    message: str = ""
-    sampled: int = 0
-    """Feasible nodes the in-tree pass found (what /filter was sent)."""
-    nominated: str | None = None
-    """Unschedulable, but nominated to this node by preemption."""
-    victims: tuple[PodKey, ...] = ()
-    """The pods that preemption deleted for it."""
-
-
-@dataclass(frozen=True)
-class Connections:
-    """What an open scheduler talks through; `exits` closes them."""
-
-    exits: contextlib.AsyncExitStack
-    apiserver: ApiCalls
-    informer: Informer
-    extender: ExtenderClient | None
-    binder: Binder
 
 
 class EmulatedScheduler:
@@ -126,14 +101,19 @@ class EmulatedScheduler:
         self.binds: list[BindOutcome] = []
         self.recorder = Recorder(self.clock, cache.labels, gangs)
         self.jobs = JobRunner(workload) if workload is not None else None
-        self._placement = Placement(
+        self.placement = Placement(
             self.config, self.nodes, cache.tree, self.usage, self.clock, self.nominations
         )
         by_node = cache.pods_by_node(lambda: self.informer.pods())
         self._preemptor = Preemptor(
             self.config, self.nodes, self.usage, self.nominations, by_node, cache.lowest_priority
         )
-        self._in_flight: dict[PodKey, QueuedPod] = {}
+        self.in_flight: dict[PodKey, QueuedPod] = {}
+        self.gangs = (
+            GangScheduling(self.clock, self._is_scheduled, self.config.permit_timeout)
+            if self.config.gang_scheduling
+            else None
+        )
         self._dra: DynamicResources | None = None
         """kube-scheduler's DynamicResources plugin, where the apiserver serves DRA."""
         self._bindings: set[asyncio.Task[None]] = set()
@@ -234,19 +214,10 @@ class EmulatedScheduler:
         return max(0.0, min(self.config.idle_poll, soonest - now + ROUNDING))
 
     async def _run_jobs(self, now: float) -> None:
-        """What the Job controller does: create the due jobs' pods, delete the finished ones'."""
+        """What the Job controller does (kubesim/scheduler/job_controller.py)."""
         assert self.jobs is not None
-        apiserver = self.connections.apiserver
-        for job in self.jobs.due(now):
-            for pod in job.pods(self.config.scheduler_name):
-                await apiserver.create_pod(pod)
-        for job, name in self.jobs.to_recreate():
-            with contextlib.suppress(Conflict):
-                await apiserver.create_pod(job.pod(name, self.config.scheduler_name))
-        for job in self.jobs.ended(now):
-            for name in job.pod_names():
-                with contextlib.suppress(NotFound):
-                    await apiserver.delete_pod(job.namespace, name)
+        apiserver, name = self.connections.apiserver, self.config.scheduler_name
+        await self.jobs.act(apiserver, now, name, self.pod_group_changed)
 
     # The informer's events
 
@@ -265,17 +236,40 @@ class EmulatedScheduler:
             self.queue.move_all()  # its resources are free: parked pods may fit now
         elif bound_node(new):
             self.queue.move_any_event()
-        self.cache.pod_changed(key, new, new is not None and self._schedulable(new))
-        if new is not None and self._schedulable(new):
-            if key not in self._in_flight and key not in self.assumed:
-                self.queue.add(key, int((new.get("spec") or {}).get("priority") or 0))
+        self.cache.pod_changed(key, new, new is not None and self.schedulable(new))
+        released = self.gangs.pod_changed(key, old, new) if self.gangs is not None else []
+        if new is not None and self.schedulable(new):
+            if key not in self.in_flight and key not in self.assumed:
+                self._enqueue(key, new)
         else:
             self.queue.remove(key)
+        self._enqueue_all(released)
         self.recorder.pod_changed(old, new)
         if self.jobs is not None:
             self.jobs.pod_changed(key, old, new, self.clock.now())
 
-    def _schedulable(self, pod: Json) -> bool:
+    def pod_group_changed(self, old: Json | None, new: Json | None) -> None:
+        """A PodGroup added, updated or deleted (ignored without `gang_scheduling`)."""
+        if self.gangs is not None:
+            self._activity.set()
+            self._enqueue_all(self.gangs.pod_group_changed(old, new))
+
+    def _enqueue(self, key: PodKey, pod: Json) -> None:
+        """Into the queue, unless a PreEnqueue plugin holds it."""
+        if self.gangs is None or self.gangs.pre_enqueue(key, pod) is None:
+            self.queue.add(key, int((pod.get("spec") or {}).get("priority") or 0))
+
+    def _enqueue_all(self, keys: list[PodKey]) -> None:
+        for key in keys:
+            pod = self.informer.pod(key)
+            if pod is not None and self.schedulable(pod) and key not in self.assumed:
+                self._enqueue(key, pod)
+
+    def _is_scheduled(self, key: PodKey) -> bool:
+        pod = self.informer.pod(key)
+        return key in self.assumed or (pod is not None and bound_node(pod) is not None)
+
+    def schedulable(self, pod: Json) -> bool:
         spec, meta = pod.get("spec") or {}, pod.get("metadata") or {}
         return (
             (spec.get("schedulerName") or DEFAULT_SCHEDULER) == self.config.scheduler_name
@@ -284,7 +278,7 @@ class EmulatedScheduler:
             and not meta.get("deletionTimestamp")
         )
 
-    def _account(self, key: PodKey) -> None:
+    def account(self, key: PodKey) -> None:
         self.cache.account(key, self.informer.pod(key))
 
     # The scheduling cycle
@@ -292,10 +286,15 @@ class EmulatedScheduler:
     async def _schedule(self, queued: QueuedPod) -> Attempt:
         key, now = queued.key, self.clock.now()
         pod = self.informer.pod(key)
-        if pod is None or not self._schedulable(pod):
+        if pod is None or not self.schedulable(pod):
             return Attempt(key, now, "gone")
-        self._in_flight[key] = queued
         dra = self._dra if self._dra is not None and self._dra.wants(pod) else None
+        group = self.gangs.group_of(pod) if self.gangs is not None else None
+        if group is not None and dra is None and self.config.pod_group_cycle:
+            first, *others = await schedule_group(self, queued, group)
+            self.attempts.extend(others)
+            return first
+        self.in_flight[key] = queued
         try:
             claims = None
             if dra is not None:
@@ -306,52 +305,56 @@ class EmulatedScheduler:
             if self._dra is not None and (asked := await self._dra.served(pod)):
                 deferred = frozenset(asked)
                 extended = self._dra.extended_checker(asked, self._allocatable, self.usage.of)
-                claims = extended if claims is None else _both(claims, extended)
-            extender = self._extender_for(pod)
-            node, sampled = await self._placement.find_node(pod, extender, claims, deferred)
+                claims = extended if claims is None else both(claims, extended)
+            extender = self.extender_for(pod)
+            node, sampled = await self.placement.find_node(pod, extender, claims, deferred)
         except ExtenderError as e:
-            del self._in_flight[key]
-            self._requeue(queued)
+            del self.in_flight[key]
+            self.requeue(queued)
             return Attempt(key, now, "error", message=str(e))
         except Unschedulable as e:
             preemption = await self._preemptor.post_filter(
-                pod, e, self.connections.apiserver, self._extender_for(pod)
+                pod, e, self.connections.apiserver, self.extender_for(pod)
             )
-            del self._in_flight[key]
+            del self.in_flight[key]
             # The victims' deletions came during the cycle: kube-scheduler replays such
             # in-flight events when it requeues the pod, which backs off instead of parking.
-            self._requeue(queued, parked=not preemption.victims, any_event=e.by_extender)
+            self.requeue(queued, parked=not preemption.victims, any_event=e.by_extender)
             message = str(e) if not preemption.message else f"{e} preemption: {preemption.message}"
             return Attempt(
                 key, now, "unschedulable", None, message, 0, preemption.node, preemption.victims
             )
         current = self.informer.pod(key)
-        if current is None or not self._schedulable(current):
-            del self._in_flight[key]
+        if current is None or not self.schedulable(current):
+            del self.in_flight[key]
             return Attempt(key, now, "gone", node, "the pod changed during its scheduling cycle")
         # assume: the pod counts on its node from now on, while the bind runs in the background
         self.assumed[key] = node
         if dra is not None:
             dra.reserve(current, node)
-        self._account(key)
-        task = asyncio.create_task(self._bind(queued, current, node))
+        self.account(key)
+        self.start_binding(queued, current, node)
+        return Attempt(key, now, "assumed", node, sampled=sampled)
+
+    def start_binding(self, queued: QueuedPod, pod: Json, node: str) -> None:
+        """The binding cycle of a pod assumed on `node`, in the background."""
+        task = asyncio.create_task(self._bind(queued, pod, node))
         self._bindings.add(task)
         task.add_done_callback(self._binding_done)
-        return Attempt(key, now, "assumed", node, sampled=sampled)
 
     def _allocatable(self, node: str) -> Mapping[str, int]:
         facts = self.nodes.get(node)
         return facts.allocatable if facts is not None else {}
 
-    def _extender_for(self, pod: Json) -> ExtenderClient | None:
+    def extender_for(self, pod: Json) -> ExtenderClient | None:
         extender = self.connections.extender
         return extender if extender is not None and extender.interested(pod) else None
 
-    def _requeue(self, queued: QueuedPod, parked: bool = False, any_event: bool = False) -> None:
+    def requeue(self, queued: QueuedPod, parked: bool = False, any_event: bool = False) -> None:
         """Back off (`parked`: as unschedulable, moved by `any_event` or not), unless the pod is
         gone or bound meanwhile (a bind that timed out may have happened all the same)."""
         pod = self.informer.pod(queued.key)
-        if pod is None or not self._schedulable(pod) or queued.key in self.assumed:
+        if pod is None or not self.schedulable(pod) or queued.key in self.assumed:
             return
         if parked:
             self.queue.park(queued, any_event)
@@ -368,6 +371,15 @@ class EmulatedScheduler:
 
     async def _bind(self, queued: QueuedPod, pod: Json, node: str) -> None:
         key = queued.key
+        if self.gangs is not None and (
+            rejected := await self.gangs.permit(key, pod, self.queue.activate)
+        ):
+            self.in_flight.pop(key, None)
+            self.assumed.pop(key, None)  # unreserved and forgotten
+            self.account(key)
+            self.attempts.append(Attempt(key, self.clock.now(), "unschedulable", message=rejected))
+            self.requeue(queued, parked=True)
+            return
         dra = self._dra if self._dra is not None and self._dra.wants(pod) else None
         if dra is not None:
             await dra.prebind(pod, node)
@@ -377,19 +389,10 @@ class EmulatedScheduler:
         if dra is not None:
             dra.done(pod)
         self.binds.append(outcome)
-        self._in_flight.pop(key, None)
+        self.in_flight.pop(key, None)
         current = self.informer.pod(key)
         if outcome.error or current is None or bound_node(current) is not None:
             self.assumed.pop(key, None)  # forgotten, or confirmed by the informer already
-            self._account(key)
+            self.account(key)
         if outcome.error:
-            self._requeue(queued)
-
-
-def _both(
-    first: Callable[[str], str | None], second: Callable[[str], str | None]
-) -> Callable[[str], str | None]:
-    def check(name: str) -> str | None:
-        return first(name) or second(name)
-
-    return check
+            self.requeue(queued)

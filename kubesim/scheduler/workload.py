@@ -22,6 +22,9 @@ from kube_rdma.core.frameworks import indexed_job
 from kube_rdma.core.objects import Json
 from kubesim.scheduler.pods import DEFAULT_SCHEDULER, GPU, RDMA
 
+POD_GROUP_API = "scheduling.k8s.io/v1alpha2"
+"""The PodGroup's API in 1.36 (1.37 serves v1beta1 too)."""
+
 
 def applied(network: str) -> str:
     """The `kube-rdma.io/applied` record the webhook leaves (profile, its digest, network mode)."""
@@ -56,6 +59,10 @@ class Job:
     """spec.priority of its pods (what the apiserver fills in from a PriorityClass)."""
     preemption_policy: str | None = None
     """spec.preemptionPolicy of its pods: PreemptLowerPriority (None: the default) or Never."""
+    pod_group: bool = False
+    """A gang with a native PodGroup (scheduling.k8s.io, 1.36+): created before its pods, with
+    `minCount` its members, each pod's `spec.schedulingGroup.podGroupName` naming it, as a
+    1.36 Job that creates its Workload does. Its pods keep kube-rdma's gang annotations."""
 
     @property
     def gang(self) -> bool:
@@ -68,6 +75,17 @@ class Job:
         return [
             self._pod(name, index, scheduler_name) for index, name in enumerate(self.pod_names())
         ]
+
+    def pod_group_object(self) -> Json | None:
+        """Its PodGroup (None unless a gang with `pod_group`)."""
+        if not (self.gang and self.pod_group):
+            return None
+        return {
+            "apiVersion": POD_GROUP_API,
+            "kind": "PodGroup",
+            "metadata": {"name": self.name, "namespace": self.namespace},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": self.members}}},
+        }
 
     def pod(self, name: str, scheduler_name: str = DEFAULT_SCHEDULER) -> Json:
         """The pod of that name, as its controller creates it (again)."""
@@ -95,7 +113,12 @@ class Job:
                 "containers": [self._container()],
                 "priority": self.priority,
             }
-            | ({"preemptionPolicy": self.preemption_policy} if self.preemption_policy else {}),
+            | ({"preemptionPolicy": self.preemption_policy} if self.preemption_policy else {})
+            | (
+                {"schedulingGroup": {"podGroupName": self.name}}
+                if self.gang and self.pod_group
+                else {}
+            ),
             "status": {"phase": "Pending"},
         }
 

@@ -41,6 +41,11 @@ def _register_simulate(subcommands: argparse._SubParsersAction[argparse.Argument
         "--weights", type=Path, action="append", default=[], help="weights file (repeatable)"
     )
     parser.add_argument("--sweep", metavar="CRITERION=v1,v2", help="one variant per value")
+    parser.add_argument(
+        "--native-gangs",
+        action="store_true",
+        help="give gangs a native PodGroup and add kube-scheduler with its own gang scheduling",
+    )
     parser.add_argument("--json", action="store_true", help="print the JSON document")
     parser.add_argument("--plot", type=Path, metavar="FILE.png", help="draw the results")
     parser.add_argument("--seed", type=int, default=0, help="seed of a generated workload")
@@ -74,7 +79,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     from kubesim.simulate.cluster import load_cluster
     from kubesim.simulate.run import Settings
     from kubesim.simulate.simulation import run_variants
-    from kubesim.simulate.variants import build_variants
+    from kubesim.simulate.variants import build_variants, with_pod_groups
     from kubesim.simulate.workload import network_warnings, parse_generate, read_workload
 
     if args.plot is not None:
@@ -85,7 +90,7 @@ def run_simulate(args: argparse.Namespace) -> int:
         # The extender logs every gang it plans, binds and gives up: thousands of lines in a
         # day, which the table sums up (--log-level debug shows them).
         logging.getLogger("kube_rdma.extender").setLevel(logging.ERROR)
-    variants = build_variants(args.weights, args.sweep)
+    variants = build_variants(args.weights, args.sweep, getattr(args, "native_gangs", False))
     if args.cycle < 0:
         raise ConfigError(f"--cycle must not be negative, got {args.cycle:g}")
     cluster = load_cluster(args.cluster)
@@ -98,6 +103,8 @@ def run_simulate(args: argparse.Namespace) -> int:
         jobs, source = generated.stream(shape), f"generate {text}"
         if generated.network is None:
             source += f", network={shape.network()} from the nodes' link layer"
+    if getattr(args, "native_gangs", False):
+        jobs = with_pod_groups(jobs)
     claim_templates(jobs, cluster.model.cluster.dra)  # refuses claim jobs the cluster cannot serve
     warnings = network_warnings(jobs, shape)
     for warning in warnings:

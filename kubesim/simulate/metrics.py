@@ -60,6 +60,7 @@ def measure(run: Run, jobs: list[Job], cluster: SimCluster) -> dict[str, Any]:
     found = {
         "name": run.variant.name,
         "extender": run.variant.weights is not None,
+        "native_gangs": run.variant.native_gangs,
         "weights": None if run.variant.weights is None else run.variant.weights.as_dict(),
         "jobs": len(jobs),
         "jobs_placed": sum(s.first_started is not None for s in states),

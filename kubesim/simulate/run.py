@@ -55,6 +55,9 @@ class Variant:
     name: str
     weights: Weights | None
     """None: plain kube-scheduler, without the extender."""
+    native_gangs: bool = False
+    """kube-scheduler's own gang scheduling on (the GenericWorkload and GangScheduling gates:
+    the GangScheduling plugin and the PodGroup scheduling cycle, kubesim/scheduler)."""
 
 
 @dataclass(frozen=True)
@@ -240,6 +243,8 @@ def scheduler_config(variant: Variant, settings: Settings) -> SchedulerConfig:
         max_unschedulable=settings.max_unschedulable,
         in_tree_time=settings.cycle,
         idle_poll=3600.0,
+        gang_scheduling=variant.native_gangs,
+        pod_group_cycle=variant.native_gangs,
     )
 
 

@@ -39,7 +39,8 @@ def test_json_has_one_entry_per_variant(cluster: Path, capsys: pytest.CaptureFix
     assert sorted(document["variants"][0]) == [
         "classes", "extender", "gangs", "gangs_in_one_domain", "gangs_in_one_domain_by_level",
         "gangs_placed", "gpu_nic_levels",
-        "jobs", "jobs_placed", "jobs_unplaced", "name", "never_fit", "partial_gangs",
+        "jobs", "jobs_placed", "jobs_unplaced", "name", "native_gangs", "never_fit",
+        "partial_gangs",
         "preemption", "simulated_hours", "time_to_place_seconds", "utilisation", "wall_seconds",
         "weights",
     ]  # fmt: skip

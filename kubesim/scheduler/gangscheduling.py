@@ -1,0 +1,184 @@
+"""kube-scheduler's GangScheduling plugin (1.36 and later), and the PodGroup state it reads.
+
+A pod belongs to a group when its `spec.schedulingGroup.podGroupName` names a PodGroup
+(scheduling.k8s.io/v1alpha2 in 1.36; v1beta1 and v1alpha3 in 1.37). Only a PodGroup whose
+`spec.schedulingPolicy.gang` is set is a gang; a `basic` policy schedules its pods alone.
+Following pkg/scheduler/framework/plugins/gangscheduling/gangscheduling.go:
+
+- **PreEnqueue**: a gang's pod enters the scheduling queue only once its PodGroup exists and the
+  group has at least `minCount` pods (any state: unscheduled, assumed, bound); until then it is
+  held (`UnschedulableAndUnresolvable`: "waiting for minCount pods from a gang to appear in
+  scheduling queue"). A pod added to the group, or the PodGroup added, lets the held pods in.
+- **Permit**: an assumed pod of a gang waits until `minCount` pods of its group are assumed or
+  bound, at most `permitTimeoutDuration` (5 minutes); the pod that completes the count allows
+  every waiting one; one that times out is rejected (unreserved and sent back to the queue). A
+  pod that starts to wait activates the group's unscheduled pods.
+
+The PodGroup scheduling cycle that places a whole group from one snapshot is
+kubesim/scheduler/podgroupcycle.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable
+from typing import Final
+
+from kube_rdma.core.objects import Json
+from kubesim.scheduler.clock import Clock
+from kubesim.scheduler.pods import TERMINAL, PodKey
+
+GroupKey = tuple[str, str]
+"""(namespace, PodGroup name)"""
+PERMIT_TIMEOUT: Final = 300.0
+"""permitTimeoutDuration: seconds a gang's pod waits at Permit for its quorum."""
+WAITING_FOR_GROUP: Final = 'waiting for pods\'s pod group "{name}" to appear in scheduling queue'
+"""1.36's wording ("pods's"; 1.37 says "pod's")."""
+WAITING_FOR_MIN_COUNT: Final = "waiting for minCount pods from a gang to appear in scheduling queue"
+PLUGIN: Final = "GangScheduling"
+
+
+def pod_group_name(pod: Json) -> str | None:
+    """`spec.schedulingGroup.podGroupName`, or None."""
+    group = (pod.get("spec") or {}).get("schedulingGroup") or {}
+    name = group.get("podGroupName")
+    return str(name) if name else None
+
+
+def min_count(pod_group: Json) -> int | None:
+    """The gang policy's minCount; None for a `basic` policy (no gang)."""
+    policy = (pod_group.get("spec") or {}).get("schedulingPolicy") or {}
+    gang = policy.get("gang")
+    return None if gang is None else int(gang.get("minCount") or 1)
+
+
+class GangScheduling:
+    """The plugin and the PodGroup states: which pods each group has, and which of its pods
+    PreEnqueue holds and Permit keeps waiting. `scheduled(key)` tells whether a pod is assumed
+    or bound (the scheduler's cache knows)."""
+
+    def __init__(
+        self, clock: Clock, scheduled: Callable[[PodKey], bool], timeout: float = PERMIT_TIMEOUT
+    ) -> None:
+        self._clock, self._scheduled, self.timeout = clock, scheduled, timeout
+        self._min: dict[GroupKey, int | None] = {}
+        """The PodGroups the scheduler knows, and their minCount (None: basic)."""
+        self._pods: dict[GroupKey, set[PodKey]] = {}
+        self._held: dict[GroupKey, set[PodKey]] = {}
+        self._waiting: dict[GroupKey, dict[PodKey, asyncio.Event]] = {}
+
+    def group_of(self, pod: Json) -> GroupKey | None:
+        name = pod_group_name(pod)
+        return None if name is None else (str(pod["metadata"].get("namespace")), name)
+
+    def min_count(self, group: GroupKey) -> int | None:
+        return self._min.get(group)
+
+    def members(self, group: GroupKey) -> set[PodKey]:
+        """The group's pods that exist (AllPodsCount counts them)."""
+        return self._pods.get(group, set())
+
+    def unscheduled(self, group: GroupKey) -> list[PodKey]:
+        return sorted(k for k in self.members(group) if not self._scheduled(k))
+
+    def scheduled_count(self, group: GroupKey) -> int:
+        return sum(1 for k in self.members(group) if self._scheduled(k))
+
+    # The informer's events
+
+    def pod_group_changed(self, old: Json | None, new: Json | None) -> list[PodKey]:
+        """A PodGroup added, updated or deleted; the held pods it lets in."""
+        obj = new if new is not None else old
+        assert obj is not None
+        meta = obj.get("metadata") or {}
+        group = (str(meta.get("namespace")), str(meta.get("name")))
+        if new is None:
+            self._min.pop(group, None)
+            return []
+        self._min[group] = min_count(new)
+        return self._release(group)
+
+    def pod_changed(self, key: PodKey, old: Json | None, new: Json | None) -> list[PodKey]:
+        """A pod added, updated or deleted; the held pods of its group it lets in."""
+        obj = new if new is not None else old
+        assert obj is not None
+        group = self.group_of(obj)
+        if group is None:
+            return []
+        alive = new is not None and (
+            (new.get("status") or {}).get("phase") not in TERMINAL
+            and not (new.get("metadata") or {}).get("deletionTimestamp")
+        )
+        if alive:
+            self._pods.setdefault(group, set()).add(key)
+        else:
+            self._pods.get(group, set()).discard(key)
+            self._held.get(group, set()).discard(key)
+        return self._release(group) if alive and old is None else []
+
+    # PreEnqueue
+
+    def pre_enqueue(self, key: PodKey, pod: Json) -> str | None:
+        """Why the pod may not enter the queue yet (it is held until `_release`), or None."""
+        group = self.group_of(pod)
+        if group is None:
+            return None
+        reason = self._not_ready(group)
+        if reason is not None:
+            self._held.setdefault(group, set()).add(key)
+        return reason
+
+    def held(self) -> set[PodKey]:
+        return {k for keys in self._held.values() for k in keys}
+
+    def _not_ready(self, group: GroupKey) -> str | None:
+        if group not in self._min:
+            return WAITING_FOR_GROUP.format(name=group[1])
+        wanted = self._min[group]
+        if wanted is not None and len(self.members(group)) < wanted:
+            return WAITING_FOR_MIN_COUNT
+        return None
+
+    def _release(self, group: GroupKey) -> list[PodKey]:
+        if not self._held.get(group) or self._not_ready(group) is not None:
+            return []
+        return sorted(self._held.pop(group))
+
+    # Permit
+
+    async def permit(
+        self, key: PodKey, pod: Json, activate: Callable[[Iterable[PodKey]], None]
+    ) -> str | None:
+        """Wait until the pod's gang has minCount pods assumed or bound: None when it may bind,
+        the rejection when it timed out."""
+        group = self.group_of(pod)
+        wanted = None if group is None else self._min.get(group)
+        if group is None or wanted is None:
+            return None
+        if self.scheduled_count(group) >= wanted:
+            for event in self._waiting.get(group, {}).values():
+                event.set()
+            return None
+        activate(self.unscheduled(group))
+        event = asyncio.Event()
+        waiting = self._waiting.setdefault(group, {})
+        waiting[key] = event
+        deadline = self._clock.now() + self.timeout
+        try:
+            while not event.is_set() and (left := deadline - self._clock.now()) > 0:
+                await self._clock.wait(event, left)
+        finally:
+            waiting.pop(key, None)
+        if event.is_set():
+            return None
+        return f"rejected due to timeout after waiting {_duration(self.timeout)} at plugin {PLUGIN}"
+
+    def waiting(self) -> int:
+        """Pods waiting at Permit now."""
+        return sum(len(w) for w in self._waiting.values())
+
+
+def _duration(seconds: float) -> str:
+    """As Go prints a time.Duration of whole seconds: 5m0s, 30s."""
+    minutes, rest = divmod(int(seconds), 60)
+    return f"{minutes}m{rest}s" if minutes else f"{rest}s"
