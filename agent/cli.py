@@ -83,7 +83,7 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         choices=["auto", "on", "off"],
         default="auto",
         help="keep a DeviceTaintRule (resource.k8s.io) on each of this node's RDMA devices a "
-        "DRA driver publishes while it is unhealthy: auto (default) where the cluster serves "
+        "DRA driver publishes while it is unhealthy: auto where the cluster serves "
         "DeviceTaintRules, on (the same, warning where it does not), off (and remove the "
         "rules left)",
     )

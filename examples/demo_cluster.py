@@ -36,6 +36,9 @@ JOB = "llama-70b"
 JOB_UID = "6f1c2d9e-3b4a-4c5d-8e7f-0a1b2c3d4e5f"
 MEMBERS = ("llama-70b-master-0", "llama-70b-worker-0", "llama-70b-worker-1", "llama-70b-worker-2")
 FINETUNE = "finetune-0"
+SCHEDULER = "rdma-scheduler"
+"""The scheduler the pending pods name (a profile's `scheduling.schedulerName`): the extender
+binds only the pods of the scheduler it serves."""
 DRA_NODES = ("gpu-07", "gpu-08")
 
 
@@ -104,6 +107,7 @@ def member(patched: Json, name: str) -> Json:
         {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "name": JOB, "uid": JOB_UID,
          "controller": True}
     ]  # fmt: skip
+    pod["spec"]["schedulerName"] = SCHEDULER  # rdma-scheduler schedules them; the extender binds
     pod["status"] = {"phase": "Pending"}
     return pod
 
@@ -114,6 +118,7 @@ def finetune(patched: Json) -> Json:
     pod["metadata"].update(name=FINETUNE, uid=f"uid-{FINETUNE}", labels={})
     for field in ("limits", "requests"):
         pod["spec"]["containers"][0]["resources"][field]["nvidia.com/gpu"] = "4"
+    pod["spec"]["schedulerName"] = SCHEDULER
     pod["status"] = {"phase": "Pending"}
     return pod
 

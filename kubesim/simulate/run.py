@@ -161,6 +161,11 @@ async def _simulate(
     if model is not None:
         listeners.append(follow(model.cluster))
         dra.on_claim(follow_claims(model.cluster))
+        # The jobs' native PodGroups, as the extender's watch would have them: each is created
+        # before its pods (the emulator hears of them from its job controller).
+        for job in jobs:
+            if (group := job.pod_group_object()) is not None:
+                model.cluster.upsert_podgroup(group)
     loop = asyncio.get_running_loop()
     holds = HoldRecorder(loop.time)
     store = MemoryApiserver(

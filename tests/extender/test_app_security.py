@@ -21,6 +21,7 @@ from testbed.builders import nodes
 
 NODES = [nodes.node(f"gpu-{i}", nodes.hgx()) for i in range(2)]
 GANG = {keys.GANG: "g", keys.GANG_SIZE: "2"}
+PAIR = {keys.GANG: "pair", keys.GANG_SIZE: "2"}
 
 
 def pod(name: str, scheduler: str | None = "rdma-scheduler", **extra: object) -> Json:
@@ -32,6 +33,7 @@ def pod(name: str, scheduler: str | None = "rdma-scheduler", **extra: object) ->
 
 BUSY = pod("busy", node_name="gpu-1", phase="Running")
 CACHED = [pod("solo"), pod("other", scheduler=None), BUSY, pod("g-0", annotations=GANG)]
+CACHED += [pod(f"pair-{i}", annotations=PAIR) for i in range(2)]  # a gang whose members exist
 
 
 class Client:
@@ -78,7 +80,7 @@ async def test_an_uncached_gang_member_plans_holds_and_notes_nothing(client: Cli
 
 async def test_a_cached_pod_is_judged_as_the_cache_has_it(client: Client) -> None:
     """The body claims a priority the pod does not have: the gang waits at the cache's."""
-    claimed = pod("g-0", annotations=GANG)
+    claimed = pod("pair-0", annotations=PAIR)
     claimed["spec"]["priority"] = 2_000_000_000
     await client.post("filter", {"Pod": claimed, "NodeNames": ["gpu-0", "gpu-1"]})
     assert client.scheduler.planner.plans == {}  # gpu-1 is busy: the gang of 2 does not fit

@@ -50,6 +50,7 @@ from testbed.fakeapi import (
     RecordedRequest,
     Resource,
     eventually,
+    native_gang_resources,
 )
 from testbed.kustomize import built, identity, kustomization, needs_kubectl
 from tests.manifests.test_manifests import (
@@ -556,9 +557,25 @@ def authorized_as(request: RecordedRequest) -> tuple[str, str, str]:
     return group, "/".join(rest[::2]), verb
 
 
+WATCHED = 3 + len(WORKLOAD_RESOURCES) + 2 + 4 + 1
+"""Watches of the extender: nodes, pods, gang plan records, every workload resource, the two
+Topology objects, the four DRA resources and Kubernetes' own PodGroups."""
+
+
+def native_watches(fake_api: FakeApiServer) -> set[str]:
+    """The scheduling.k8s.io resources the extender watches."""
+    return {
+        r.path.rsplit("/", 1)[1]
+        for r in fake_api.requests
+        if r.watch and "/apis/scheduling.k8s.io/" in r.path
+    }
+
+
 def discovery(request: RecordedRequest) -> bool:
-    """A GET of /api/v1 or /apis/GROUP/VERSION: which resources a group version serves."""
-    return len(request.path.strip("/").split("/")) == (2 if request.path.startswith("/api/") else 3)
+    """A GET of /api/v1, /apis/GROUP or /apis/GROUP/VERSION: which versions a group serves and
+    which resources a group version serves."""
+    parts = len(request.path.strip("/").split("/"))
+    return parts == 2 if request.path.startswith("/api/") else parts in (2, 3)
 
 
 TOPOLOGIES = {
@@ -601,7 +618,9 @@ async def test_extender_rbac_is_exactly_what_the_extender_calls(
     fake_api.create("nodes", nodes.node("gpu-2", nodes.hgx(down=(3,))))
     fake_api.create("pods", nodes.pod("busy", gpus=2, node_name="gpu-2", phase="Running"))
     pod = fake_api.create("pods", nodes.pod("worker-0", node_settings=True))
-    for key, resource in {**WORKLOAD_RESOURCES, **TOPOLOGIES}.items():  # every optional CRD
+    # Kubernetes' own gangs as 1.37 serves them (v1beta1: pods name PodGroups)
+    optional_apis = {**WORKLOAD_RESOURCES, **TOPOLOGIES, **native_gang_resources("v1beta1")}
+    for key, resource in optional_apis.items():  # every optional CRD and API
         fake_api.install(key, resource)
     from kubernetes_asyncio import client
 
@@ -616,7 +635,9 @@ async def test_extender_rbac_is_exactly_what_the_extender_calls(
         await eventually(ready)
         # nodes, pods, gang plan records, every workload resource, the two Topology objects
         # and the four DRA resources
-        await eventually(lambda: fake_api.watching == 3 + len(WORKLOAD_RESOURCES) + 2 + 4)
+        # and Kubernetes' own PodGroups
+        await eventually(lambda: fake_api.watching == WATCHED)
+        assert native_watches(fake_api) == {"podgroups"}
         # One scheduling cycle, as rdma-scheduler drives it, and an admin's explain.
         args = {"Pod": pod, "NodeNames": ["gpu-1", "gpu-2"], "Nodes": None}
         async with session.post(f"{base}/filter", data=orjson.dumps(args)) as response:
@@ -674,6 +695,7 @@ async def test_extender_rbac_is_exactly_what_the_extender_calls(
         ("resource.k8s.io", "resourceclaims"),
         ("resource.k8s.io", "resourceclaimtemplates"),
         ("resource.k8s.io", "resourceslices"),
+        ("scheduling.k8s.io", "podgroups"),
         ("scheduling.volcano.sh", "podgroups"),
         ("scheduling.x-k8s.io", "podgroups"),
     ]
@@ -712,11 +734,14 @@ async def test_extender_rbac_is_exactly_what_the_extender_calls(
             for verb in rule["verbs"]
         }
     )
-    assert granted == called
+    # Workloads are read only where 1.35's v1alpha1 serves them (pods name a Workload there);
+    # this cluster serves 1.37's v1beta1, where pods name PodGroups.
+    v1alpha1_only = [("scheduling.k8s.io", "workloads", verb) for verb in ("list", "watch")]
+    assert [g for g in granted if g not in v1alpha1_only] == called
 
 
 async def reserve_a_claim_again(api: FakeApiServer, source: LiveSource) -> None:
-    await eventually(lambda: api.watching == 3 + len(WORKLOAD_RESOURCES) + 2 + 4)
+    await eventually(lambda: api.watching == WATCHED)
     results = [{"request": "g", "driver": "gpu.nvidia.com", "pool": "gpu-1", "device": "gpu-0"}]
     selector = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["gpu-1"]}]}
     allocation = {

@@ -130,8 +130,7 @@ async def test_one_pod_declaring_a_gang_of_8_evicts_nothing(
     fake_api: FakeApiServer, tmp_path: Path
 ) -> None:
     fake_api.restore(cluster(busy=True))
-    lone = member("big", 0, 8, priority=100)
-    fake_api.create("pods", lone, "team-a")
+    lone = fake_api.create("pods", member("big", 0, 8, priority=100), "team-a")
     async with extender(fake_api, tmp_path) as ext:
         answers = await rounds(ext, lone)
     waiting = "gang team-a/big: 1 of 8 members exist; waiting for the rest"
@@ -154,8 +153,7 @@ async def test_a_declared_but_absent_gang_reserves_no_node(
     fake_api: FakeApiServer, tmp_path: Path
 ) -> None:
     fake_api.restore(cluster(busy=False))
-    lone = member("big", 0, 4, priority=0, never=True)
-    fake_api.create("pods", lone, "team-a")
+    lone = fake_api.create("pods", member("big", 0, 4, priority=0, never=True), "team-a")
     async with extender(fake_api, tmp_path) as ext:
         await rounds(ext, lone)
         other = await ext.filter(in_team_b(nodes.pod("solo")))
@@ -167,9 +165,8 @@ async def test_a_never_gang_holds_nothing_and_evicts_nothing(
     fake_api: FakeApiServer, tmp_path: Path
 ) -> None:
     fake_api.restore(cluster(busy=True))
-    gang = [member("never", i, 4, priority=100, never=True) for i in range(4)]
-    for pod in gang:
-        fake_api.create("pods", pod, "team-a")
+    made = [member("never", i, 4, priority=100, never=True) for i in range(4)]
+    gang = [fake_api.create("pods", pod, "team-a") for pod in made]
     async with extender(fake_api, tmp_path) as ext:
         await rounds(ext, gang[0])
         other = await ext.filter(in_team_b(nodes.pod("solo")))

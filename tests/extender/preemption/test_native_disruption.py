@@ -50,7 +50,7 @@ ALONE = [member("one-3", "gpu-3", "alone")]
 async def test_the_preempt_verb_never_takes_part_of_an_all_group(
     mode: object, version: str
 ) -> None:
-    objects = [*NODES, group("together", mode, version), *TOGETHER]
+    objects = [*NODES, PREEMPTOR, group("together", mode, version), *TOGETHER]
     async with serving(objects) as client:
         victims = {"gpu-1": meta("uid-all-1"), "gpu-2": meta("uid-all-2")}
         status, answer = await client.post("preempt", args(PREEMPTOR, victims))
@@ -58,8 +58,8 @@ async def test_the_preempt_verb_never_takes_part_of_an_all_group(
 
 
 async def test_a_single_group_gives_its_pods_up_one_by_one_like_pods_of_no_gang() -> None:
-    objects = [*NODES, group("alone", {"single": {}}), *ALONE, group("together", {"all": {}}),
-               *TOGETHER]  # fmt: skip
+    objects = [*NODES, PREEMPTOR, group("alone", {"single": {}}), *ALONE,
+               group("together", {"all": {}}), *TOGETHER]  # fmt: skip
     async with serving(objects) as client:
         victims = {"gpu-1": meta("uid-all-1"), "gpu-3": meta("uid-one-3")}
         status, answer = await client.post("preempt", args(PREEMPTOR, victims))
