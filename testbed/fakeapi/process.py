@@ -96,7 +96,7 @@ def load(path: Path | None) -> tuple[FakeApiServer, Snapshot]:
     server = FakeApiServer({k: r for k, r in every.items() if k in RESOURCES or k in used})
     snapshot.objects += [("namespaces", ns) for ns in implied_namespaces(snapshot.objects)]
     try:
-        server.restore(snapshot.objects)
+        server.restore_owned(snapshot.objects)  # read from the file: nothing else holds them
     except ApiError as e:  # the same name twice
         raise SnapshotError(f"{path}: {e.message}") from None
     return server, snapshot
