@@ -17,7 +17,7 @@ call (all nodes when the cluster has fewer); the first call of each shape (its t
 every node) is reported apart as "first". The child reports its resident memory (VmRSS) once the
 model is built. With `--profile`, the largest size's calls run once more under cProfile and the
 top entries are printed. With `--chart`, a PNG of p50 and p99 against the size (matplotlib, the
-`plot` extra).
+`plot` extra), the figures beside it as JSON.
 
     python -m bench.scale [--sizes 1000,5000,20000] [--names 5000] [--calls 300] [--chart F]
 """
@@ -151,7 +151,11 @@ def one_size(nodes: int, names_per_call: int, calls: int, daemon: int, per_node:
         "load": Path("/proc/loadavg").read_text().split()[0],
     }
     for verb in VERBS:
-        first, rest, base, cpu, cpu_base = [], [], [], [], []
+        first: list[float] = []
+        rest: list[float] = []
+        base: list[float] = []
+        cpu: list[float] = []
+        cpu_base: list[float] = []
         for i, body in enumerate(bodies):
             c0, t0 = time.thread_time(), time.perf_counter()
             size = len(real[verb](body))
@@ -196,11 +200,13 @@ def chart(rows: list[dict[str, Any]], path: Path) -> None:
     figure, axes = plt.subplots(figsize=(7, 4))
     sizes = [r["nodes"] for r in rows]
     for verb, color in zip(VERBS, ("tab:blue", "tab:orange"), strict=True):
-        axes.plot(sizes, [r[verb]["p50"] for r in rows], "o-", color=color, label=f"{verb} p50")
-        axes.plot(sizes, [r[verb]["p99"] for r in rows], "o--", color=color, label=f"{verb} p99")
+        cpu = [r[verb]["cpu_p50"] for r in rows]
+        axes.plot(sizes, cpu, "o-", color=color, label=f"{verb}: CPU p50")
         axes.plot(
-            sizes, [r[verb]["floor_p50"] for r in rows], ":", color=color, label=f"{verb} floor p50"
+            sizes, [r[verb]["p50"] for r in rows], "o--", color=color, label=f"{verb}: wall p50"
         )
+        floor = [r[verb]["cpu_floor_p50"] for r in rows]
+        axes.plot(sizes, floor, ":", color=color, label=f"{verb}: floor CPU p50")
     axes.set_xscale("log")
     axes.set_xlabel("nodes in the cluster")
     axes.set_ylabel(f"ms per call over {rows[-1]['names']:,} names (no HTTP)")
@@ -209,6 +215,7 @@ def chart(rows: list[dict[str, Any]], path: Path) -> None:
     axes.legend(fontsize=8)
     figure.tight_layout()
     figure.savefig(path, dpi=100)
+    path.with_suffix(".json").write_bytes(orjson.dumps(rows, option=orjson.OPT_INDENT_2))
 
 
 def main() -> int:
