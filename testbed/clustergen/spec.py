@@ -75,8 +75,7 @@ def _spec_problems(spec: ClusterSpec) -> list[str]:
     problems = []
     most = MAX_WIDE_NODES if spec.wide_addresses else MAX_NODES
     if not 1 <= spec.nodes <= most:
-        wide = "" if spec.wide_addresses else " (more with wide_addresses)"
-        problems.append(f"nodes must be 1 to {most}{wide}, got {spec.nodes}")
+        problems.append(f"nodes must be 1 to {most}, got {spec.nodes}")
     for name in ("nodes_per_leaf", "leaves_per_spine"):
         if getattr(spec, name) < 1:
             problems.append(f"{name} must be at least 1, got {getattr(spec, name)}")
