@@ -104,7 +104,8 @@ def load(path: Path | None) -> tuple[FakeApiServer, Snapshot]:
 
 def served(server: FakeApiServer) -> str:
     """What the server holds, as in "8 namespaces, 8 nodes, 21 pods"."""
-    counts = {plural: len(server.objects(plural)) for plural in sorted(server.resources)}
+    # Counted, not listed: `objects` deep-copies every object (minutes at 200,000 pods).
+    counts = {plural: server.count(plural) for plural in sorted(server.resources)}
     return ", ".join(f"{count} {plural}" for plural, count in counts.items())
 
 

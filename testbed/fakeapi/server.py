@@ -147,6 +147,10 @@ class FakeApiServer:
         """The stored objects of `plural` (in `namespace` when given), sorted as etcd keys are."""
         return self._store.select(Selector(plural, namespace))
 
+    def count(self, plural: str) -> int:
+        """How many objects of `plural` are stored, without copying them as `objects` does."""
+        return self._store.count(plural)
+
     def update(self, plural: str, obj: Json, namespace: str | None = None) -> Json:
         """Replace an object (PUT): a resourceVersion in `obj` must be the stored one."""
         return self._store.update(plural, obj, namespace)

@@ -249,6 +249,10 @@ class Store:
     def get(self, plural: str, name: str, namespace: str | None = None) -> Json:
         return copy.deepcopy(self._stored(plural, name, namespace))
 
+    def count(self, plural: str) -> int:
+        """How many objects of `plural` are stored (nothing copied)."""
+        return sum(1 for key in self._objects if key[0] == plural)
+
     def select(self, selector: Selector) -> list[Json]:
         """Copies of the matching objects, sorted as etcd keys are."""
         return copy.deepcopy(self._matching(selector))
