@@ -133,7 +133,9 @@ def spread(values: list[float], unit: str, digits: int) -> str:
     return f"{median:.{digits}f} {unit} ({min(values):.{digits}f}-{max(values):.{digits}f})"
 
 
-def run(spec: ClusterSpec, runs: int, folder: Path) -> list[tuple[str, list[Sample]]]:
+def run(
+    spec: ClusterSpec, runs: int, folder: Path, live_only: bool = False
+) -> list[tuple[str, list[Sample]]]:
     objects = generate(spec)
     pods = sum(1 for o in objects if o["kind"] == "Pod")
     snapshot, kubeconfig, log = folder / "cluster.json", folder / "kubeconfig", folder / "log"
@@ -142,10 +144,16 @@ def run(spec: ClusterSpec, runs: int, folder: Path) -> list[tuple[str, list[Samp
     title = f"{spec.nodes:,} nodes, {pods:,} pods ({snapshot.stat().st_size / 1e6:.0f} MB)"
     print(f"\n{title}", flush=True)
     results = []
+    started = time.perf_counter()
     with FakeApiServer(snapshot, kubeconfig) as api:
-        print(f"  {api.line}", flush=True)
+        took = time.perf_counter() - started
+        load = Path("/proc/loadavg").read_text().split()[0]
+        print(f"  {api.line} (loaded and serving after {took:.1f} s, load {load})", flush=True)
         live = [measure(["--kubeconfig", str(kubeconfig)], log) for _ in range(runs)]
     results.append((f"{title}, live", live))
+    if live_only:
+        print(f"  live      {_row(live)}", flush=True)
+        return results
     snap = [measure(["--cluster-snapshot", str(snapshot)], log) for _ in range(runs)]
     results.append((f"{title}, snapshot", snap))
     for name, samples in results[-2:]:
@@ -166,11 +174,15 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--pods", type=int, default=50_000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--only-pods", action="store_true", help="skip the training-pods-only cluster"
+    )
+    parser.add_argument("--live-only", action="store_true", help="skip snapshot mode")
     args = parser.parse_args()
     print(f"median (min-max) of {args.runs} runs; the extender's memory after ready")
     with tempfile.TemporaryDirectory() as folder:
-        for pods in (None, args.pods):
-            run(cluster(args.nodes, pods), args.runs, Path(folder))
+        for pods in (args.pods,) if args.only_pods else (None, args.pods):
+            run(cluster(args.nodes, pods), args.runs, Path(folder), args.live_only)
 
 
 if __name__ == "__main__":

@@ -9,13 +9,15 @@ The cluster comes from testbed/clustergen (HGX-like boards in leaves of 32 nodes
 with a rail down, 1 % with a flaky port, a share `--busy` of the GPUs taken by running pods of
 priority 0); the workload is `--generate jobs=N,seed=S,load=L[,priorities=...]`
 (docs/simulate.md). The extender variant runs with its default weights. Prints each variant's
-wall time and the table `kube-rdma simulate` prints.
+wall time, the process's peak resident memory and the table `kube-rdma simulate` prints. Past
+32,768 nodes the cluster uses clustergen's wide address plan.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import resource
 import sys
 import tempfile
 import time
@@ -27,7 +29,7 @@ from kubesim.simulate.run import Settings
 from kubesim.simulate.simulation import run_variants
 from kubesim.simulate.variants import build_variants
 from kubesim.simulate.workload import parse_generate
-from testbed.clustergen import ClusterSpec, generate, write_snapshot
+from testbed.clustergen import MAX_NODES, ClusterSpec, generate, write_snapshot
 
 
 def main() -> int:
@@ -45,7 +47,8 @@ def main() -> int:
     logging.getLogger("kube_rdma.extender").setLevel(logging.WARNING)
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "cluster.json"
-        spec = ClusterSpec(nodes=args.nodes, seed=1, busy_fraction=args.busy)
+        wide = args.nodes > MAX_NODES  # the address plan for up to 131,072 nodes
+        spec = ClusterSpec(nodes=args.nodes, seed=1, busy_fraction=args.busy, wide_addresses=wide)
         write_snapshot(generate(spec), path)
         started = time.perf_counter()
         cluster = load_cluster(path)
@@ -61,6 +64,8 @@ def main() -> int:
     for variant in document["variants"]:
         hours = variant["simulated_hours"]
         print(f"{variant['name']}: {hours:.1f} simulated hours in {variant['wall_seconds']:.1f} s")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"peak resident memory {peak:,.0f} MB; load average {Path('/proc/loadavg').read_text()}")
     print(table(document))
     return 0
 

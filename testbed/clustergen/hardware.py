@@ -34,6 +34,8 @@ class Board:
     down_rail: int | None = None
     flaky_rail: int | None = None
     agent: bool = True
+    wide: bool = False
+    """The wide address plan (`ClusterSpec.wide_addresses`)."""
 
     @property
     def name(self) -> str:
@@ -43,6 +45,26 @@ class Board:
     def host_ip(self) -> str:
         n = self.index + 1
         return f"172.{16 + (n >> 16)}.{n >> 8 & 255}.{n & 255}"
+
+
+def pod_subnet(board: Board) -> tuple[str, int]:
+    """The node's pod CIDR, and how many addresses it holds."""
+    if board.wide:  # a /26 per node in 10.128.0.0/9
+        base = (10 << 24) | (128 << 16) | (board.index << 6)
+        return f"{ipaddress.IPv4Address(base)}/26", 64
+    return f"10.{128 + (board.index >> 8)}.{board.index & 255}.0/24", 256
+
+
+def pod_address(board: Board, host: int) -> str:
+    """Address `host` of the node's /26 in the wide plan."""
+    return str(ipaddress.IPv4Address((10 << 24) | (128 << 16) | (board.index << 6) | host))
+
+
+def pod_ip(board: Board, rng: random.Random) -> str:
+    """An address of the node's pod CIDR (one draw of `rng`)."""
+    if board.wide:
+        return pod_address(board, rng.randrange(2, 62))
+    return f"10.{128 + (board.index >> 8)}.{board.index & 255}.{rng.randrange(2, 254)}"
 
 
 def boards(spec: ClusterSpec, rng: random.Random) -> list[Board]:
@@ -69,6 +91,7 @@ def boards(spec: ClusterSpec, rng: random.Random) -> list[Board]:
                 down_rail=rng.randrange(gpus) if i in down else None,
                 flaky_rail=rng.randrange(gpus) if i in flaky else None,
                 agent=i not in no_agent,
+                wide=spec.wide_addresses,
             )
         )
     return made
@@ -154,7 +177,11 @@ def _nic(board: Board, rail: int, slot: int, rng: random.Random) -> Nic:
 def _roce_gids(board: Board, rail: int, netdev: str, tail: int) -> tuple[Gid, ...]:
     """Link-local (from the MAC, EUI-64) v1/v2 at 0/1, the rail's IPv4 v1/v2 at 2/3."""
     local = str(ipaddress.IPv6Address((0xFE80 << 112) | (0x0AC0EBFFFE << 24) | tail))
-    ip = f"10.{rail + 1}.{board.index // 250}.{board.index % 250 + 1}"
+    block = board.index // 250
+    if board.wide:  # a /14 per rail: 10.(4(rail + 1) + block / 256).(block % 256).host
+        ip = f"10.{4 * (rail + 1) + (block >> 8)}.{block & 255}.{board.index % 250 + 1}"
+    else:
+        ip = f"10.{rail + 1}.{block}.{board.index % 250 + 1}"
     mapped = f"::ffff:{ip}"
     return (
         Gid(index=0, gid=local, type="RoCE v1", ip=local, netdev=netdev),

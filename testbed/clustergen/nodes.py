@@ -10,7 +10,7 @@ from agent.health import rdma_ready
 from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
 from kube_rdma.core.topology import encode
-from testbed.clustergen.hardware import Board, board_topology
+from testbed.clustergen.hardware import Board, board_topology, pod_subnet
 from testbed.clustergen.identity import random_uid, stamp
 from testbed.clustergen.spec import (
     GPU,
@@ -84,7 +84,7 @@ def _rdma_allocatable(spec: ClusterSpec, gpus: int) -> dict[str, str]:
 
 
 def _pod_cidr(board: Board) -> str:
-    return f"10.{128 + (board.index >> 8)}.{board.index & 255}.0/24"
+    return pod_subnet(board)[0]
 
 
 _HEARTBEAT = stamp(60 * 86400)

@@ -12,7 +12,7 @@ import orjson
 from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
 from kube_rdma.core.topology import LinkLayer
-from testbed.clustergen.hardware import Board
+from testbed.clustergen.hardware import Board, pod_address
 from testbed.clustergen.identity import random_uid, stamp
 from testbed.clustergen.spec import GPU, MULTUS_NETWORKS, RDMA_SHARED, ClusterSpec
 
@@ -179,7 +179,9 @@ class Pods:
                 for kind, status in (("PodScheduled", "True"), ("Ready", ready))
             ],
             "hostIP": member.node.host_ip,
-            "podIP": f"10.{128 + (index >> 8)}.{index & 255}.{1 + self.ips[index] % 253}",
+            "podIP": pod_address(member.node, 1 + self.ips[index] % 61)
+            if member.node.wide
+            else f"10.{128 + (index >> 8)}.{index & 255}.{1 + self.ips[index] % 253}",
             "startTime": stamp(job.created + 5),
             "qosClass": "Guaranteed",
         }

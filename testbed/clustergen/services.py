@@ -8,7 +8,7 @@ import random
 from dataclasses import dataclass
 
 from kube_rdma.core.objects import Json
-from testbed.clustergen.hardware import Board
+from testbed.clustergen.hardware import Board, pod_ip
 from testbed.clustergen.identity import random_uid, stamp
 from testbed.clustergen.spec import MAX_DAEMON_PODS, ClusterSpec
 
@@ -127,7 +127,6 @@ class CpuPods:
             "controller": True,
             "blockOwnerDeletion": True,
         }
-        subnet = f"10.{128 + (board.index >> 8)}.{board.index & 255}"
         return {
             "apiVersion": "v1",
             "kind": "Pod",
@@ -149,7 +148,7 @@ class CpuPods:
                     {"type": "Ready", "status": "True"},
                 ],
                 "hostIP": board.host_ip,
-                "podIP": f"{subnet}.{self.rng.randrange(2, 254)}",
+                "podIP": pod_ip(board, self.rng),
                 "startTime": stamp(created + 3),
                 "qosClass": "Burstable",
             },

@@ -17,6 +17,9 @@ MULTUS_NETWORKS = "k8s.v1.cni.cncf.io/networks"
 # The rail IPv4 plan gives each rail a 10.r.0.0/16 with 250 hosts per /24; pod CIDRs are the
 # /24s of 10.128.0.0/9. Both run out past 32,768 nodes.
 MAX_NODES = 32_768
+MAX_WIDE_NODES = 131_072
+"""With `wide_addresses`: each rail a /14 of 10.0.0.0/8 (4 x 256 /24s of 250 hosts) and each
+node a /26 of pod addresses in 10.128.0.0/9."""
 MAX_DAEMON_PODS = 8
 """DaemonSets a node can run (testbed/clustergen/services.py)."""
 
@@ -51,6 +54,10 @@ class ClusterSpec:
     """Objects in full, as a list or watch delivers them: managedFields, the defaults the
     apiserver fills in, container statuses, node images. Off, they carry only what the tests
     read, and generate faster."""
+    wide_addresses: bool = False
+    """The address plan for up to MAX_WIDE_NODES nodes (benches at 100,000 nodes): rail IPv4s
+    in a /14 per rail, a /26 of pod addresses per node. Off, the plan of the clusters before
+    (a /16 per rail, a /24 per node), byte for byte, for up to MAX_NODES nodes."""
 
     def __post_init__(self) -> None:
         problems = _spec_problems(self)
@@ -66,8 +73,9 @@ def spine_count(spec: ClusterSpec) -> int:
 
 def _spec_problems(spec: ClusterSpec) -> list[str]:
     problems = []
-    if not 1 <= spec.nodes <= MAX_NODES:
-        problems.append(f"nodes must be 1 to {MAX_NODES}, got {spec.nodes}")
+    most = MAX_WIDE_NODES if spec.wide_addresses else MAX_NODES
+    if not 1 <= spec.nodes <= most:
+        problems.append(f"nodes must be 1 to {most}, got {spec.nodes}")
     for name in ("nodes_per_leaf", "leaves_per_spine"):
         if getattr(spec, name) < 1:
             problems.append(f"{name} must be at least 1, got {getattr(spec, name)}")

@@ -96,7 +96,7 @@ def load(path: Path | None) -> tuple[FakeApiServer, Snapshot]:
     server = FakeApiServer({k: r for k, r in every.items() if k in RESOURCES or k in used})
     snapshot.objects += [("namespaces", ns) for ns in implied_namespaces(snapshot.objects)]
     try:
-        server.restore(snapshot.objects)
+        server.restore_owned(snapshot.objects)  # read from the file: nothing else holds them
     except ApiError as e:  # the same name twice
         raise SnapshotError(f"{path}: {e.message}") from None
     return server, snapshot
@@ -104,7 +104,8 @@ def load(path: Path | None) -> tuple[FakeApiServer, Snapshot]:
 
 def served(server: FakeApiServer) -> str:
     """What the server holds, as in "8 namespaces, 8 nodes, 21 pods"."""
-    counts = {plural: len(server.objects(plural)) for plural in sorted(server.resources)}
+    # Counted, not listed: `objects` deep-copies every object (minutes at 200,000 pods).
+    counts = {plural: server.count(plural) for plural in sorted(server.resources)}
     return ", ".join(f"{count} {plural}" for plural, count in counts.items())
 
 

@@ -171,6 +171,16 @@ class Store:
         body["metadata"].setdefault("creationTimestamp", self.timestamp())
         return self._commit(plural, "ADDED", body)
 
+    def restore_owned(self, plural: str, obj: Json) -> None:
+        """`restore`, for an object handed over (the caller keeps no reference to it, as when
+        loading a snapshot): stored and recorded as it is, without `restore`'s three copies,
+        which made loading 200,000 served pods take a quarter of an hour. Stored objects are
+        never changed in place (writes store new copies), so the history may share it."""
+        body = self._admitted(plural, obj, None, owned=True)
+        body["metadata"].setdefault("uid", self._uid())
+        body["metadata"].setdefault("creationTimestamp", self.timestamp())
+        self._commit(plural, "ADDED", body, owned=True)
+
     def update(self, plural: str, obj: Json, namespace: str | None = None) -> Json:
         """Replace an object (PUT): a resourceVersion in `obj` must be the stored one."""
         meta = obj.get("metadata") or {}
@@ -258,6 +268,10 @@ class Store:
     def get(self, plural: str, name: str, namespace: str | None = None) -> Json:
         return copy.deepcopy(self._stored(plural, name, namespace))
 
+    def count(self, plural: str) -> int:
+        """How many objects of `plural` are stored (nothing copied)."""
+        return sum(1 for key in self._objects if key[0] == plural)
+
     def select(self, selector: Selector) -> list[Json]:
         """Copies of the matching objects, sorted as etcd keys are."""
         return copy.deepcopy(self._matching(selector))
@@ -303,10 +317,13 @@ class Store:
 
     # --- internals -----------------------------------------------------------------------------
 
-    def _admitted(self, plural: str, obj: Json, namespace: str | None) -> Json:
-        """A copy of `obj` with its namespace and name settled, refused when the name is taken."""
+    def _admitted(
+        self, plural: str, obj: Json, namespace: str | None, *, owned: bool = False
+    ) -> Json:
+        """A copy of `obj` (`obj` itself when `owned`) with its namespace and name settled,
+        refused when the name is taken."""
         resource = self.resource(plural)
-        body = copy.deepcopy(obj)
+        body = obj if owned else copy.deepcopy(obj)
         meta = body.setdefault("metadata", {})
         if resource.namespaced:
             namespace = namespace or meta.get("namespace") or "default"
@@ -353,8 +370,11 @@ class Store:
                 return name
         raise ApiError(409, f"fake apiserver: no free name for generateName {prefix!r}")
 
-    def _commit(self, plural: str, kind: str, obj: Json, old: Json | None = None) -> Json:
-        """Store a write under a new resourceVersion and tell the watches that see it."""
+    def _commit(
+        self, plural: str, kind: str, obj: Json, old: Json | None = None, *, owned: bool = False
+    ) -> Json:
+        """Store a write under a new resourceVersion and tell the watches that see it; `owned`:
+        the history shares `obj` and it is returned as it is, not copied."""
         resource = self.resource(plural)
         if plural == "resourceclaims" and kind != "DELETED":
             problem = claim_problem(obj)
@@ -368,10 +388,10 @@ class Store:
             del self._objects[key]
         else:
             self._objects[key] = obj
-        change = Change(self.version, plural, kind, copy.deepcopy(obj), old)
+        change = Change(self.version, plural, kind, obj if owned else copy.deepcopy(obj), old)
         self._history.append(change)
         self._on_change(change)
-        return copy.deepcopy(obj)
+        return obj if owned else copy.deepcopy(obj)
 
     def _bound(self, pod: Json, binding: Json, node: str) -> Json:
         """The pod on `node` with the binding's annotations and PodScheduled=True, as

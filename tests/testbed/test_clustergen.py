@@ -426,3 +426,17 @@ def test_extremes_still_generate() -> None:
     assert sum(gpus_of(p) for p in running_bound(pods)) == len(topology.gpus)
     idle = split(generate(ClusterSpec(nodes=10, busy_fraction=0.0)))[1]
     assert running_bound(idle) == []
+
+
+def test_wide_addresses_allow_more_nodes_and_keep_addresses_distinct() -> None:
+    with pytest.raises(ValueError, match="nodes must be 1 to 32768"):
+        ClusterSpec(nodes=40_000)
+    ClusterSpec(nodes=100_000, wide_addresses=True)  # accepted: checked, not generated
+    objects = generate(ClusterSpec(nodes=64, seed=2, wide_addresses=True, cpu_pods=50))
+    nodes = [o for o in objects if o["kind"] == "Node"]
+    cidrs = [n["spec"]["podCIDR"] for n in nodes]
+    assert len(set(cidrs)) == len(nodes)
+    assert all(c.endswith("/26") for c in cidrs)
+    ips = [p["status"]["podIP"] for p in objects if p["kind"] == "Pod" and "podIP" in p["status"]]
+    assert ips
+    assert all(ip.startswith("10.128.") for ip in ips)
