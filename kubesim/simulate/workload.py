@@ -12,7 +12,7 @@ jobs:
     rdma: 1                   # RDMA units per pod (of the cluster's RDMA resource)
     duration: 7200            # seconds it runs once all its pods are bound
     gang: true                # optional: true when pods > 1
-    network: macvlan          # optional: macvlan (RoCE) or ib
+    network: macvlan          # optional: macvlan (RoCE) or ib (default: the nodes' link layer)
     priority: 1000            # optional: spec.priority of its pods (default 0)
     preemptionPolicy: Never   # optional: PreemptLowerPriority (default) or Never
     annotations: {kube-rdma.io/min-affinity: PIX}
@@ -66,7 +66,8 @@ class JobEntry(BaseModel):
     rdma: int = Field(default=1, ge=0)
     duration: float = Field(gt=0)
     gang: bool | None = None
-    network: Literal["macvlan", "ib"] = "macvlan"
+    network: Literal["macvlan", "ib"] | None = None
+    """None: the network mode of the link layer most nodes have, as for generated jobs."""
     priority: int = Field(default=0, ge=-(2**31), le=1_000_000_000)
     preemptionPolicy: Literal["PreemptLowerPriority", "Never"] = "PreemptLowerPriority"
     annotations: dict[str, str] = {}
@@ -186,7 +187,7 @@ def _job(entry: JobEntry, name: str, shape: Shape) -> Job:
         gpus=entry.gpus,
         arrival=entry.arrival,
         duration=entry.duration,
-        network=entry.network,
+        network=entry.network or shape.network(),
         cpu_per_gpu=0,
         memory_per_gpu_gi=0,
         rdma=rdma,
