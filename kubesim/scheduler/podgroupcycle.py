@@ -15,23 +15,48 @@ the group then waits for the preemption); pods with resource claims take the pod
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 
+from kube_rdma.core.objects import Json
 from kubesim.scheduler.attempt import Attempt
-from kubesim.scheduler.extender_client import ExtenderError
-from kubesim.scheduler.gangscheduling import GroupKey
-from kubesim.scheduler.placement import Unschedulable
-from kubesim.scheduler.queue import QueuedPod
+from kubesim.scheduler.clock import Clock
+from kubesim.scheduler.extender_client import ExtenderClient, ExtenderError
+from kubesim.scheduler.gangscheduling import GangScheduling, GroupKey
+from kubesim.scheduler.informer import Informer
+from kubesim.scheduler.placement import Placement, Unschedulable
+from kubesim.scheduler.pods import PodKey
+from kubesim.scheduler.queue import QueuedPod, SchedulingQueue
 
-if TYPE_CHECKING:
-    from kubesim.scheduler.scheduler import EmulatedScheduler
+
+class GroupCycleHost(Protocol):
+    """What a PodGroup scheduling cycle uses of the scheduler running it (GroupCycleHost)."""
+
+    clock: Clock
+    queue: SchedulingQueue
+
+    @property
+    def informer(self) -> Informer: ...
+
+    placement: Placement
+    gangs: GangScheduling | None
+    assumed: dict[PodKey, str]
+    in_flight: dict[PodKey, QueuedPod]
+
+    def schedulable(self, pod: Json) -> bool: ...
+
+    def account(self, key: PodKey) -> None: ...
+
+    def start_binding(self, queued: QueuedPod, pod: Json, node: str) -> None: ...
+
+    def extender_for(self, pod: Json) -> ExtenderClient | None: ...
+
+    def requeue(self, queued: QueuedPod, parked: bool = False, any_event: bool = False) -> None: ...
+
 
 GROUP_UNSCHEDULABLE: Final = "pod group is unschedulable"
 
 
-async def schedule_group(
-    sched: EmulatedScheduler, first: QueuedPod, group: GroupKey
-) -> list[Attempt]:
+async def schedule_group(sched: GroupCycleHost, first: QueuedPod, group: GroupKey) -> list[Attempt]:
     """One PodGroup scheduling cycle, `first` the pod popped; an attempt per pod of the group."""
     gangs = sched.gangs
     assert gangs is not None
@@ -88,7 +113,7 @@ async def schedule_group(
     return attempts
 
 
-def _take_back(sched: EmulatedScheduler, placed: list[tuple[QueuedPod, str, int]]) -> None:
+def _take_back(sched: GroupCycleHost, placed: list[tuple[QueuedPod, str, int]]) -> None:
     for queued, _, _ in placed:
         sched.assumed.pop(queued.key, None)
         sched.account(queued.key)
