@@ -38,6 +38,7 @@ def user(account: tuple[str, str]) -> str:
 class Stack:
     plane: ControlPlane
     extender_port: int = field(default_factory=free_port)
+    extender_metrics_port: int = field(default_factory=free_port)
     webhook_port: int = field(default_factory=free_port)
     extender: Process | None = None
     scheduler: Process | None = None
@@ -109,6 +110,7 @@ class Stack:
                 "--kubeconfig", str(kubeconfig),
                 "--weights", str(self.folder / "config" / "weights.yaml"),
                 "--host", "127.0.0.1", "--port", str(self.extender_port),
+                "--metrics-port", str(self.extender_metrics_port),
                 "--plan-namespace", PLAN_NAMESPACE,
             ],
         )  # fmt: skip

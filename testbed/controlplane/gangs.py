@@ -70,7 +70,7 @@ def spine_of(node: str) -> str:
 
 def bind_calls(stack: Stack) -> float:
     """Bind requests the extender answered (a member that timed out at the barrier counts)."""
-    url = f"http://127.0.0.1:{stack.extender_port}/metrics"
+    url = f"http://127.0.0.1:{stack.extender_metrics_port}/metrics"
     with urllib.request.urlopen(url, timeout=5) as response:
         text = response.read().decode()
     return sum(
