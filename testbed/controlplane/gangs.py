@@ -84,8 +84,13 @@ def all_but_one_at_the_barrier(
     stack: Stack, api: Rest, namespace: str, gang: str, size: int
 ) -> None:
     """Create all members but the last and wait until each has reached the bind barrier (its
-    bind request timed out there; it stays arrived)."""
+    bind request timed out there; it stays arrived). A gang acts only once its declared members
+    exist, so a stand-in for the last one exists too: a member of another scheduler's, which
+    rdma-scheduler never sends to the barrier (and whose name is outside the gang's prefix)."""
     before = bind_calls(stack)
+    stand_in = gang_pod(f"stand-in-for-{gang}", namespace, gang, size)
+    stand_in["spec"]["schedulerName"] = "no-such-scheduler"
+    create_pods(api, [stand_in])
     create_pods(api, [gang_pod(f"{gang}-{i}", namespace, gang, size) for i in range(size - 1)])
     deadline = time.monotonic() + ARRIVE_SECONDS
     while bind_calls(stack) - before < size - 1:
