@@ -1,6 +1,7 @@
 """Metrics of shared clusters, read from the scheduler's state at each scrape: gangs waiting
-and for how long, the holds in force, the preemptions and evictions made, and the evictions
-refused (the extender's eviction budget, PodDisruptionBudgets, a gang's backoff)."""
+and for how long, members at the bind barrier, the holds in force, the preemptions and
+evictions made, and the evictions refused (the extender's eviction budget,
+PodDisruptionBudgets, a gang's backoff)."""
 
 from __future__ import annotations
 
@@ -41,6 +42,13 @@ class ContentionCollector(Collector):
         for priority, wait in sorted(by_priority.items()):
             longest.add_metric([str(priority)], wait)
         yield longest
+        at_barrier = [p for p in scheduler.planner.plans.values() if not p.opened]
+        yield GaugeMetricFamily(
+            "kube_rdma_gang_members_at_barrier",
+            "Members waiting at the bind barrier for the rest of their gang (their bind "
+            "requests waiting, or returned and kept in place).",
+            value=sum(len(p.arrivals) for p in at_barrier),
+        )
         holds = list(scheduler.holds)
         yield GaugeMetricFamily(
             "kube_rdma_gang_holds", "Holds in force (nodes kept for a gang).", value=len(holds)

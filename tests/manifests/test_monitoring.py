@@ -114,6 +114,7 @@ def test_the_registries_export_what_the_docs_list() -> None:
         "kube_rdma_weights_reloads_total",
         "kube_rdma_gangs_waiting",
         "kube_rdma_gang_longest_wait_seconds",
+        "kube_rdma_gang_members_at_barrier",
         "kube_rdma_gang_holds",
         "kube_rdma_gang_held_gpus",
         "kube_rdma_gang_preemptions_total",

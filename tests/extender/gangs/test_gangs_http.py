@@ -334,3 +334,23 @@ async def test_deleting_every_member_releases_the_reservation(serve: Any) -> Non
         client.app[EXTENDER].source.cluster.delete_pod(("team-a", m["metadata"]["name"]))
     await eventually(lambda: planner.plans == {})
     assert planner.reserved == {}
+
+
+async def test_the_members_at_the_barrier_are_a_gauge(serve: Any) -> None:
+    members = [member("trio", i, 3) for i in range(3)]
+    client = await serve([*cluster(), *members], GangSettings(barrier_timeout=30))
+    planned = [(await client.filter(m, NAMES))["NodeNames"][0] for m in members]
+    registry = client.app[EXTENDER].metrics.registry
+
+    def at_barrier() -> float | None:
+        return registry.get_sample_value("kube_rdma_gang_members_at_barrier")
+
+    assert at_barrier() == 0
+    waiting = [
+        asyncio.create_task(client.bind(m, n))
+        for m, n in zip(members[:2], planned[:2], strict=True)
+    ]
+    await eventually(lambda: at_barrier() == 2, within=30)
+    assert await client.bind(members[2], planned[2]) == ""
+    assert [await t for t in waiting] == ["", ""]
+    assert at_barrier() == 0  # the barrier opened: nobody waits
