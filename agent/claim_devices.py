@@ -33,7 +33,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from agent.dra_devices import SliceError, attribute_values, pci_addresses, strings
+from agent.dra_devices import (
+    SliceError,
+    attribute_values,
+    expect_object,
+    expect_string,
+    pci_addresses,
+    strings,
+)
 
 METADATA_DIR: Final = Path("/var/run/kubernetes.io/dra-device-attributes")
 METADATA_VERSIONS: Final = ("metadata.resource.k8s.io/v1alpha1",)
@@ -184,9 +191,7 @@ def _device(obj: dict[str, Any], path: Path, where: str, at: str, name_key: str)
 
 
 def _object(value: Any, where: str, at: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise ClaimDataError(f"{where}: {at}: expected an object, got {value!r}")
-    return value
+    return expect_object(value, where, at, ClaimDataError)
 
 
 def _list(value: Any, where: str, at: str) -> list[Any]:
@@ -198,6 +203,4 @@ def _list(value: Any, where: str, at: str) -> list[Any]:
 
 
 def _string(value: Any, where: str, at: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise ClaimDataError(f"{where}: {at}: expected a non-empty string, got {value!r}")
-    return value
+    return expect_string(value, where, at, ClaimDataError)

@@ -95,10 +95,10 @@ def read_slice(obj: Json) -> tuple[str, str, int, list[Published]]:
     """(driver, pool, pool generation, devices) of one ResourceSlice; SliceError otherwise."""
     name = (obj.get("metadata") or {}).get("name") if isinstance(obj, dict) else None
     where = f"ResourceSlice {name or '(unnamed)'}"
-    spec = _object(obj.get("spec") if isinstance(obj, dict) else None, where, "spec")
-    driver = _string(spec.get("driver"), where, "spec.driver")
-    pool = _object(spec.get("pool"), where, "spec.pool")
-    pool_name = _string(pool.get("name"), where, "spec.pool.name")
+    spec = expect_object(obj.get("spec") if isinstance(obj, dict) else None, where, "spec")
+    driver = expect_string(spec.get("driver"), where, "spec.driver")
+    pool = expect_object(spec.get("pool"), where, "spec.pool")
+    pool_name = expect_string(pool.get("name"), where, "spec.pool.name")
     generation = pool.get("generation", 0)
     if not isinstance(generation, int) or isinstance(generation, bool):
         raise SliceError(f"{where}: spec.pool.generation: expected an integer, got {generation!r}")
@@ -113,13 +113,13 @@ def read_slice(obj: Json) -> tuple[str, str, int, list[Published]]:
 
 
 def _device(obj: Any, driver: str, pool: str, where: str, at: str) -> Published:
-    device = _object(obj, where, at)
-    name = _string(device.get("name"), where, f"{at}.name")
+    device = expect_object(obj, where, at)
+    name = expect_string(device.get("name"), where, f"{at}.name")
     holder = device
     if "basic" in device:  # v1beta1 nests them
-        holder, at = _object(device["basic"], where, f"{at}.basic"), f"{at}.basic"
+        holder, at = expect_object(device["basic"], where, f"{at}.basic"), f"{at}.basic"
     attributes = holder.get("attributes")
-    attributes = _object({} if attributes is None else attributes, where, f"{at}.attributes")
+    attributes = expect_object({} if attributes is None else attributes, where, f"{at}.attributes")
     values = attribute_values(attributes, driver, where, at)
     return Published(
         DeviceId(driver, pool, name),
@@ -146,7 +146,7 @@ def _qualified(key: str, driver: str) -> str:
 
 def _value(attribute: Any, where: str, at: str) -> object:
     """The one value of a DeviceAttribute (`{"string": ...}`, `int`, `bool` or `version`)."""
-    attribute = _object(attribute, where, at)
+    attribute = expect_object(attribute, where, at)
     if len(attribute) != 1 or next(iter(attribute)) not in _VALUE_TYPES:
         raise SliceError(
             f"{where}: {at}: expected exactly one of string, int, bool, version, "
@@ -192,15 +192,19 @@ def pci_address(text: str) -> str | None:
     return f"{int(domain, 16):04x}:{int(bus, 16):02x}:{int(slot, 16):02x}.{int(function, 16)}"
 
 
-def _object(value: Any, where: str, at: str) -> dict[str, Any]:
+def expect_object(
+    value: Any, where: str, at: str, error: type[Exception] = SliceError
+) -> dict[str, Any]:
+    """`value` if it is a JSON object; `error` naming where and what was found otherwise."""
     if not isinstance(value, dict):
-        raise SliceError(f"{where}: {at}: expected an object, got {_kind(value)}")
+        raise error(f"{where}: {at}: expected an object, got {_kind(value)}")
     return value
 
 
-def _string(value: Any, where: str, at: str) -> str:
+def expect_string(value: Any, where: str, at: str, error: type[Exception] = SliceError) -> str:
+    """`value` if it is a non-empty string; `error` naming where and what was found otherwise."""
     if not isinstance(value, str) or not value:
-        raise SliceError(f"{where}: {at}: expected a non-empty string, got {_kind(value)}")
+        raise error(f"{where}: {at}: expected a non-empty string, got {_kind(value)}")
     return value
 
 

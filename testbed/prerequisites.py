@@ -13,10 +13,11 @@ import shutil
 import subprocess
 import sys
 
-OLDEST_KUBECTL = (1, 30)
-"""The oldest Kubernetes the manifests target; its kubectl bundles kustomize v5."""
+OLDEST_KUBECTL = (1, 32)
+"""One minor older than the oldest Kubernetes the manifests target (1.33), as kubectl's version
+skew policy allows; its kubectl bundles kustomize v5."""
 
-INSTALL = "install kubectl 1.30 or newer (https://kubernetes.io/docs/tasks/tools/)"
+INSTALL = "install kubectl 1.32 or newer (https://kubernetes.io/docs/tasks/tools/)"
 
 
 def kubectl_problem(path: str | None = None) -> str | None:
@@ -40,7 +41,7 @@ def kubectl_problem(path: str | None = None) -> str | None:
     except (ValueError, KeyError, TypeError):
         return f"{found} does not say its version (kubectl version --client -o json): {INSTALL}"
     if version < OLDEST_KUBECTL:
-        return f"{found} is kubectl {client['gitVersion']}, older than 1.30: {INSTALL}"
+        return f"{found} is kubectl {client['gitVersion']}, older than 1.32: {INSTALL}"
     return None
 
 

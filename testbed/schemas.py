@@ -25,8 +25,9 @@ from pydantic import BaseModel
 
 from kube_rdma.core.objects import Json
 
-K8S_VERSION = "1.30.0"
-"""The Kubernetes version whose schemas the fuzz tests generate from (as test_fuzz.py)."""
+K8S_VERSION = "1.33.0"
+"""The Kubernetes version whose schemas the fuzz tests generate from (as test_fuzz.py): the
+oldest kube-rdma supports."""
 ROOT = Path(__file__).resolve().parent.parent
 API_DOCS = ROOT / "docs" / "api"
 

@@ -25,7 +25,7 @@ import orjson
 from kube_rdma.core.objects import Json
 from testbed.builders import pods
 
-K8S_VERSIONS = ("1.30.0", "1.37.0")
+K8S_VERSIONS = ("1.33.0", "1.37.0")
 """The schemas a webhook's result is validated against: the oldest Kubernetes minor kube-rdma
 supports and the newest."""
 

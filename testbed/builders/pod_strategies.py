@@ -182,8 +182,9 @@ def valid_pods(draw: st.DrawFn, namespaces: tuple[str, ...] = WEIGHTED_NAMESPACE
     return pod
 
 
-def _slots(value: Any) -> Iterator[tuple[Any, Any]]:
-    """(container, key or index) for every value inside `value`."""
+def slots(value: Any) -> Iterator[tuple[Any, Any]]:
+    """(container, key or index) for every value inside `value`, depth first: where a mutation
+    can remove or replace a value."""
     if isinstance(value, dict):
         items: Any = value.items()
     elif isinstance(value, list):
@@ -192,7 +193,7 @@ def _slots(value: Any) -> Iterator[tuple[Any, Any]]:
         return
     for key, inner in list(items):
         yield value, key
-        yield from _slots(inner)
+        yield from slots(inner)
 
 
 @st.composite
@@ -200,10 +201,10 @@ def mutated(draw: st.DrawFn, document: Json, most: int = 3) -> Json:
     """`document` with one to `most` of its values replaced by arbitrary JSON or removed."""
     result = copy.deepcopy(document)
     for _ in range(draw(st.integers(1, most))):
-        slots = list(_slots(result))
-        if not slots:
+        places = list(slots(result))
+        if not places:
             break
-        parent, key = draw(st.sampled_from(slots))
+        parent, key = draw(st.sampled_from(places))
         if draw(st.integers(0, 3)) == 0:
             del parent[key]
         else:

@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 
 from kube_rdma.core.objects import Json
-from testbed.builders.pod_strategies import JSON_SCALARS, JSON_VALUES, examples
+from testbed.builders.pod_strategies import JSON_SCALARS, JSON_VALUES, examples, slots
 
 HUGE_STRING_CHARS = (64 << 10, 1 << 20)
 """A huge string is 64 KiB to 1 MiB long."""
@@ -67,23 +67,10 @@ def from_schema(schema: Json) -> st.SearchStrategy[Any]:
     return _cached(orjson.dumps(schema, option=orjson.OPT_SORT_KEYS))
 
 
-def _slots(value: Any) -> Iterator[tuple[Any, Any]]:
-    """(container, key or index) for every value inside `value`."""
-    if isinstance(value, dict):
-        items: Any = value.items()
-    elif isinstance(value, list):
-        items = enumerate(value)
-    else:
-        return
-    for key, inner in list(items):
-        yield value, key
-        yield from _slots(inner)
-
-
 def _objects(value: Any) -> Iterator[Json]:
     if isinstance(value, dict):
         yield value
-    for parent, key in _slots(value):
+    for parent, key in slots(value):
         if isinstance(parent[key], dict):
             yield parent[key]
 
@@ -128,10 +115,10 @@ def mutated_off(draw: st.DrawFn, document: Any, most: int = 3) -> Any:
                 target = draw(st.sampled_from(objects))
                 target[draw(st.text(max_size=12))] = draw(JSON_VALUES | DEEP)
             continue
-        slots = list(_slots(result))
-        if not slots:
+        places = list(slots(result))
+        if not places:
             return draw(JSON_VALUES)
-        parent, key = draw(st.sampled_from(slots))
+        parent, key = draw(st.sampled_from(places))
         if mutation == "remove":
             del parent[key]
         elif mutation == "replace":

@@ -119,8 +119,10 @@ def _node_info(rng: random.Random) -> Json:
         "kernelVersion": "5.15.0-113-generic",
         "osImage": "Ubuntu 22.04.4 LTS",
         "containerRuntimeVersion": "containerd://1.7.18",
-        "kubeletVersion": "v1.30.2",
-        "kubeProxyVersion": "v1.30.2",
+        "kubeletVersion": "v1.33.10",
+        # Empty, as a 1.33 kubelet reports it (DisableNodeKubeProxyVersion, on by default since
+        # 1.33); the schema still requires the field.
+        "kubeProxyVersion": "",
         "operatingSystem": "linux",
         "architecture": "amd64",
     }

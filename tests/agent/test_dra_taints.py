@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +65,16 @@ def agent(core_v1: Any, custom: Any, root: Path, mode: str = "auto") -> Agent:
     return Agent(core_v1, settings(root), lambda _: scan(root), device_taints=taints)
 
 
+@pytest.fixture
+def start(core_v1: Any, custom: Any, tmp_path: Path) -> Callable[..., Agent]:
+    """A new agent (as after a restart) on the test's sysfs tree and apiserver, in `mode`."""
+
+    def new(mode: str = "auto") -> Agent:
+        return agent(core_v1, custom, tmp_path, mode)
+
+    return new
+
+
 def rules(fake_api: FakeApiServer) -> list[dict[str, Any]]:
     return [
         {"name": r["metadata"]["name"], **r["spec"]} for r in fake_api.objects("devicetaintrules")
@@ -86,7 +96,7 @@ def expected(i: int, value: str = "PortDown") -> dict[str, Any]:
 
 @pytest.mark.parametrize("release", ["1.33", "1.36", "1.37"])
 async def test_a_rule_follows_a_port_down_and_back(
-    fake_api: FakeApiServer, core_v1: Any, custom: Any, tmp_path: Path, release: str
+    fake_api: FakeApiServer, start: Callable[..., Agent], tmp_path: Path, release: str
 ) -> None:
     fake_api.install("devicetaintrules", device_taint_rules(release))
     tree = sysfs_tree.hgx_8gpu_8nic(tmp_path)
@@ -99,7 +109,7 @@ async def test_a_rule_follows_a_port_down_and_back(
         "attributes": {"resource.kubernetes.io/pciBusID": {"string": "0000:1c:00.0"}},
     }
     fake_api.create("resourceslices", resource_slice(NODE, "gpu.nvidia.com", [gpu]))
-    the_agent = agent(core_v1, custom, tmp_path)
+    the_agent = start()
     await the_agent.step()
     assert rules(fake_api) == []
     lists = [r for r in fake_api.requests if r.method == "GET" and "resourceslices" in r.path]
@@ -124,7 +134,7 @@ async def test_a_rule_follows_a_port_down_and_back(
 
 
 async def test_a_restarted_agent_takes_over_and_off_removes_its_rules(
-    fake_api: FakeApiServer, core_v1: Any, custom: Any, tmp_path: Path
+    fake_api: FakeApiServer, start: Callable[..., Agent], tmp_path: Path
 ) -> None:
     fake_api.install("devicetaintrules", device_taint_rules("1.37"))
     sysfs_tree.hgx_8gpu_8nic(tmp_path, down={1, 6})
@@ -137,20 +147,20 @@ async def test_a_restarted_agent_takes_over_and_off_removes_its_rules(
         },
     }
     fake_api.create("devicetaintrules", foreign)
-    await agent(core_v1, custom, tmp_path).step()
+    await start().step()
     assert [r["name"] for r in rules(fake_api)] == sorted(
         ["admin-maintenance", expected(1)["name"], expected(6)["name"]]
     )
     before = fake_api.version
-    await agent(core_v1, custom, tmp_path).step()
+    await start().step()
     assert fake_api.version == before, "a restarted agent finds its rules and writes nothing"
 
-    await agent(core_v1, custom, tmp_path, mode="off").step()
+    await start("off").step()
     assert [r["name"] for r in rules(fake_api)] == ["admin-maintenance"]
 
 
 async def test_a_degraded_link_and_an_sriov_vf(
-    fake_api: FakeApiServer, core_v1: Any, custom: Any, tmp_path: Path
+    fake_api: FakeApiServer, start: Callable[..., Agent], tmp_path: Path
 ) -> None:
     """NIC 2 trained to x8, found by the SR-IOV driver's standard pciBusID; NIC 5 at 16 GT/s,
     published by dranet by its RDMA device only."""
@@ -161,7 +171,7 @@ async def test_a_degraded_link_and_an_sriov_vf(
     fake_api.create("resourceslices", resource_slice(NODE, SRIOV, [vf]))
     by_rdma = {"name": "rdma5", "attributes": {"dra.net/rdmaDevice": {"string": "mlx5_5"}}}
     fake_api.create("resourceslices", resource_slice(NODE, DRANET, [by_rdma]))
-    await agent(core_v1, custom, tmp_path).step()
+    await start().step()
     selected = sorted(
         (r["deviceSelector"]["driver"], r["deviceSelector"]["device"], r["taint"]["value"])
         for r in rules(fake_api)
@@ -171,8 +181,7 @@ async def test_a_degraded_link_and_an_sriov_vf(
 
 async def test_bad_data_taints_nothing_else(
     fake_api: FakeApiServer,
-    core_v1: Any,
-    custom: Any,
+    start: Callable[..., Agent],
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -202,7 +211,7 @@ async def test_bad_data_taints_nothing_else(
     half["spec"]["devices"].append({"attributes": {}})
     fake_api.create("resourceslices", half)
     with caplog.at_level(logging.WARNING, logger="kube_rdma.agent"):
-        await agent(core_v1, custom, tmp_path).step()
+        await start().step()
     selected = sorted(
         (r["deviceSelector"]["pool"], r["deviceSelector"]["device"]) for r in rules(fake_api)
     )
@@ -229,8 +238,7 @@ async def test_bad_data_taints_nothing_else(
 
 async def test_no_resource_in_the_cluster(
     fake_api: FakeApiServer,
-    core_v1: Any,
-    custom: Any,
+    start: Callable[..., Agent],
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -239,9 +247,9 @@ async def test_no_resource_in_the_cluster(
     sysfs_tree.hgx_8gpu_8nic(tmp_path, down={0})
     fake_api.create("resourceslices", hgx_dranet_slice(NODE))
     with caplog.at_level(logging.INFO, logger="kube_rdma.agent"):
-        await agent(core_v1, custom, tmp_path).step()
+        await start().step()
         assert not [r for r in caplog.records if "DeviceTaintRule" in r.getMessage()]
-        await agent(core_v1, custom, tmp_path, mode="on").step()
+        await start("on").step()
     assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
         "--dra-device-taints on, but this cluster serves no DeviceTaintRules of resource.k8s.io "
         "(v1, v1beta2, v1alpha3): no device is tainted; looking again in 300s"
@@ -315,8 +323,7 @@ async def test_found_after_the_recheck_and_errors_retried(
 
 async def test_a_device_of_a_pool_not_named_after_the_node_is_not_tainted(
     fake_api: FakeApiServer,
-    core_v1: Any,
-    custom: Any,
+    start: Callable[..., Agent],
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -325,7 +332,7 @@ async def test_a_device_of_a_pool_not_named_after_the_node_is_not_tainted(
     fake_api.install("devicetaintrules", device_taint_rules("1.37"))
     tree = sysfs_tree.hgx_8gpu_8nic(tmp_path)
     fake_api.create("resourceslices", hgx_dranet_slice(NODE, pool="rack-7"))
-    the_agent = agent(core_v1, custom, tmp_path)
+    the_agent = start()
     tree.port_state("mlx5_3", 1, up=False)
     with caplog.at_level(logging.WARNING, logger="kube_rdma.agent"):
         await the_agent.step()

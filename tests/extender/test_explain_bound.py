@@ -7,39 +7,20 @@ import orjson
 
 from extender.cluster.trim import trim_pod
 from kube_rdma.core import keys
-from kube_rdma.core.objects import Json
 from testbed.builders import nodes
+from testbed.builders.gangs import BOUND_AT, bound_member
 from tests.extender.test_app import serving
-
-AT = "2026-12-05T01:02:03Z"
-
-
-def member(index: int, node: str, scheduled: bool = True) -> Json:
-    annotations = {keys.GANG: "finetune", "kube-rdma.io/gang-size": "2"}
-    pod = nodes.pod(
-        f"finetune-{index}",
-        annotations=annotations,
-        namespace="ml-training",
-        node_name=node,
-        phase="Running",
-    )
-    pod["spec"]["schedulerName"] = "rdma-scheduler"
-    if scheduled:
-        condition = {"type": "PodScheduled", "status": "True", "lastTransitionTime": AT}
-        pod["status"]["conditions"] = [{"type": "Ready", "status": "True"}, condition]
-    return pod
-
 
 CLUSTER = [nodes.node(f"gpu-{i}", nodes.hgx(), labels={keys.LEAF: "leaf-a"}) for i in (1, 2, 3)]
 
 
 async def test_a_bound_gang_member_says_where_by_whom_and_when() -> None:
-    async with serving([*CLUSTER, member(0, "gpu-1"), member(1, "gpu-2")]) as client:
+    async with serving([*CLUSTER, bound_member(0, "gpu-1"), bound_member(1, "gpu-2")]) as client:
         _, table = await client.get("/explain?namespace=ml-training&name=finetune-0&format=table")
         _, text = await client.get("/explain?namespace=ml-training&name=finetune-0")
     lines = table.splitlines()
     assert lines[:3] == [
-        f"bound to gpu-1 by rdma-scheduler at {AT}",
+        f"bound to gpu-1 by rdma-scheduler at {BOUND_AT}",
         "pod ml-training/finetune-0: 8 GPUs, RDMA rdma/hca: 1, 8 rails, Ethernet",
         "gang ml-training/finetune of 2 (kube-rdma.io/gang): bound whole: 2 of 2 members bound",
     ]
@@ -49,7 +30,7 @@ async def test_a_bound_gang_member_says_where_by_whom_and_when() -> None:
     assert lines[7].split()[:2] == ["gpu-1", "pass"]
     assert lines[7].endswith("the pod is bound here; judged without its own requests")
     body = orjson.loads(text)
-    assert body["bound"] == {"node": "gpu-1", "scheduler": "rdma-scheduler", "at": AT}
+    assert body["bound"] == {"node": "gpu-1", "scheduler": "rdma-scheduler", "at": BOUND_AT}
     assert body["nodes"][0] == {
         "node": "gpu-1",
         "verdict": "pass",
@@ -63,8 +44,8 @@ async def test_a_bound_gang_member_says_where_by_whom_and_when() -> None:
 
 async def test_a_bound_pod_without_condition_or_scheduler_name_is_honest() -> None:
     alone = nodes.pod("solo", node_name="gpu-3", phase="Running")
-    half = member(0, "gpu-1", scheduled=False)
-    async with serving([*CLUSTER, alone, half, member(1, "")]) as client:
+    half = bound_member(0, "gpu-1", scheduled=False)
+    async with serving([*CLUSTER, alone, half, bound_member(1, "")]) as client:
         _, solo = await client.get("/explain?namespace=team-a&name=solo&format=table")
         _, gang = await client.get("/explain?namespace=ml-training&name=finetune-0&format=table")
     assert solo.splitlines()[0] == (
@@ -78,14 +59,14 @@ async def test_a_bound_pod_without_condition_or_scheduler_name_is_honest() -> No
 
 
 async def test_a_pod_still_pending_has_no_bound_object() -> None:
-    async with serving([*CLUSTER, member(0, ""), member(1, "")]) as client:
+    async with serving([*CLUSTER, bound_member(0, ""), bound_member(1, "")]) as client:
         _, text = await client.get("/explain?namespace=ml-training&name=finetune-0")
     assert "bound" not in orjson.loads(text)
 
 
 def test_the_cache_keeps_when_a_pod_was_bound() -> None:
-    trimmed = trim_pod(member(0, "gpu-1"))
+    trimmed = trim_pod(bound_member(0, "gpu-1"))
     assert trimmed["status"]["conditions"] == [
-        {"type": "PodScheduled", "status": "True", "lastTransitionTime": AT}
+        {"type": "PodScheduled", "status": "True", "lastTransitionTime": BOUND_AT}
     ]
     assert trimmed["spec"]["schedulerName"] == "rdma-scheduler"

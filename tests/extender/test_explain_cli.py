@@ -19,34 +19,19 @@ from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
 from kube_rdma_cli.dispatch import main
 from testbed.builders import nodes
+from testbed.builders.gangs import BOUND_AT, bound_member
 from testbed.fakeapi import FakeApiServer, kubeconfig
 from testbed.net import wait_healthy
 from testbed.processes import Child
 
-AT = "2026-12-05T01:02:03Z"
 LEADER = "rdma-scheduler-7d9f-abcde"
-
-
-def finetune(index: int, node: str) -> Json:
-    annotations = {keys.GANG: "finetune", "kube-rdma.io/gang-size": "2"}
-    pod = nodes.pod(
-        f"finetune-{index}",
-        annotations=annotations,
-        namespace="ml-training",
-        node_name=node,
-        phase="Running",
-    )
-    pod["spec"]["schedulerName"] = "rdma-scheduler"
-    condition = {"type": "PodScheduled", "status": "True", "lastTransitionTime": AT}
-    pod["status"]["conditions"] = [condition]
-    return pod
 
 
 @pytest.fixture(scope="module")
 def extender_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     """A real extender on the loopback, as in the scheduler pod, on a port it picked."""
     objects = [nodes.node(f"gpu-{i}", nodes.hgx(), labels={keys.LEAF: "leaf-a"}) for i in (1, 2)]
-    objects += [finetune(0, "gpu-1"), finetune(1, "gpu-2")]
+    objects += [bound_member(0, "gpu-1"), bound_member(1, "gpu-2")]
     snapshot = tmp_path_factory.mktemp("cluster") / "cluster.json"
     snapshot.write_bytes(orjson.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
     argv: list[str | Path] = [
@@ -104,13 +89,13 @@ async def test_explain_reaches_the_extender_through_the_apiserver(
         "fake-apiserver)"
     ]
     assert out.splitlines()[:3] == [
-        f"bound to gpu-1 by rdma-scheduler at {AT}",
+        f"bound to gpu-1 by rdma-scheduler at {BOUND_AT}",
         "pod ml-training/finetune-0: 8 GPUs, RDMA rdma/hca: 1, 8 rails, Ethernet",
         "gang ml-training/finetune of 2 (kube-rdma.io/gang): bound whole: 2 of 2 members bound",
     ]
     assert await explain("ml-training/finetune-1", "--json") == 0
     body = json.loads(capsys.readouterr().out)
-    assert body["bound"] == {"node": "gpu-2", "scheduler": "rdma-scheduler", "at": AT}
+    assert body["bound"] == {"node": "gpu-2", "scheduler": "rdma-scheduler", "at": BOUND_AT}
     assert await explain("-n", "ml-training", "ghost") == 1
     assert capsys.readouterr().err.splitlines()[-1] == (
         "kube-rdma explain: pod ml-training/ghost does not exist (asked the extender through "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from extender.explain import gang_summary
 from extender.gangs.identity import Gang
-from tests.extender.preemption.test_contention import Clock, cluster, member, scheduler
+from testbed.builders.gangs import Clock, cluster, member, scheduler
 
 
 def test_explain_says_how_many_members_exist_while_the_gang_waits() -> None:

@@ -88,7 +88,7 @@ def test_render_is_valid_for_the_apiserver() -> None:
         ("Pod", "acc-all-launcher"),
     ]
     for obj in rendered:
-        kubernetes_validate.validate(obj, "1.30.0", strict=True)
+        kubernetes_validate.validate(obj, "1.33.0", strict=True)
     worker = rendered[2]
     assert worker["metadata"]["annotations"] == {
         keys.PROFILE: "ib8",
@@ -123,7 +123,7 @@ def test_the_webhook_prepares_the_workers_and_leaves_the_launcher() -> None:
     )
     assert container["resources"]["limits"] == {"nvidia.com/gpu": "8", "rdma/hca": "1"}
     assert orjson.loads(worker["metadata"]["annotations"][keys.APPLIED])["profile"] == "ib8"
-    kubernetes_validate.validate(worker, "1.30.0", strict=True)
+    kubernetes_validate.validate(worker, "1.33.0", strict=True)
     launcher = mutate(rendered[4], "ib8", PROFILES.profiles["ib8"], Target("fabric"))
     assert launcher.pod == rendered[4]
 

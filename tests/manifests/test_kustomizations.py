@@ -32,7 +32,14 @@ from testbed.kustomize import (
     needs_kubectl,
     object_of,
 )
-from tests.manifests.test_manifests import IMAGE, K8S_VERSIONS, MANIFESTS, NAMESPACE, PYPROJECT
+from tests.manifests.test_manifests import (
+    IMAGE,
+    K8S_VERSIONS,
+    KUBE_SCHEDULER_TAG,
+    MANIFESTS,
+    NAMESPACE,
+    PYPROJECT,
+)
 
 pytestmark = needs_kubectl
 
@@ -196,7 +203,8 @@ def test_release_is_the_roots_build_with_the_version_stamped() -> None:
     # Every kube-rdma image: four containers (the agent's read-vpd init container among them)
     # and the resolver image of the profiles.
     assert IMAGE_REF.findall(body) == [f"{IMAGE}:9.9.9"] * 5
-    assert "registry.k8s.io/kube-scheduler:v1.30.14" in body  # the cluster's, not the release's
+    # The cluster's kube-scheduler, not the release's.
+    assert f"registry.k8s.io/kube-scheduler:{KUBE_SCHEDULER_TAG}" in body
 
 
 def test_a_release_with_a_digest_pins_every_image_of_ours() -> None:
@@ -245,5 +253,9 @@ def test_every_image_of_ours_carries_the_projects_version() -> None:
 def test_the_readme_claims_the_versions_tested() -> None:
     readme = (MANIFESTS.parent / "README.md").read_text()
     section = readme.split("\n## Compatibility\n", 1)[1].split("\n## ", 1)[0]
-    claimed = re.findall(r"\b1\.(\d+)\b", section)
+    # The claim is the section's opening, up to its colon; what follows may name versions
+    # for what they lack.
+    claim = section.strip().split(":", 1)[0]
+    assert claim.startswith("Kubernetes ")
+    claimed = re.findall(r"\b1\.(\d+)\b", claim)
     assert [f"1.{minor}.0" for minor in claimed] == list(K8S_VERSIONS)

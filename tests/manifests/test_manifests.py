@@ -43,9 +43,13 @@ MANIFESTS = ROOT / "manifests"
 KUSTOMIZE_DIRS = ("webhook", "agent")
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 
-# The Kubernetes minor versions kube-rdma claims (README.md, "Compatibility"), named one by one
-# rather than as the validator's newest schema: 1.30 is the first with matchConditions GA.
-K8S_VERSIONS = ("1.30.0", "1.31.0", "1.32.0", "1.33.0", "1.34.0")
+# The Kubernetes minor versions kube-rdma claims (README.md, "Compatibility"; docs/compatibility.md
+# says what each has), named one by one rather than as the validator's newest schema.
+K8S_VERSIONS = ("1.33.0", "1.34.0", "1.35.0", "1.36.0", "1.37.0")
+# The kube-scheduler that rdma-scheduler runs unless an overlay sets another: the newest patch
+# release of the oldest claimed minor (kube-scheduler may be older than the apiserver, never
+# newer). docs/compatibility.md lists the tag of each minor.
+KUBE_SCHEDULER_TAG = "v1.33.10"
 
 NAMESPACE = "kube-rdma"
 SERVICE = "kube-rdma-webhook"

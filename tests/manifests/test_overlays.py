@@ -24,7 +24,7 @@ import yaml
 from kube_rdma.core.objects import Json
 from kube_rdma_cli.dispatch import build_parser
 from testbed.kustomize import built, by_identity, kustomization, needs_kubectl, object_of
-from tests.manifests.test_manifests import K8S_VERSIONS, MANIFESTS
+from tests.manifests.test_manifests import K8S_VERSIONS, KUBE_SCHEDULER_TAG, MANIFESTS
 from webhook.mutate import Target, mutate
 from webhook.profiles import BUILTIN, Profile, parse_profiles
 
@@ -184,7 +184,7 @@ def test_the_kube_scheduler_tag_is_set_in_one_place() -> None:
         for image in kustomization(path.parent.relative_to(MANIFESTS).as_posix()).get("images", [])
         if image["name"] == KUBE_SCHEDULER
     ]
-    assert setting == [("scheduler", {"name": KUBE_SCHEDULER, "newTag": "v1.30.14"})]
+    assert setting == [("scheduler", {"name": KUBE_SCHEDULER, "newTag": KUBE_SCHEDULER_TAG})]
     # The oldest claimed minor: kube-scheduler may be older than the apiserver, never newer.
     assert setting[0][1]["newTag"].startswith(f"v{K8S_VERSIONS[0].rsplit('.', 1)[0]}.")
 
@@ -199,7 +199,7 @@ def test_every_stack_runs_the_one_kube_scheduler_tag(directory: str) -> None:
         ]
         if c["image"].startswith(KUBE_SCHEDULER)
     ]
-    assert images == [f"{KUBE_SCHEDULER}:v1.30.14"]
+    assert images == [f"{KUBE_SCHEDULER}:{KUBE_SCHEDULER_TAG}"]
 
 
 def test_overlay_files_are_all_listed() -> None:

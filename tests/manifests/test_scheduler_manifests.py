@@ -1,7 +1,7 @@
 """The scheduler extender's and rdma-scheduler's manifests, checked against the Kubernetes API
 schemas and against the code.
 
-Every object validates strictly against the oldest and the newest Kubernetes schema, as in
+Every object validates strictly against the schemas of each claimed Kubernetes minor, as in
 test_manifests.py. The KubeSchedulerConfiguration is not an API object (it is a file inside a
 ConfigMap), so it is parsed and pinned field by field, and each field that names something
 elsewhere is checked against it: the verbs are routes of the real extender app, the URL reaches
@@ -57,6 +57,7 @@ from tests.manifests.test_manifests import (
     DOCUMENTS,
     IMAGE,
     K8S_VERSIONS,
+    KUBE_SCHEDULER_TAG,
     LEVELS,
     LOCKED_DOWN,
     MANIFESTS,
@@ -80,7 +81,7 @@ WEIGHTS_CONFIGMAP = "kube-rdma-weights"
 SCHEDULER = "rdma-scheduler"  # scheduler name, Deployment, ServiceAccount, lease, ...
 SCHEDULER_CONFIGMAP = "rdma-scheduler-config"
 SCHEDULER_IMAGE = "registry.k8s.io/kube-scheduler"
-SCHEDULER_TAG = "v1.30.14"
+SCHEDULER_TAG = KUBE_SCHEDULER_TAG
 MANAGED_RESOURCES = ["nvidia.com/gpu", "rdma/hca"]
 
 # The whole configuration, as the ConfigMap must hold it (a v1 KubeSchedulerConfiguration).
@@ -254,7 +255,7 @@ def test_scheduler_runs_kube_scheduler_of_the_oldest_supported_minor() -> None:
     images = kustomization("scheduler")["images"]
     assert {"name": SCHEDULER_IMAGE, "newTag": SCHEDULER_TAG} in images
     assert container(SCHEDULER_CONTAINER)["image"] == f"{SCHEDULER_IMAGE}:{SCHEDULER_TAG}"
-    oldest = K8S_VERSIONS[0].rsplit(".", 1)[0]  # 1.30
+    oldest = K8S_VERSIONS[0].rsplit(".", 1)[0]  # 1.33
     assert SCHEDULER_TAG.startswith(f"v{oldest}.")
 
 

@@ -52,7 +52,8 @@ def rendered() -> list[Json]:
 def test_the_rendered_deployment_provisions_instead_of_mounting() -> None:
     objects = rendered()
     [deployment] = [o for o in objects if o["kind"] == "Deployment"]
-    kubernetes_validate.validate(deployment, "1.30.0", strict=True)
+    for version in K8S_VERSIONS:
+        kubernetes_validate.validate(deployment, version, strict=True)
     spec = deployment["spec"]["template"]["spec"]
     [container] = spec["containers"]
     args = build_parser().parse_args(container["args"])

@@ -8,12 +8,13 @@ manifests/scheduler/configmap.yaml sets in its KubeSchedulerConfiguration
 (kubescheduler.config.k8s.io/v1) exists in that version (kubescheduler_v1_fields.json, read off
 kubernetes/kube-scheduler's config/v1/types.go per release branch); and the kube-scheduler image
 is picked per minor version as docs/compatibility.md says, with `kustomize edit set image` in
-an overlay of manifests/.
+an overlay of manifests/, with the tag its table names for that minor.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -27,9 +28,18 @@ import yaml
 from kube_rdma.core.objects import Json
 from testbed.kustomize import identity, needs_kubectl
 from tests.manifests.test_kustomizations import schema_objects
-from tests.manifests.test_manifests import DOCUMENTS, MANIFESTS
+from tests.manifests.test_manifests import DOCUMENTS, K8S_VERSIONS, KUBE_SCHEDULER_TAG, MANIFESTS
 
-CURRENT = ("1.33", "1.34", "1.35", "1.36", "1.37")
+CURRENT = tuple(v.rsplit(".", 1)[0] for v in K8S_VERSIONS)
+# The newest patch release of each minor that kubernetes.io/releases/<minor>/ confirmed when
+# docs/compatibility.md was last updated (its table says the same).
+KUBE_SCHEDULER_TAGS = {
+    "1.33": "v1.33.10",
+    "1.34": "v1.34.8",
+    "1.35": "v1.35.9",
+    "1.36": "v1.36.4",
+    "1.37": "v1.37.1",
+}
 FIELDS = json.loads((Path(__file__).parent / "kubescheduler_v1_fields.json").read_text())
 KUBE_SCHEDULER = "registry.k8s.io/kube-scheduler"
 SCHEDULER = "rdma-scheduler"
@@ -138,7 +148,7 @@ def overlay_with_kube_scheduler(tmp_path: Path, tag: str) -> list[Json]:
 @needs_kubectl
 @pytest.mark.parametrize("minor", CURRENT)
 def test_the_kube_scheduler_image_is_picked_per_minor_version(tmp_path: Path, minor: str) -> None:
-    tag = f"v{minor}.0"
+    tag = KUBE_SCHEDULER_TAGS[minor]
     docs = overlay_with_kube_scheduler(tmp_path, tag)
     [deployment] = [d for d in docs if identity(d) == ("Deployment", "kube-rdma", SCHEDULER)]
     images = [c["image"] for c in deployment["spec"]["template"]["spec"]["containers"]]
@@ -155,3 +165,13 @@ def test_the_compatibility_matrix_has_a_row_per_version() -> None:
     for minor in CURRENT:
         assert f"\n| {minor} |" in text, minor
     assert "kustomize edit set image registry.k8s.io/kube-scheduler:" in text
+
+
+def test_the_kube_scheduler_tags_are_the_documented_ones() -> None:
+    """A tag per current minor, of that minor; the base's is the oldest minor's; the table of
+    docs/compatibility.md names the same tags."""
+    assert list(KUBE_SCHEDULER_TAGS) == list(CURRENT)
+    assert all(tag.startswith(f"v{minor}.") for minor, tag in KUBE_SCHEDULER_TAGS.items())
+    assert KUBE_SCHEDULER_TAGS[CURRENT[0]] == KUBE_SCHEDULER_TAG
+    rows = re.findall(r"^\| (1\.\d+) \| `(v1\.\d+\.\d+)` \|", COMPATIBILITY.read_text(), re.M)
+    assert dict(rows) == KUBE_SCHEDULER_TAGS

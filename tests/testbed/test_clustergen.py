@@ -214,7 +214,7 @@ def test_an_hgx_document_matches_the_agents_scan_of_an_hgx_sysfs(tmp_path: Path)
 
 def test_every_node_is_a_valid_node(varied: tuple[list[Json], list[Json]]) -> None:
     for node in varied[0]:
-        kubernetes_validate.validate(node, "1.30.0", strict=True)
+        kubernetes_validate.validate(node, "1.33.0", strict=True)
 
 
 def test_pods_are_valid_pods(
@@ -222,7 +222,7 @@ def test_pods_are_valid_pods(
 ) -> None:
     sample = random.Random(0).sample(large[1], 150)
     for pod in [*varied[1], *sample]:
-        kubernetes_validate.validate(pod, "1.30.0", strict=True)
+        kubernetes_validate.validate(pod, "1.33.0", strict=True)
 
 
 def test_topology_documents(varied: tuple[list[Json], list[Json]]) -> None:

@@ -39,7 +39,7 @@ def test_full_objects_are_deterministic_and_valid() -> None:
     assert full == generate(replace(SPEC, served=True))
     pods = [o for o in full if o["kind"] == "Pod"]
     for obj in [*full[:3], *pods[:40], *pods[-30:]]:
-        kubernetes_validate.validate(obj, "1.30", strict=True)
+        kubernetes_validate.validate(obj, "1.33", strict=True)
     assert all(o["metadata"]["managedFields"] for o in full)
     assert {len(p["status"].get("conditions", ())) for p in pods} == {1, 5}  # pending, bound
 

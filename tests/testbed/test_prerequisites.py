@@ -25,16 +25,16 @@ def fake_kubectl(folder: Path, answer: str) -> str:
     ("answer", "problem"),
     [
         ('{"clientVersion": {"major": "1", "minor": "32+", "gitVersion": "v1.32.4"}}', None),
-        ('{"clientVersion": {"major": "1", "minor": "30", "gitVersion": "v1.30.0"}}', None),
+        ('{"clientVersion": {"major": "1", "minor": "37", "gitVersion": "v1.37.1"}}', None),
         (
-            '{"clientVersion": {"major": "1", "minor": "29", "gitVersion": "v1.29.9"}}',
-            "{path}/kubectl is kubectl v1.29.9, older than 1.30: install kubectl 1.30 or newer "
+            '{"clientVersion": {"major": "1", "minor": "31", "gitVersion": "v1.31.9"}}',
+            "{path}/kubectl is kubectl v1.31.9, older than 1.32: install kubectl 1.32 or newer "
             "(https://kubernetes.io/docs/tasks/tools/)",
         ),
         (
             "error: unknown flag: --output",
             "{path}/kubectl does not say its version (kubectl version --client -o json): "
-            "install kubectl 1.30 or newer (https://kubernetes.io/docs/tasks/tools/)",
+            "install kubectl 1.32 or newer (https://kubernetes.io/docs/tasks/tools/)",
         ),
     ],
 )
@@ -72,6 +72,6 @@ def test_make_test_fails_without_kubectl_and_names_it(tmp_path: Path) -> None:
     assert done.returncode != 0
     assert done.stderr.splitlines()[0] == (
         "make test: kubectl is not on PATH; the manifest tests build the kustomizations with "
-        "it: install kubectl 1.30 or newer (https://kubernetes.io/docs/tasks/tools/), then run "
+        "it: install kubectl 1.32 or newer (https://kubernetes.io/docs/tasks/tools/), then run "
         "make test again"
     )

@@ -1,8 +1,8 @@
 """The webhook end to end over HTTPS: realistic pods in, exact RDMA-ready pods out.
 
 Every response's patch is applied with the `jsonpatch` package to the request object, the result
-is compared with the exact expected pod, and validated against the Kubernetes 1.30 and newest
-schemas.
+is compared with the exact expected pod, and validated against the schemas of the oldest
+Kubernetes kube-rdma supports (1.33) and the newest.
 """
 
 from __future__ import annotations

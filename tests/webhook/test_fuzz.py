@@ -27,7 +27,7 @@ from testbed.builders import pods
 from testbed.builders.pod_strategies import JSON_VALUES, examples, mutated, valid_pods
 from webhook.app import Settings, create_app
 
-K8S_VERSION = "1.30.0"
+K8S_VERSION = "1.33.0"
 FUZZ = settings(
     max_examples=examples(400),
     deadline=None,

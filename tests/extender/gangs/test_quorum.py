@@ -15,7 +15,7 @@ from extender.scheduling import NotReady
 from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
 from testbed.builders import nodes
-from tests.extender.preemption.test_contention import (
+from testbed.builders.gangs import (
     NAMES,
     Clock,
     cluster,

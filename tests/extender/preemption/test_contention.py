@@ -15,62 +15,22 @@ from extender.cluster.snapshot import SnapshotSource
 from extender.engine import FilterOutcome
 from extender.explain import table
 from extender.gangs.planner import GangSettings
-from extender.preemption.contention import ContentionSettings
 from extender.preemption.priority import ends_by
 from extender.protocol import MetaVictims
 from extender.scheduling import Scheduler
 from extender.weights import DEFAULT
-from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
 from testbed.builders import nodes
-
-LEAF = keys.LEAF
-NAMES = ["a0", "a1", "a2", "a3", "b0", "b1"]
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def cluster() -> list[Json]:
-    return [nodes.node(f"a{i}", nodes.hgx(), labels={LEAF: "leaf-a"}) for i in range(4)] + [
-        nodes.node(f"b{i}", nodes.hgx(), labels={LEAF: "leaf-b"}) for i in range(2)
-    ]
-
-
-def pod(name: str, priority: int = 0, node: str | None = None, **extra: Any) -> Json:
-    found = nodes.pod(name, node_name=node, phase="Running" if node else "Pending", **extra)
-    if priority:
-        found["spec"]["priority"] = priority
-    return found
-
-
-def member(gang: str, index: int, size: int, priority: int = 0, node: str | None = None) -> Json:
-    annotations = {keys.GANG: gang, keys.GANG_SIZE: str(size)}
-    return pod(f"{gang}-{index}", priority, node, annotations=annotations)
-
-
-def scheduler(objects: list[Json], clock: Clock, **settings: Any) -> Scheduler:
-    source = SnapshotSource(objects)
-    return Scheduler(
-        source,
-        lambda: DEFAULT,
-        GangSettings(),
-        ("nvidia.com/gpu",),
-        ("rdma/*",),
-        clock=clock,
-        contention=ContentionSettings(**settings),
-        disruptions=ModelDisruptions(source.cluster),
-    )
-
-
-def busy_everywhere(priority: int = 0) -> list[Json]:
-    return [pod(f"job-{n}", priority, n) for n in NAMES]
-
+from testbed.builders.gangs import (
+    LEAF,
+    NAMES,
+    Clock,
+    busy_everywhere,
+    cluster,
+    member,
+    pod,
+    scheduler,
+)
 
 NO_FIT = "gang team-a/big needs 4 x (8 GPU, 8 rails): cluster fits 0"
 

@@ -19,10 +19,10 @@ from extender.scheduling import Scheduler
 from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
 from testbed.builders import nodes
+from testbed.builders.gangs import Clock, member
+from testbed.builders.gangs import scheduler as contention_scheduler
 from testbed.clustergen import ClusterSpec, generate
 from testbed.clustergen.dra import dra_form
-from tests.extender.preemption.test_contention import Clock, member
-from tests.extender.preemption.test_contention import scheduler as contention_scheduler
 
 LEAF = keys.LEAF
 NAMES = [f"a{i}" for i in range(4)] + [f"b{i}" for i in range(4)]

@@ -16,8 +16,8 @@ from extender.preemption.freeing import Freeing, claim_freed, emptied, owning_po
 from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
 from testbed.builders import nodes
+from testbed.builders.gangs import Clock, scheduler
 from testbed.clustergen.dra import GPU_DRIVER, NIC_DRIVER, dra_form
-from tests.extender.preemption.test_contention import Clock, scheduler
 
 GPU = "nvidia.com/gpu"
 NIC = "rdma/hca"

@@ -16,7 +16,7 @@ from extender.preemption.limits import (
 from extender.preemption.priority import may_cross
 from extender.scheduling import Scheduler
 from kube_rdma.core.objects import Json
-from tests.extender.preemption.test_contention import (
+from testbed.builders.gangs import (
     NAMES,
     Clock,
     busy_everywhere,
