@@ -24,11 +24,11 @@ search reaches, or a search past its bound, refuses the node as unresolvable.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kube_rdma.core.dra.binding import Binding
 from kube_rdma.core.dra.candidates import ALL_GATES, Gates, Judged, Pools
-from kube_rdma.core.dra.capacity import Amounts, consumed
+from kube_rdma.core.dra.capacity import Amounts, consumed, fits, why_not
 from kube_rdma.core.dra.constraints import Constraint
 from kube_rdma.core.dra.demand import Choice, DeviceRequest, PodDemand
 from kube_rdma.core.dra.index import NodeDevices
@@ -139,11 +139,14 @@ def _refusal(
     limit: int,
     pools: Pools,
 ) -> Refusal:
-    def fits(constraints: Sequence[Constraint], busy: frozenset[DeviceId]) -> bool | Stuck:
-        found = search(demand.requests, constraints, devices, busy, judged, limit, pools)
+    def fits(
+        constraints: Sequence[Constraint], busy: frozenset[DeviceId], on: Pools = pools
+    ) -> bool | Stuck:
+        found = search(demand.requests, constraints, devices, busy, judged, limit, on)
         return found if isinstance(found, Stuck) else found is not None
 
-    resolvable = fits(demand.constraints, frozenset()) is True
+    # Freeing devices frees what shared devices' allocations consume, too.
+    resolvable = fits(demand.constraints, frozenset(), replace(pools, consumed={})) is True
     unconstrained = fits((), held) if demand.constraints else False
     if isinstance(unconstrained, Stuck):
         return Refusal(unconstrained.reason, resolvable=False, error=True)
@@ -177,7 +180,7 @@ def _short(
     for request in requests:
         reasons = []
         for choice in request.choices:
-            found = _fit(choice, devices, usable, held | taken, judged)
+            found = _fit(choice, devices, usable, held | taken, judged, pools)
             if isinstance(found, tuple):
                 taken.update(found)
                 break
@@ -193,13 +196,22 @@ def _fit(
     usable: frozenset[DeviceId],
     busy: frozenset[DeviceId],
     judged: Judged,
+    pools: Pools,
 ) -> tuple[DeviceId, ...] | str:
     kind = {"gpu": "GPU", "nic": "RDMA NIC", None: "device"}[choice.kind]
-    matching = [
+    selected = [
         device
         for i, o in sorted(judged[choice.selectors].items())
         if o is True and (device := devices[i][0]).id in usable
     ]
+    matching = selected
+    if pools.gates.consumable_capacity:
+        requested = choice.capacity or {}
+        matching = [d for d in selected if fits(requested, d.capacities, pools.consumed.get(d.id))]
+        if selected and not matching:
+            first = selected[0]
+            why = why_not(requested, first.capacities, pools.consumed.get(first.id))
+            return f"no matching {kind} has the capacity asked: on {first.name}, {why}"
     free = [d.id for d in matching if d.id not in busy or choice.admin_access]
     if choice.all_devices:
         if not matching:

@@ -140,15 +140,30 @@ def fits(
     requested: Amounts, capacities: Mapping[str, Capacity], taken: Amounts | None = None
 ) -> bool:
     """Whether one more allocation fits the device beside `taken` (CmpRequestOverCapacity)."""
-    if any(name not in capacities for name in requested):
-        return False
+    return not why_not(requested, capacities, taken)
+
+
+def why_not(
+    requested: Amounts, capacities: Mapping[str, Capacity], taken: Amounts | None = None
+) -> str:
+    """Why one more allocation does not fit the device beside `taken`, or empty."""
+    for name in requested:
+        if name not in capacities:
+            return f"capacity {name}: the device has none"
     for name, cap in capacities.items():
         amount = _consumed(requested.get(name), cap)
         if cap.policy is not None and _violates(amount, cap.policy):
-            return False
-        if amount + (taken or {}).get(name, Decimal(0)) > cap.value:
-            return False
-    return True
+            return f"capacity {name}: {_text(amount)} is outside its requestPolicy"
+        left = cap.value - (taken or {}).get(name, Decimal(0))
+        if amount > left:
+            return (
+                f"capacity {name}: {_text(amount)} asked, {_text(left)} of {_text(cap.value)} left"
+            )
+    return ""
+
+
+def _text(amount: Decimal) -> str:
+    return f"{amount.normalize():f}"
 
 
 def add(total: Amounts, more: Amounts) -> dict[str, Decimal]:
