@@ -17,6 +17,9 @@ its request:
   with the uid and node they arrived with. kube-scheduler's informer then shows them bound and
   its queue drops them, as for pods another binder bound.
 
+The barrier opens only once every arrived member's DRA devices are ready (their binding
+conditions, extender/gangs/readiness.py); a member whose device failed gives the gang up.
+
 Nothing is bound before every member arrived; after, a gang is partly bound only for as long
 as the apiserver takes to bind it.
 
@@ -39,6 +42,8 @@ from extender.cluster.source import BindError
 from extender.gangs.identity import Gang
 from extender.gangs.plan import Arrival, Plan
 from extender.gangs.planner import Planner
+from extender.gangs.readiness import members_ready
+from kube_rdma.core.dra.binding import Readiness
 
 log = logging.getLogger("kube_rdma.extender")
 
@@ -123,8 +128,25 @@ class Barrier:
             waiter = plan.waiting[pod] = asyncio.get_running_loop().create_future()
         arrived = self._arrived(plan)
         if len(arrived) >= plan.gang.size:
-            self._open(plan, arrived)
+            self._open_when_ready(plan, arrived)
         return waiter
+
+    def _open_when_ready(self, plan: Plan, arrived: set[PodKey]) -> None:
+        """Open once the members' devices are ready; give the gang up when one failed. Not
+        ready: the gang stays at the barrier, and each retried bind looks again."""
+        verdict = members_ready(self._cluster, arrived)
+        if verdict.readiness is Readiness.READY:
+            self._open(plan, arrived)
+            return
+        reason = f"gang {plan.gang}: every member reached bind, but {verdict.reason}"
+        if verdict.readiness is Readiness.FAILED:
+            reason += "; the gang is planned again"
+            log.warning(reason, extra={"gang": str(plan.gang)})
+            plan.fail_waiting(reason)
+            if self._planner.plans.get(plan.gang.key) is plan:
+                self._planner.drop(plan.gang.key, reason)
+            return
+        log.info(reason, extra={"gang": str(plan.gang)})
 
     def _open(self, plan: Plan, arrived: set[PodKey]) -> None:
         """Let the waiting requests bind; bind the members whose requests returned."""
@@ -168,8 +190,15 @@ class Barrier:
             if self._planner.plans.get(plan.gang.key) is plan:
                 self._planner.drop(plan.gang.key, reason)
             return BindError(reason)
+        arrived = self._arrived(plan)
+        if len(arrived) >= plan.gang.size:
+            verdict = members_ready(self._cluster, arrived)
+            return BindError(
+                f"gang {plan.gang}: every member reached bind, but {verdict.reason}; this one "
+                "keeps its place and is bound once the devices are ready"
+            )
         return BindError(
-            f"gang {plan.gang}: {len(self._arrived(plan))} of {plan.gang.size} members reached "
+            f"gang {plan.gang}: {len(arrived)} of {plan.gang.size} members reached "
             f"bind so far; this one keeps its place and is bound when the last arrives"
         )
 

@@ -6,9 +6,11 @@ dynamicresources):
   (kube_rdma/core/dra: pools, CEL selectors, the allocator's search with the claims'
   constraints), and a claim already allocated ties the
   pod to that claim's node;
-- Reserve: the allocation chosen is kept in flight, so the next pods see those devices taken;
-- PreBind: each claim's `status.allocation` is written (for a claim not allocated yet) and the
-  pod added to its `status.reservedFor`, before the bind call;
+- Reserve: the allocation chosen is kept in flight, so the next pods see those devices taken
+  (a shared device, one that allows multiple allocations: the capacity its results consume);
+- PreBind: each claim's `status.allocation` is written (for a claim not allocated yet; a
+  result on a shared device with a `shareID` and its `consumedCapacity`) and the pod added to
+  its `status.reservedFor`, before the bind call;
 - Unreserve, when the bind fails: the pod is removed from `reservedFor` (a strategic-merge
   patch upstream; an update of the status here), the allocation left written;
 - PostFilter, when no node took the pod: one of its claims that is allocated and reserved for
@@ -38,13 +40,15 @@ emulator's clusters are small) rather than watched.
 from __future__ import annotations
 
 import copy
+import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from typing import Any, Protocol
 
 from kube_rdma.core.dra.allocate import Allocation, Refusal, allocate
+from kube_rdma.core.dra.capacity import Amounts, add
 from kube_rdma.core.dra.demand import pod_demand
-from kube_rdma.core.dra.index import DraIndex
+from kube_rdma.core.dra.index import DraIndex, NodeDevices
 from kube_rdma.core.dra.selectors import Selectors
 from kube_rdma.core.dra.shapes import DeviceId
 from kube_rdma.core.objects import Json
@@ -178,9 +182,7 @@ class DynamicResources:
         def check(name: str) -> str | None:
             if demand.problems:
                 return "; ".join(demand.problems)
-            node = self._index.node(name)
-            if node is not None and taken:
-                node = replace(node, held=node.held | taken)
+            node = self._with_in_flight(self._index.node(name), taken)
             found = allocate(demand, name, node, self._selectors)
             return found.reason if isinstance(found, Refusal) else None
 
@@ -189,9 +191,7 @@ class DynamicResources:
     def reserve(self, pod: Json, node: str) -> None:
         self._unplaced.discard(pod_key(pod))
         demand = pod_demand(self._with_made(pod), self._index, self._selectors)
-        devices = self._index.node(node)
-        if devices is not None:
-            devices = replace(devices, held=devices.held | self._taken())
+        devices = self._with_in_flight(self._index.node(node), self._taken())
         found = allocate(demand, node, devices, self._selectors)
         if isinstance(found, Allocation):
             self._in_flight[pod_key(pod)] = (node, found)
@@ -205,13 +205,14 @@ class DynamicResources:
             updated = copy.deepcopy(claim)
             status = updated.setdefault("status", {})
             if not status.get("allocation"):
+                claim_label = f"{namespace}/{label}"
                 picks = [
-                    (request, device)
-                    for (claim_label, request), ids in allocation.devices.items()
-                    if claim_label == f"{namespace}/{label}"
+                    (request, device, allocation.shared.get((claim_label, request, device)))
+                    for (owner, request), ids in allocation.devices.items()
+                    if owner == claim_label
                     for device in ids
                 ]
-                status["allocation"] = _allocation(picks, node)
+                status["allocation"] = _allocation(picks, node, f"{namespace}-{name}")
             entries = status.get("reservedFor") or []
             uid = (pod.get("metadata") or {}).get("uid")
             if not any(e.get("uid") == uid for e in entries):
@@ -260,9 +261,28 @@ class DynamicResources:
         return {**pod, "status": {**(pod.get("status") or {}), "resourceClaimStatuses": made}}
 
     def _taken(self) -> frozenset[DeviceId]:
+        """The devices in-flight allocations hold whole (not those they share)."""
         return frozenset(
-            d for _, a in self._in_flight.values() for ids in a.devices.values() for d in ids
+            d
+            for _, a in self._in_flight.values()
+            for (claim, request), ids in a.devices.items()
+            for d in ids
+            if (claim, request, d) not in a.shared
         )
+
+    def _with_in_flight(
+        self, node: NodeDevices | None, taken: frozenset[DeviceId]
+    ) -> NodeDevices | None:
+        """The node's devices with what in-flight allocations hold and consume added."""
+        if node is None:
+            return None
+        consumed = dict(node.consumed)
+        for _, a in self._in_flight.values():
+            for (_, _, device), amounts in a.shared.items():
+                consumed[device] = add(consumed.get(device, {}), amounts)
+        if not taken and consumed == node.consumed:
+            return node
+        return replace(node, held=node.held | taken, consumed=consumed)
 
 
 def _from_template(pod: Json, entry: Json, template: Json) -> Json:
@@ -301,10 +321,16 @@ def _claims(pod: Json) -> list[tuple[str, str]]:
     return found
 
 
-def _allocation(picks: list[tuple[str, DeviceId]], node: str) -> Json:
-    results = [
-        {"request": request, "driver": d[0], "pool": d[1], "device": d[2]} for request, d in picks
-    ]
+def _allocation(
+    picks: list[tuple[str, DeviceId, Amounts | None]], node: str, share_prefix: str
+) -> Json:
+    results = []
+    for n, (request, d, consumed) in enumerate(picks):
+        result: Json = {"request": request, "driver": d[0], "pool": d[1], "device": d[2]}
+        if consumed is not None:  # a shared device: its share, and what it consumes
+            result["shareID"] = str(uuid.uuid5(uuid.NAMESPACE_OID, f"{share_prefix}-{n}"))
+            result["consumedCapacity"] = {k: f"{v.normalize():f}" for k, v in consumed.items()}
+        results.append(result)
     selector = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
     return {"devices": {"results": results}, "nodeSelector": {"nodeSelectorTerms": [selector]}}
 

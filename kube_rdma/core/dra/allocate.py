@@ -10,6 +10,10 @@ constraints cover only the GPU and NIC requests kube-rdma models: devices of oth
 (a ComputeDomain channel) are left to the DynamicResources filter, so a node refused here is
 refused there too.
 
+A device that allows multiple allocations is shared: each result on it consumes part of its
+capacity (`consumedCapacity`, with a `shareID`); a device with binding conditions carries them
+into the result (kube_rdma/core/dra/capacity.py, binding.py).
+
 A refusal says why, and whether freeing devices could help (`resolvable`: the search succeeds
 on the node with nothing held): a short count, as the first request that cannot be met by
 first fit alone; else the first constraint that cannot be met even alone, naming its requests
@@ -19,10 +23,12 @@ search reaches, or a search past its bound, refuses the node as unresolvable.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
-from kube_rdma.core.dra.candidates import Judged, Pools
+from kube_rdma.core.dra.binding import Binding
+from kube_rdma.core.dra.candidates import ALL_GATES, Gates, Judged, Pools
+from kube_rdma.core.dra.capacity import Amounts, consumed, fits, why_not
 from kube_rdma.core.dra.constraints import Constraint
 from kube_rdma.core.dra.demand import Choice, DeviceRequest, PodDemand
 from kube_rdma.core.dra.index import NodeDevices
@@ -36,6 +42,11 @@ from kube_rdma.core.dra.shapes import Device, DeviceId
 class Allocation:
     devices: dict[tuple[str, str], tuple[DeviceId, ...]]
     """(claim, request) -> the devices it gets."""
+    shared: Mapping[tuple[str, str, DeviceId], Amounts] = field(default_factory=dict)
+    """(claim, request, device) -> what the result consumes of a device it shares (the
+    result has a `shareID` and this `consumedCapacity`)."""
+    binding: Mapping[DeviceId, Binding] = field(default_factory=dict)
+    """The devices given that have binding conditions, which their results copy."""
 
 
 @dataclass(frozen=True)
@@ -56,24 +67,68 @@ def allocate(
     selectors: Selectors,
     limit: int = STEP_LIMIT,
     minor: int = 35,
+    gates: Gates = ALL_GATES,
 ) -> Allocation | Refusal:
     """`minor`: the Kubernetes 1.<minor> allocator to follow where versions differ (pools
-    that are incomplete or invalid, kube_rdma/core/dra/search.py Pools)."""
+    that are incomplete or invalid, kube_rdma/core/dra/search.py Pools); `gates`: its
+    DRAConsumableCapacity and DRADeviceBindingConditions."""
     for claim, pinned in demand.pinned:
         if pinned != node_name:
             return Refusal(f"claim {claim} is allocated on node {pinned}", resolvable=False)
     if not demand.requests:
         return Allocation({})
-    devices = node.published if node else ()
+    devices = _binding_last(node.published) if node else ()
     held = node.held if node else frozenset()
-    pools = Pools(node.incomplete, node.invalid, minor) if node else Pools(minor=minor)
+    shares = node.consumed if node else {}
+    if not gates.consumable_capacity:  # a shared result then holds its device whole
+        held, shares = held | frozenset(shares), {}
+    if node:
+        pools = Pools(node.incomplete, node.invalid, minor, gates, shares)
+    else:
+        pools = Pools(minor=minor, gates=gates)
     judged = judge_choices(demand.requests, devices, selectors)
     found = search(demand.requests, demand.constraints, devices, held, judged, limit, pools)
     if isinstance(found, Stuck):
         return Refusal(found.reason, resolvable=False, error=True)
     if found is not None:
-        return Allocation(found)
+        return _allocation(demand, found, devices, gates)
     return _refusal(demand, devices, held, judged, limit, pools)
+
+
+def _binding_last(
+    devices: Sequence[tuple[Device, Kind | None]],
+) -> Sequence[tuple[Device, Kind | None]]:
+    """The pools with a device that has binding conditions searched after the others
+    (pools_incubating.go GatherPools: such devices need work before the pod can bind)."""
+    late = {(d.driver, d.pool) for d, _ in devices if d.binding.conditions}
+    if not late:
+        return devices
+    return sorted(devices, key=lambda entry: (entry[0].driver, entry[0].pool) in late)
+
+
+def _allocation(
+    demand: PodDemand,
+    found: dict[tuple[str, str], tuple[DeviceId, ...]],
+    devices: Sequence[tuple[Device, Kind | None]],
+    gates: Gates,
+) -> Allocation:
+    by_id = {d.id: d for d, _ in devices}
+    choices = {
+        (r.claim, f"{r.request}/{c.subrequest}" if c.subrequest else r.request): c
+        for r in demand.requests
+        for c in r.choices
+    }
+    shared: dict[tuple[str, str, DeviceId], Amounts] = {}
+    binding: dict[DeviceId, Binding] = {}
+    for (claim, name), ids in found.items():
+        for i in ids:
+            device = by_id[i]
+            if device.multi and gates.consumable_capacity:
+                requested = choices[claim, name].capacity or {}
+                shared[claim, name, i] = consumed(requested, device.capacities)
+            if device.binding.conditions:
+                binding[i] = device.binding
+    return Allocation(found, shared, binding)
 
 
 def _refusal(
@@ -84,11 +139,14 @@ def _refusal(
     limit: int,
     pools: Pools,
 ) -> Refusal:
-    def fits(constraints: Sequence[Constraint], busy: frozenset[DeviceId]) -> bool | Stuck:
-        found = search(demand.requests, constraints, devices, busy, judged, limit, pools)
+    def fits(
+        constraints: Sequence[Constraint], busy: frozenset[DeviceId], on: Pools = pools
+    ) -> bool | Stuck:
+        found = search(demand.requests, constraints, devices, busy, judged, limit, on)
         return found if isinstance(found, Stuck) else found is not None
 
-    resolvable = fits(demand.constraints, frozenset()) is True
+    # Freeing devices frees what shared devices' allocations consume, too.
+    resolvable = fits(demand.constraints, frozenset(), replace(pools, consumed={})) is True
     unconstrained = fits((), held) if demand.constraints else False
     if isinstance(unconstrained, Stuck):
         return Refusal(unconstrained.reason, resolvable=False, error=True)
@@ -122,7 +180,7 @@ def _short(
     for request in requests:
         reasons = []
         for choice in request.choices:
-            found = _fit(choice, devices, usable, held | taken, judged)
+            found = _fit(choice, devices, usable, held | taken, judged, pools)
             if isinstance(found, tuple):
                 taken.update(found)
                 break
@@ -138,13 +196,22 @@ def _fit(
     usable: frozenset[DeviceId],
     busy: frozenset[DeviceId],
     judged: Judged,
+    pools: Pools,
 ) -> tuple[DeviceId, ...] | str:
     kind = {"gpu": "GPU", "nic": "RDMA NIC", None: "device"}[choice.kind]
-    matching = [
+    selected = [
         device
         for i, o in sorted(judged[choice.selectors].items())
         if o is True and (device := devices[i][0]).id in usable
     ]
+    matching = selected
+    if pools.gates.consumable_capacity:
+        requested = choice.capacity or {}
+        matching = [d for d in selected if fits(requested, d.capacities, pools.consumed.get(d.id))]
+        if selected and not matching:
+            first = selected[0]
+            why = why_not(requested, first.capacities, pools.consumed.get(first.id))
+            return f"no matching {kind} has the capacity asked: on {first.name}, {why}"
     free = [d.id for d in matching if d.id not in busy or choice.admin_access]
     if choice.all_devices:
         if not matching:

@@ -4,15 +4,30 @@ structured/internal/stable/allocator_stable.go allocateOne and validateDeviceReq
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
-from kube_rdma.core.dra.demand import DeviceRequest
+from kube_rdma.core.dra.capacity import Amounts, fits
+from kube_rdma.core.dra.demand import Choice, DeviceRequest
 from kube_rdma.core.dra.selectors import Outcome
 from kube_rdma.core.dra.shapes import Device, DeviceId
 
 Judged = dict[tuple[str, ...], dict[int, Outcome]]
 """By selector list, the devices (positions) it matches, each with True or the error."""
+
+
+@dataclass(frozen=True)
+class Gates:
+    """The allocator's feature gates where kube-rdma models both sides: DRAConsumableCapacity
+    and DRADeviceBindingConditions (alpha in 1.34 and 1.35, beta and on by default from
+    1.36). The apiserver drops the fields while a gate is off, so what the objects carry is
+    what the cluster uses: the extender and the simulator allocate with both on."""
+
+    consumable_capacity: bool = True
+    binding_conditions: bool = True
+
+
+ALL_GATES = Gates()
 
 
 @dataclass(frozen=True)
@@ -28,6 +43,9 @@ class Pools:
     invalid: tuple[tuple[tuple[str, str], str], ...] = ()
     minor: int = 35
     """Kubernetes 1.<minor>'s allocator."""
+    gates: Gates = ALL_GATES
+    consumed: Mapping[DeviceId, Amounts] = field(default_factory=dict)
+    """What allocated claims sharing a device consume of it (NodeDevices')."""
 
 
 NO_POOLS = Pools()
@@ -58,7 +76,7 @@ def candidates(
     for r in requests:
         per_choice = []
         for c in r.choices:
-            found = judged[c.selectors]
+            found = _usable(judged[c.selectors], c, devices, pools)
             if c.all_devices:
                 per_choice.append(list(found.items()))
                 continue
@@ -69,6 +87,30 @@ def candidates(
             per_choice.append(sorted(entries))
         result.append(per_choice)
     return result
+
+
+def _usable(
+    found: dict[int, Outcome], choice: Choice, devices: Sequence[Device], pools: Pools
+) -> dict[int, Outcome]:
+    """Leaves out what the allocator skips before the search: with DRADeviceBindingConditions
+    off, a device with binding conditions (isSelectable, before its selectors); with
+    DRAConsumableCapacity on, a device the request's capacity does not fit beside what
+    allocated claims consume (CmpRequestOverCapacity, after its selectors). 1.34 sizes an
+    `All` request without what allocated claims consume, and then fails on a device they
+    filled."""
+    gates, requested = pools.gates, choice.capacity or {}
+    blind = choice.all_devices and pools.minor < 35
+
+    def room(device: Device) -> bool:
+        taken = {} if blind else pools.consumed.get(device.id, {})
+        return fits(requested, device.capacities, taken)
+
+    return {
+        i: o
+        for i, o in found.items()
+        if (gates.binding_conditions or not devices[i].binding.conditions)
+        and (o is not True or not gates.consumable_capacity or room(devices[i]))
+    }
 
 
 POISON = "\0"

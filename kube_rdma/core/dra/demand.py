@@ -18,7 +18,9 @@ request the claim does not have is a problem, as API validation rejects it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from decimal import Decimal
 
 from kube_rdma.core.dra.constraints import Constraint, read_constraints
 from kube_rdma.core.dra.index import DraIndex, ObjectKey
@@ -42,6 +44,8 @@ class Choice:
     subrequest: str = ""
     """The `firstAvailable` entry's name; empty for an exact request."""
     admin_access: bool = False
+    capacity: Mapping[str, Decimal] | None = None
+    """`capacity.requests` (kube_rdma/core/dra/capacity.py); None without `capacity`."""
 
 
 @dataclass(frozen=True)
@@ -205,5 +209,11 @@ def _choice(
         return None
     kind = index.kind_of_class(device_class.selectors, selection.selectors, selectors)
     return Choice(
-        kind, expressions, selection.all_devices, selection.count, "", selection.admin_access
+        kind,
+        expressions,
+        selection.all_devices,
+        selection.count,
+        "",
+        selection.admin_access,
+        selection.capacity,
     )

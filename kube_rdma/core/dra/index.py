@@ -10,9 +10,10 @@ against" the device, k8s.io/api resource/v1 DeviceRequestAllocationResult.AdminA
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
+from kube_rdma.core.dra.capacity import Amounts, add, shared_results
 from kube_rdma.core.dra.kinds import DEFAULT_KIND_RULES, Kind, KindRule, kind_of
 from kube_rdma.core.dra.pools import PoolKey, SliceEntry, pool_state, read_slice
 from kube_rdma.core.dra.selectors import Selectors
@@ -43,6 +44,8 @@ class NodeDevices:
     incomplete: frozenset[PoolKey] = frozenset()
     invalid: tuple[tuple[PoolKey, str], ...] = ()
     """Invalid pools, each with why."""
+    consumed: Mapping[DeviceId, Amounts] = field(default_factory=dict)
+    """What allocated claims sharing a device (`shareID`) consume of its capacities."""
 
     def count(self, kind: Kind) -> int:
         return sum(1 for _, k in self.devices if k == kind)
@@ -79,6 +82,8 @@ class DraIndex:
         self.claims: dict[ObjectKey, Json] = {}
         self._claim_devices: dict[ObjectKey, frozenset[DeviceId]] = {}
         self._holders: dict[DeviceId, set[ObjectKey]] = {}
+        self._shares: dict[DeviceId, dict[ObjectKey, list[Amounts]]] = {}
+        """Per shared device, what each claim's results consume of it."""
         self.classes: dict[str, DeviceClass] = {}
         self.templates: dict[ObjectKey, Json] = {}
         self._nodes: dict[str, NodeDevices] = {}
@@ -131,11 +136,15 @@ class DraIndex:
         key = key_of(obj)
         touched = self._drop_claim(key)
         self.claims[key] = obj
-        held = frozenset(d for d, admin in allocated_devices(obj) if not admin)
-        self._claim_devices[key] = held
+        shares = shared_results(obj)
+        shared = {d for d, _ in shares}
+        held = frozenset(d for d, admin in allocated_devices(obj) if not admin and d not in shared)
+        self._claim_devices[key] = held | shared
         for device in held:
             self._holders.setdefault(device, set()).add(key)
-        return self._rebuild(touched | self._nodes_of(held))
+        for device, amounts in shares:
+            self._shares.setdefault(device, {}).setdefault(key, []).append(amounts)
+        return self._rebuild(touched | self._nodes_of(held | shared))
 
     def delete_claim(self, key: ObjectKey) -> set[str]:
         touched = self._drop_claim(key)
@@ -159,6 +168,11 @@ class DraIndex:
                 holders.discard(key)
                 if not holders:
                     del self._holders[device]
+            shares = self._shares.get(device)
+            if shares is not None:
+                shares.pop(key, None)
+                if not shares:
+                    del self._shares[device]
         return self._nodes_of(held)
 
     def _nodes_of(self, devices: Iterable[DeviceId]) -> set[str]:
@@ -262,13 +276,27 @@ class DraIndex:
         for device, kind in published:
             self._remember_shape(device, kind)
         held = frozenset(d.id for d, _ in published if d.id in self._holders)
+        consumed = {d.id: self._consumed(d.id) for d, _ in published if d.id in self._shares}
         broken = incomplete | {k for k, _ in invalid}
         devices = tuple(
             (d, k) for d, k in published if k is not None and (d.driver, d.pool) not in broken
         )
         return NodeDevices(
-            devices, held, tuple(notes), tuple(published), frozenset(incomplete), tuple(invalid)
+            devices,
+            held,
+            tuple(notes),
+            tuple(published),
+            frozenset(incomplete),
+            tuple(invalid),
+            consumed,
         )
+
+    def _consumed(self, device: DeviceId) -> Amounts:
+        total: Amounts = {}
+        for amounts in self._shares[device].values():
+            for one in amounts:
+                total = add(total, one)
+        return total
 
     def _remember_shape(self, device: Device, kind: Kind | None) -> None:
         """Keeps one device of each shape (driver, kind, and attributes and capacities but

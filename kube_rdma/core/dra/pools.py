@@ -72,6 +72,8 @@ def _slice_problem(
     for i, device in enumerate(devices):
         if not device.name:
             return f"spec.devices[{i}].name: required"
+        if device.problem:
+            return f"spec.devices[{i}]: {device.problem}"
         if device.name in seen:
             return f"spec.devices[{i}].name: duplicate value {device.name!r}"
         seen.add(device.name)

@@ -22,7 +22,9 @@ pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go Filter).
 A CEL evaluation error on a device the search reaches ends it too, as it ends the allocator's.
 The search covers every device of the node, whatever its kind; a claim holds at most
 CLAIM_LIMIT devices; an `adminAccess` request may take a device in use, or one another claim
-of the pod takes, but not one its own claim takes (allocateDevice).
+of the pod takes, but not one its own claim takes (allocateDevice). A device that allows
+multiple allocations (consumable capacity) may be taken by several requests, each consuming
+part of its capacity (kube_rdma/core/dra/capacity.py); it is a class of its own.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from kube_rdma.core.dra.candidates import (
     candidates,
     is_poison,
 )
+from kube_rdma.core.dra.capacity import Amounts, add, consumed, fits
 from kube_rdma.core.dra.constraints import Constraint, Tally, TypedValue, typed_value
 from kube_rdma.core.dra.demand import Choice, DeviceRequest
 from kube_rdma.core.dra.kinds import Kind
@@ -166,9 +169,12 @@ class _Search:
         ]
         self.values = [[typed_value(d, k.attribute) for d in self.devices] for k in constraints]
         skipped = {k for k, _ in pools.invalid} | pools.incomplete
+        self.multi = [d.multi and pools.gates.consumable_capacity for d in self.devices]
+        self.taking: dict[int, list[Amounts]] = {}
+        """Per shared device (position), what the search's choices consume of it."""
         apart = [
-            (d.id in held, (d.driver, d.pool) in skipped, i if i in self.poison else -1)
-            for i, d in enumerate(self.devices)
+            (d.id in held, (d.driver, d.pool) in skipped, i if i in self.poison or m else -1)
+            for i, (d, m) in enumerate(zip(self.devices, self.multi, strict=True))
         ]
         self.klass = _classes(devices, judged, self.values, apart)
         self.used = [0] * (max(self.klass, default=-1) + 1)
@@ -179,6 +185,7 @@ class _Search:
         self.selected = [0] * len(requests)
         self.failed: set[tuple[object, ...]] = set()
         self.steps = 0
+        self._check_capacity_gate()
         self._check_all_choices()
         self._check_claim_sizes()
 
@@ -187,6 +194,8 @@ class _Search:
         least what those requests need together: a necessary condition, checked first so that
         a node one device short is refused without a search through every way of being
         short."""
+        if any(self.multi):
+            return True  # a shared device may serve several requests
         need: dict[Kind | None, int] = {}
         pool: dict[Kind | None, set[int]] = {}
         for request, found in zip(self.requests, self.candidates, strict=True):
@@ -196,6 +205,20 @@ class _Search:
             need[choice.kind] = need.get(choice.kind, 0) + choice.count
             pool.setdefault(choice.kind, set()).update(i for i, _ in found[0])
         return all(count <= len(pool[kind]) for kind, count in need.items())
+
+    def _check_capacity_gate(self) -> None:
+        """With DRAConsumableCapacity off, a request with `capacity` is an error
+        (allocator_incubating.go Allocate)."""
+        if self.pools.gates.consumable_capacity:
+            return
+        for request in self.requests:
+            for choice in request.choices:
+                if choice.capacity is not None:
+                    which = f"subrequest {choice.subrequest}" if choice.subrequest else ""
+                    raise _Stop(
+                        f"claim {request.claim}, {which or f'request {request.request}'}: has "
+                        "capacity requests, but the DRAConsumableCapacity feature is disabled"
+                    )
 
     def _check_all_choices(self) -> None:
         """The allocator evaluates the selectors of every allocationMode All request on every
@@ -281,6 +304,8 @@ class _Search:
     def _free_for(self, r: int, c: int, i: int) -> bool:
         """Not given to another request already; an adminAccess request only needs it not
         given to its own claim (allocateDevice)."""
+        if self.multi[i]:
+            return i not in self.chosen[r]  # a request takes a device once
         owners = self.owners.get(i)
         if not owners:
             return True
@@ -297,6 +322,10 @@ class _Search:
         if any(in_use) or not all(self._free_for(r, c, i) for i in members):
             return False
         for n, i in enumerate(members):
+            if not self._room(r, c, i):
+                for j in reversed(members[:n]):
+                    self._remove(r, c, j)
+                return False
             if not self._add(r, c, i):
                 for j in reversed(members[:n]):
                     self._remove(r, c, j)
@@ -311,7 +340,20 @@ class _Search:
             self._remove(r, c, i)
         return False
 
+    def _room(self, r: int, c: int, i: int) -> bool:
+        """Whether a shared device has the request's capacity left beside what allocated
+        claims and the search's earlier choices consume (CmpRequestOverCapacity)."""
+        if not self.multi[i]:
+            return True
+        device, taken = self.devices[i], self.pools.consumed.get(self.devices[i].id, {})
+        for amounts in self.taking.get(i, ()):
+            taken = add(taken, amounts)
+        requested = self.requests[r].choices[c].capacity or {}
+        return fits(requested, device.capacities, taken)
+
     def _add(self, r: int, c: int, i: int) -> bool:
+        if not self._room(r, c, i):
+            return False
         covering = self.cover[r][c]
         for n, j in enumerate(covering):
             if not self.tally.admit(j, self.values[j][i]):
@@ -319,6 +361,9 @@ class _Search:
                     self.tally.release(d)
                 return False
         self.owners.setdefault(i, []).append(self.claim[r])
+        if self.multi[i]:
+            requested = self.requests[r].choices[c].capacity or {}
+            self.taking.setdefault(i, []).append(consumed(requested, self.devices[i].capacities))
         self.used[self.klass[i]] += 1
         self.per_claim[self.claim[r]] += 1
         self.chosen[r].append(i)
@@ -331,6 +376,8 @@ class _Search:
         owners.pop()
         if not owners:
             del self.owners[i]
+        if self.multi[i]:
+            self.taking[i].pop()
         self.used[self.klass[i]] -= 1
         self.per_claim[self.claim[r]] -= 1
         self.chosen[r].pop()
@@ -343,6 +390,11 @@ class _Search:
             tuple(self.used),
             self.per_claim[self.claim[r]],
             self.tally.state(self.live[r]),
+            tuple(
+                (i, tuple(tuple(sorted(a.items())) for a in taken))
+                for i, taken in self.taking.items()
+                if taken
+            ),
         )
 
     def picks(self) -> Picks:

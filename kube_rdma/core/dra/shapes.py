@@ -12,8 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
+from kube_rdma.core.dra.binding import NO_BINDING, Binding, BindingError, read_binding
+from kube_rdma.core.dra.capacity import Capacity, CapacityError, read_capacity
+from kube_rdma.core.dra.capacity import read_requests as read_capacity_requests
 from kube_rdma.core.objects import Json
 from kube_rdma.core.quantity import QuantityError, parse_quantity
 
@@ -38,6 +42,14 @@ class Device:
     attributes: Mapping[str, AttributeValue]
     """By fully qualified name (`domain/id`)."""
     capacity: Mapping[str, int] = field(default_factory=dict)
+    multi: bool = False
+    """`allowMultipleAllocations`: several claims may share it (kube_rdma/core/dra/capacity.py)."""
+    capacities: Mapping[str, Capacity] = field(default_factory=dict)
+    """Exact, with their request policies, by name as published."""
+    binding: Binding = NO_BINDING
+    problem: str = ""
+    """What API validation refuses in it (a capacity that is no quantity, a binding
+    condition of the wrong shape): its slice then counts for nothing."""
 
     @property
     def id(self) -> DeviceId:
@@ -57,6 +69,8 @@ class Selection:
     problem: str = ""
     """What API validation or the allocator refuses in it (an unknown allocationMode, a
     selector without CEL), or empty."""
+    capacity: Mapping[str, Decimal] | None = None
+    """`capacity.requests`, by name as written; None where the request has no `capacity`."""
 
 
 @dataclass(frozen=True)
@@ -90,7 +104,21 @@ def _device(driver: str, pool: str, raw: Json) -> Device:
         for name, wrapped in (body.get("capacity") or {}).items()
         if (amount := _capacity(wrapped)) is not None
     }
-    return Device(driver, pool, str(raw.get("name") or ""), attributes, capacity)
+    name = str(raw.get("name") or "")
+    where = f"device {name}"
+    try:
+        capacities = {
+            str(n): read_capacity(c, f"{where}.capacity[{n}]")
+            for n, c in (body.get("capacity") or {}).items()
+        }
+        binding = read_binding(body, where)
+    except (CapacityError, BindingError) as e:
+        return Device(driver, pool, name, attributes, capacity, problem=str(e))
+    multi = body.get("allowMultipleAllocations")
+    if multi is not None and not isinstance(multi, bool):
+        problem = f"{where}.allowMultipleAllocations: {multi!r} is not a bool"
+        return Device(driver, pool, name, attributes, capacity, problem=problem)
+    return Device(driver, pool, name, attributes, capacity, bool(multi), capacities, binding)
 
 
 _SCALARS = (str, int, bool)
@@ -138,13 +166,21 @@ def _selection(raw: Json) -> Selection:
     mode = raw.get("allocationMode") or "ExactCount"
     all_devices = mode == "All"
     count = raw.get("count")
+    problem = _selection_problem(raw, mode)
+    requested = None
+    if raw.get("capacity") is not None:
+        try:
+            requested = read_capacity_requests(raw["capacity"], "capacity")
+        except CapacityError as e:
+            problem = problem or str(e)
     return Selection(
         device_class=str(raw.get("deviceClassName") or ""),
         selectors=cel_expressions(raw.get("selectors")),
         all_devices=all_devices,
         count=0 if all_devices else count if isinstance(count, int) and count > 0 else 1,
         admin_access=bool(raw.get("adminAccess")),
-        problem=_selection_problem(raw, mode),
+        problem=problem,
+        capacity=requested,
     )
 
 

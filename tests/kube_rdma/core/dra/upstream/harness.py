@@ -1,18 +1,23 @@
 """Runs one translated allocator case through kube-rdma's reading of the objects
 (kube_rdma/core/dra: DraIndex, pod_demand, allocate) and returns what upstream's allocator
-returns in the same terms: the results per claim, NONE or ERROR."""
+returns in the same terms: the results per claim, NONE or ERROR. A result that shares its
+device, or carries binding conditions, adds them in a sixth entry (builders_capacity.py)."""
 
 from __future__ import annotations
 
 import copy
+from decimal import Decimal
 from typing import Any
 
-from kube_rdma.core.dra.allocate import Refusal, allocate
+from kube_rdma.core.dra.allocate import Allocation, Refusal, allocate
+from kube_rdma.core.dra.candidates import ALL_GATES
 from kube_rdma.core.dra.demand import pod_demand
 from kube_rdma.core.dra.index import DraIndex
 from kube_rdma.core.dra.selectors import Selectors
+from kube_rdma.core.dra.shapes import DeviceId
 from kube_rdma.core.objects import Json
 from tests.kube_rdma.core.dra.upstream.builders import ERROR, NONE, Case, Result
+from tests.kube_rdma.core.dra.upstream.builders_capacity import GatedCase
 
 NAMESPACE = "default"
 
@@ -36,6 +41,9 @@ def outcome(case: Case, minor: int, selectors: Selectors | None = None) -> Any:
         names.append(obj["metadata"]["name"])
     if case.allocated:
         index.upsert_claim(_holder(case.allocated, case.node))
+    gates = case.gates if isinstance(case, GatedCase) else ALL_GATES
+    if isinstance(case, GatedCase) and case.shared:
+        index.upsert_claim(_sharer(case.shared))
     pod: Json = {
         "metadata": {"name": "p", "namespace": NAMESPACE},
         "spec": {"resourceClaims": [{"name": n, "resourceClaimName": n} for n in names]},
@@ -43,7 +51,7 @@ def outcome(case: Case, minor: int, selectors: Selectors | None = None) -> Any:
     demand = pod_demand(pod, index, selectors)
     if demand.problems:
         return ERROR
-    found = allocate(demand, case.node, index.node(case.node), selectors, minor=minor)
+    found = allocate(demand, case.node, index.node(case.node), selectors, minor=minor, gates=gates)
     if isinstance(found, Refusal):
         return ERROR if found.error else NONE
     if not names:
@@ -58,9 +66,49 @@ def outcome(case: Case, minor: int, selectors: Selectors | None = None) -> Any:
                     continue
                 sub = picked.partition("/")[2]
                 choice = next(c for c in request.choices if c.subrequest == sub)
-                got += [(picked, *i, choice.admin_access) for i in ids]
+                got += [
+                    (picked, *i, choice.admin_access, *_extra(found, claim, picked, i)) for i in ids
+                ]
         per_claim.append(got)
     return per_claim
+
+
+def _extra(found: Allocation, claim: str, picked: str, device: DeviceId) -> tuple[Any, ...]:
+    extra: dict[str, Any] = {}
+    consumed = found.shared.get((claim, picked, device))
+    if consumed is not None:
+        extra["shareID"] = True
+        extra["consumedCapacity"] = {n: _amount(a) for n, a in consumed.items()}
+    binding = found.binding.get(device)
+    if binding is not None:
+        extra["bindingConditions"] = list(binding.conditions)
+        extra["bindingFailureConditions"] = list(binding.failures)
+    return (extra,) if extra else ()
+
+
+def _amount(amount: Decimal) -> str:
+    return f"{amount.normalize():f}"
+
+
+def _sharer(shared: dict[DeviceId, dict[str, str]]) -> Json:
+    """A claim whose results share devices, consuming what upstream passes as
+    `allocatedCapacityDevices`."""
+    results = [
+        {
+            "request": "r",
+            "driver": d,
+            "pool": p,
+            "device": n,
+            "shareID": f"share-{i}",
+            "consumedCapacity": consumed,
+        }
+        for i, ((d, p, n), consumed) in enumerate(shared.items())
+    ]
+    return {
+        "metadata": {"name": "allocated-capacity", "namespace": NAMESPACE},
+        "spec": {"devices": {"requests": []}},
+        "status": {"allocation": {"devices": {"results": results}}},
+    }
 
 
 def _holder(devices: list[tuple[str, str, str]], node: str) -> Json:
