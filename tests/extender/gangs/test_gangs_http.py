@@ -343,7 +343,8 @@ async def test_the_members_at_the_barrier_are_a_gauge(serve: Any) -> None:
     registry = client.app[EXTENDER].metrics.registry
 
     def at_barrier() -> float | None:
-        return registry.get_sample_value("kube_rdma_gang_members_at_barrier")
+        value: float | None = registry.get_sample_value("kube_rdma_gang_members_at_barrier")
+        return value
 
     assert at_barrier() == 0
     waiting = [
