@@ -1,8 +1,9 @@
 """kube-scheduler's GangScheduling plugin (1.36 and later), and the PodGroup state it reads.
 
 A pod belongs to a group when its `spec.schedulingGroup.podGroupName` names a PodGroup
-(scheduling.k8s.io/v1alpha2 in 1.36; v1beta1 and v1alpha3 in 1.37). Only a PodGroup whose
-`spec.schedulingPolicy.gang` is set is a gang; a `basic` policy schedules its pods alone.
+(scheduling.k8s.io/v1alpha2 in 1.36; v1beta1 and v1alpha3 in 1.37), or, in 1.35, when its
+`spec.workloadRef` names a Workload's `spec.podGroups[]` entry (one group per replica key).
+Only a group whose gang policy is set is a gang; a `basic` policy schedules its pods alone.
 Following pkg/scheduler/framework/plugins/gangscheduling/gangscheduling.go:
 
 - **PreEnqueue**: a gang's pod enters the scheduling queue only once its PodGroup exists and the
@@ -48,10 +49,17 @@ PLUGIN: Final = "GangScheduling"
 
 
 def pod_group_name(pod: Json) -> str | None:
-    """`spec.schedulingGroup.podGroupName`, or None."""
-    group = (pod.get("spec") or {}).get("schedulingGroup") or {}
-    name = group.get("podGroupName")
-    return str(name) if name else None
+    """`spec.schedulingGroup.podGroupName`; 1.35's `spec.workloadRef` as
+    `workload/podGroup[/replicaKey]`; or None."""
+    spec = pod.get("spec") or {}
+    name = (spec.get("schedulingGroup") or {}).get("podGroupName")
+    if name:
+        return str(name)
+    ref = spec.get("workloadRef") or {}
+    if not (ref.get("name") and ref.get("podGroup")):
+        return None
+    replica = [str(ref["podGroupReplicaKey"])] if ref.get("podGroupReplicaKey") else []
+    return "/".join([str(ref["name"]), str(ref["podGroup"]), *replica])
 
 
 def parent_name(group: Json) -> str | None:
@@ -112,9 +120,15 @@ class GangScheduling:
             return [unit]
         return [g for g in self._min if g[0] == unit[0] and self._unit(g) == unit]
 
+    def _known(self, leaf: GroupKey) -> GroupKey | None:
+        """The key its minCount is kept under: a 1.35 group instance's is its podGroup's."""
+        template = (leaf[0], "/".join(leaf[1].split("/")[:2]))
+        return next((k for k in (leaf, template) if k in self._min), None)
+
     def min_count(self, group: GroupKey) -> int | None:
         if not group[1].startswith(f"{COMPOSITE}/"):
-            return self._min.get(group)
+            known = self._known(group)
+            return None if known is None else self._min[known]
         return sum(self._min.get(g) or 0 for g in self._leaves(group))
 
     def members(self, group: GroupKey) -> set[PodKey]:
@@ -144,7 +158,11 @@ class GangScheduling:
             self._composites.pop(group, None)
             self._parents.pop(group, None)
             return []
-        if composite:
+        if obj.get("kind") == "Workload":
+            for entry in (new.get("spec") or {}).get("podGroups") or []:
+                template = (group[0], f"{name}/{entry.get('name')}")
+                self._min[template] = min_count({"spec": {"schedulingPolicy": entry.get("policy")}})
+        elif composite:
             policy = (new.get("spec") or {}).get("schedulingPolicy") or {}
             self._composites[group] = policy.get("gang") is not None
         else:
@@ -189,7 +207,7 @@ class GangScheduling:
 
     def _not_ready(self, group: GroupKey) -> str | None:
         for leaf in self._leaves(group):
-            if leaf not in self._min:
+            if self._known(leaf) is None:
                 return WAITING_FOR_GROUP.format(name=leaf[1])
             parent = self._parents.get(leaf)
             if parent is not None and (leaf[0], f"{COMPOSITE}/{parent}") not in self._composites:

@@ -24,6 +24,7 @@ from kube_rdma.core import keys
 from kube_rdma.core.frameworks.kubernetes_scheduling import GroupRef
 from kube_rdma.core.objects import Json
 from kubesim.scheduler import EmulatedScheduler
+from kubesim.scheduler.clock import LoopClock
 from kubesim.scheduler.controllers import Controllers, Replicas
 from testbed.clustergen import ClusterSpec
 from testbed.fakeapi import RESOURCES, FakeApiServer, eventually, native_gang_resources
@@ -106,7 +107,9 @@ async def test_a_composite_of_two_podgroups_is_planned_as_one_gang_with_two_slic
                 lambda: len(getattr(source.cluster.native.find(NS, worker), "children", ())) == 2,
                 within=10.0,
             )
-            async with EmulatedScheduler(api.host, url, config, gangs=gangs) as scheduler:
+            async with EmulatedScheduler(
+                api.host, url, config, gangs=gangs, clock=LoopClock()
+            ) as scheduler:
                 for _, obj in made:
                     scheduler.pod_group_changed(None, obj)
                 for pod in [*pods[1:3], pods[0], *pods[3:]]:
