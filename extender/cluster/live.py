@@ -58,6 +58,7 @@ PODGROUP_VERSIONS = (
 NATIVE_RESOURCES = (
     *((native.WORKLOAD, v, "workloads") for v in native.WORKLOAD_VERSIONS),
     *((native.PODGROUP, v, "podgroups") for v in native.PODGROUP_VERSIONS),
+    *((native.COMPOSITE, v, "compositepodgroups") for v in native.COMPOSITE_VERSIONS),
 )
 """Kubernetes' own gang objects (scheduling.k8s.io), each version kube-rdma reads."""
 LIST_PAGE_SIZE = 500

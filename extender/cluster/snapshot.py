@@ -53,7 +53,8 @@ class SnapshotSource:
         for kind in sorted(dra_objects.KINDS):
             dra_objects.replace(self.cluster, kind, [o for o in objects if o.get("kind") == kind])
         # PodGroups of every API group; scheduling.k8s.io Workloads too (Kubernetes' own gangs)
-        for podgroup in (o for o in objects if o.get("kind") in ("PodGroup", "Workload")):
+        kinds = ("PodGroup", "CompositePodGroup", "Workload")
+        for podgroup in (o for o in objects if o.get("kind") in kinds):
             self.cluster.upsert_podgroup(podgroup)
         # A snapshot holds every workload there is: an owner it lacks does not exist.
         for resource in WORKLOADS:

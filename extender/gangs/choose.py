@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from extender.cluster.model import NodeInfo
-from extender.gangs.slices import mean_score, slice_fill
+from extender.gangs.slices import cut, mean_score, slice_fill
 from extender.levels.search import CLUSTER, Search
 from extender.podview import PodView
 
@@ -122,7 +122,8 @@ def _slots(
 ) -> list[tuple[str, int]] | None:
     assert search.slice_level is not None
     usable = [n for n in members if _admits(fits[n], 0)]
-    nodes = slice_fill(usable, fits, search.slice_level, search.slice_size, demands[0])
+    sizes = cut(demands[0], search.slice_size, search.slice_sizes)
+    nodes = slice_fill(usable, fits, search.slice_level, sizes)
     return None if nodes is None else [(n, 0) for n in nodes]
 
 

@@ -15,7 +15,10 @@ names a Workload's pod group (`spec.workloadRef`) or a PodGroup (`spec.schedulin
 member of that group, sized by its `minCount`, without any kube-rdma key
 (kube_rdma/core/frameworks/kubernetes_scheduling.py). kube-rdma's own keys that disagree with
 the group (another gang name or size) refuse the pod, naming both; a group that does not exist
-yet makes the pod wait, as kube-scheduler's GangScheduling plugin does.
+yet makes the pod wait, as kube-scheduler's GangScheduling plugin does. A PodGroup under a
+CompositePodGroup with the gang policy is one slice of the composite's gang
+(kube_rdma/core/frameworks/composite_pod_groups.py): the gang is named after the composite and
+sized by its PodGroups together, and kube-rdma's slice keys on the pod must agree with them.
 """
 
 from __future__ import annotations
@@ -25,7 +28,12 @@ from dataclasses import dataclass, field
 
 from kube_rdma.core import keys
 from kube_rdma.core.frameworks import coscheduling, jobset, koordinator, kubeflow, kueue, volcano
-from kube_rdma.core.frameworks.kubernetes_scheduling import GroupRef, NativeGroup, group_ref
+from kube_rdma.core.frameworks.kubernetes_scheduling import (
+    COMPOSITE,
+    GroupRef,
+    NativeGroup,
+    group_ref,
+)
 from kube_rdma.core.objects import Json
 
 NameOf = Callable[[Mapping[str, str]], str | None]
@@ -205,24 +213,54 @@ def _native(
     """The pod's scheduling.k8s.io group; None for a group without the gang policy."""
     name = ref.gang_name
     source = f"{ref.kind} scheduling.k8s.io"
-    if group is None:
-        why = (
-            f"gang {namespace}/{name}: the pod names {ref}, which does not exist yet; "
-            "waiting for it, as kube-scheduler does"
-        )
-        return Gang(namespace, name, 0, source, refusal=why)
+    if group is None or group.waits:
+        why = group.problem if group else f"the pod names {ref}, which does not exist yet"
+        if group is None:
+            why += "; waiting for it, as kube-scheduler does"
+        return Gang(namespace, name, 0, source, refusal=f"gang {namespace}/{name}: {why}")
     if group.min_count is None:
         return None
-    source = f"{ref.kind} {group.api_version}"
-    ours, size = both.get(keys.GANG), both.get(keys.GANG_SIZE)
-    clash = []
-    if ours and ours != name:
-        clash.append(f"{keys.GANG}={ours!r} names another gang than {ref} ({name!r})")
-    if size is not None and size != str(group.min_count):
-        clash.append(f"{keys.GANG_SIZE}={size!r} differs from {ref} minCount={group.min_count}")
+    source = f"{group.kind} {group.api_version}"
+    if group.problem:
+        why = f"gang {namespace}/{name}: {group.problem}"
+        return Gang(namespace, name, group.min_count, source, native=group, refusal=why)
+    if group.kind == COMPOSITE:
+        name = group.name
+    clash = _clashes(both, ref, group, name)
     if clash:
         why = f"gang {namespace}/{name}: " + "; ".join(clash) + "; remove or correct the annotation"
         return Gang(namespace, name, group.min_count, source, native=group, refusal=why)
     if group.min_count <= 1:
         return Singleton()
     return Gang(namespace, name, group.min_count, source, native=group, held=held)
+
+
+def _clashes(both: Mapping[str, str], ref: GroupRef, group: NativeGroup, name: str) -> list[str]:
+    """kube-rdma's keys on the pod that contradict its group, each naming both."""
+    whose = f"{group.kind} {group.name}" if group.kind == COMPOSITE else str(ref)
+    ours, size = both.get(keys.GANG), both.get(keys.GANG_SIZE)
+    clash = []
+    if ours and ours != name:
+        clash.append(f"{keys.GANG}={ours!r} names another gang than {whose} ({name!r})")
+    if size is not None and size != str(group.min_count):
+        summed = " (its PodGroups' minCounts summed)" if group.children else ""
+        clash.append(
+            f"{keys.GANG_SIZE}={size!r} differs from {whose} minCount={group.min_count}{summed}"
+        )
+    if not group.children:
+        return clash
+    level = next((g.topology[0] for g in group.children if g.topology), None)
+    asked = both.get(keys.TOPOLOGY_SLICE_REQUIRED)
+    if asked is not None and asked != level:
+        clash.append(
+            f"{keys.TOPOLOGY_SLICE_REQUIRED}={asked!r} differs from the slices of {whose}: "
+            f"its PodGroups, in {level or 'no level'!r} (schedulingConstraints.topology)"
+        )
+    own = next((g for g in group.children if g.name == ref.name), None)
+    asked = both.get(keys.TOPOLOGY_SLICE_SIZE)
+    if asked is not None and own is not None and asked != str(own.min_count):
+        clash.append(
+            f"{keys.TOPOLOGY_SLICE_SIZE}={asked!r} differs from the pod's slice of {whose}: "
+            f"PodGroup {own.name} minCount={own.min_count}"
+        )
+    return clash

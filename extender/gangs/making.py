@@ -96,7 +96,10 @@ class PlanMaker:
         choice: Choice,
     ) -> Plan:
         plan = Plan(gang, pod, list(bound.values()) + choice.nodes, choice.domain, now, now)
-        plan.slice_size = search.slice_size if search.sliced and len(groups) == 1 else 0
+        one = search.sliced and len(groups) == 1
+        plan.slice_size, plan.slice_sizes = (
+            (search.slice_size, search.slice_sizes) if one else (0, ())
+        )
         for i, key in enumerate(bound):
             plan.assigned[key] = i
         planned_for = choice.groups or [0] * len(choice.nodes)
@@ -197,7 +200,7 @@ class PlanMaker:
     ) -> Search:
         """The gang's levels; unsliced once members are bound (their ranks' slots are taken)."""
         search = self._requirements.search(pod, gang, levels, raw)
-        return search if sliced else replace(search, slice_level=None, slice_size=0)
+        return search if sliced else replace(search, slice_level=None, slice_size=0, slice_sizes=())
 
 
 def need_of(member: PodView) -> dict[str, int]:

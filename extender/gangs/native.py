@@ -9,6 +9,9 @@ the planner beyond its size, and how explain shows it.
   once with the numbers, rather than waiting for ever.
 - Mode: whether kube-scheduler's GangScheduling holds the gang (`held`: no bind barrier of the
   extender's, --native-gang-scheduling) or the extender's barrier does.
+- Slices: a CompositePodGroup planned as one gang has each of its PodGroups as a slice, in
+  order, each inside one domain of their topology level (kube-rdma.io/topology-slice-required
+  with a size per slice); a member's rank is its PodGroup's first slot plus its index in it.
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ from dataclasses import replace
 
 from extender.gangs.identity import Gang
 from extender.levels.placement import Placement
+from extender.levels.ranks import rank_of
 from extender.podview import PodView
+from kube_rdma.core.frameworks.kubernetes_scheduling import NativeGroup, group_ref
 from kube_rdma.core.objects import Json
 
 HELD = (
@@ -32,18 +37,49 @@ def group_placement(asked: Placement, gang: Gang) -> Placement:
     """The placement read off the pod, with the group's topology constraint as its required
     level when the pod asks none; a problem when the pod requires another level."""
     group = gang.native
-    if group is None or not group.topology:
+    if group is None:
         return asked
+    placed = _sliced(asked, group)
+    if not group.topology:
+        return placed
     key = group.topology[0]
-    if asked.source == "none":
-        return Placement(required=key, source=f"{group.kind} {group.api_version}")
-    if asked.required is not None and asked.required != key:
+    if placed.source == "none":
+        return replace(placed, required=key, source=f"{group.kind} {group.api_version}")
+    if placed.required is not None and placed.required != key:
         problem = (
-            f"{asked.source} requires topology {asked.required!r}, but its {group} requires "
+            f"{placed.source} requires topology {placed.required!r}, but its {group} requires "
             f"{key!r} (schedulingConstraints.topology); make them agree"
         )
-        return replace(asked, problem=problem)
-    return asked
+        return replace(placed, problem=problem)
+    return placed
+
+
+def _sliced(asked: Placement, group: NativeGroup) -> Placement:
+    """A CompositePodGroup's PodGroups as the gang's slices, in their topology level."""
+    level = slice_level(group)
+    if level is None:
+        return asked
+    sizes = tuple(g.min_count or 0 for g in group.children)
+    return replace(asked, slice_level=level, slice_size=0, slice_sizes=sizes)
+
+
+def slice_level(group: NativeGroup) -> str | None:
+    """The level each PodGroup of a CompositePodGroup is placed inside; None when none says."""
+    return next((g.topology[0] for g in group.children if g.topology), None)
+
+
+def child_rank(group: NativeGroup, pod: Json) -> int | None:
+    """A member's rank in a CompositePodGroup's gang: the first slot of its PodGroup's slice,
+    plus its index within the PodGroup where its labels give one."""
+    ref = group_ref(pod.get("spec") or {})
+    first = 0
+    for child in group.children:
+        size = child.min_count or 0
+        if ref is not None and child.name == ref.name:
+            within = rank_of(pod, size)
+            return first + (within % size if within is not None and size else 0)
+        first += size
+    return None
 
 
 def beyond_cluster(
@@ -55,10 +91,16 @@ def beyond_cluster(
     if most >= needed:
         return None
     return (
-        f"gang {gang}: its {gang.source} needs minCount {gang.size} x ({pod.gpus} GPU, "
+        f"gang {gang}: its {gang.source} needs minCount {gang.size}{_summed(gang)} x "
+        f"({pod.gpus} GPU, "
         f"{pod.rails} rails), {needed} still to place, but the whole cluster holds {most} even "
         "with nothing else running; it can never be placed"
     )
+
+
+def _summed(gang: Gang) -> str:
+    children = gang.native.children if gang.native is not None else ()
+    return f" ({' + '.join(str(g.min_count) for g in children)})" if children else ""
 
 
 def native_summary(gang: Gang) -> Json | None:
@@ -81,6 +123,10 @@ def native_summary(gang: Gang) -> Json | None:
         body["topology"] = list(group.topology)
     if group.parent:
         body["compositePodGroup"] = group.parent
+    if group.children:
+        body["minGroupCount"] = group.min_group_count
+        body["podGroups"] = {g.name: g.min_count for g in group.children}
+        body["slices"] = slice_level(group) or "none (no PodGroup has a topology)"
     if gang.refusal:
         body["refused"] = gang.refusal
     return body
@@ -93,4 +139,7 @@ def native_line(body: Json) -> str:
     said = f"{body['group']}: {body['mode']}; disruption {body['disruptionMode']}"
     if policy := body.get("preemptionPolicy"):
         said += f", preemptionPolicy {policy}"
+    if groups := body.get("podGroups"):
+        each = ", ".join(f"{name} ({count})" for name, count in groups.items())
+        said += f"; {len(groups)} PodGroups as slices in {body['slices']}: {each}"
     return said

@@ -16,6 +16,7 @@ from extender.book.records import PlanRecord
 from extender.cluster.pods import PodKey
 from extender.cluster.source import BindError
 from extender.gangs.identity import Gang
+from extender.gangs.slices import span
 from extender.podview import PodView
 from kube_rdma.core.nodeconstraints import NodeConstraints
 from kube_rdma.core.objects import Json
@@ -57,6 +58,8 @@ class Plan:
     """Nodes kube-scheduler ruled out for this gang: plans redone for it avoid them too."""
     slice_size: int = 0
     """Slots per slice (slice k: slots k x size to (k+1) x size - 1); 0: not sliced."""
+    slice_sizes: tuple[int, ...] = ()
+    """Slots of each slice in turn, where they differ (a CompositePodGroup's PodGroups)."""
     honoured: dict[PodKey, Hashable] = field(default_factory=dict)
     """The asks (extender/gangs/pools.py, `asks`) of each member the plan was made from: those
     the cache held, and the pod kube-scheduler sent when the cache lacked it. Members not in it
@@ -90,9 +93,10 @@ class Plan:
         if index is None:
             taken = set(self.assigned.values())
             order = list(range(len(self.slots)))
-            if self.slice_size and rank is not None:
-                first = rank // self.slice_size * self.slice_size
-                order = order[first : first + self.slice_size] + order
+            spanned = None if rank is None else span(rank, self.slice_size, self.slice_sizes)
+            if spanned is not None:
+                first, count = spanned
+                order = order[first : first + count] + order
             free = (
                 i
                 for i in order

@@ -34,6 +34,7 @@ from extender.engine import Engine, FilterOutcome
 from extender.gangs.fitting import FitMeasure
 from extender.gangs.identity import Gang, gang_of
 from extender.gangs.making import PlanMaker, need_of
+from extender.gangs.native import child_rank
 from extender.gangs.plan import Plan, record_of
 from extender.gangs.quorum import Presence, Quorum
 from extender.gangs.requirements import LevelSettings, Requirements
@@ -192,8 +193,10 @@ class Planner:
 
     def _rank(self, plan: Plan, cached: Json | None) -> int | None:
         """The member's rank, for a sliced plan (its slice's slots are its own)."""
-        if not plan.slice_size or cached is None:
+        if not (plan.slice_size or plan.slice_sizes) or cached is None:
             return None
+        if plan.gang.native is not None and plan.gang.native.children:
+            return child_rank(plan.gang.native, cached)
         members = [cached, *self._members(plan.gang)]
         master = any(kubeflow.replica_type(_labels(p)) == kubeflow.MASTER for p in members)
         return rank_of(cached, plan.gang.size, master)

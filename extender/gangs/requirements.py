@@ -25,6 +25,7 @@ from extender.cluster.model import Cluster, NodeInfo
 from extender.gangs.identity import Gang
 from extender.gangs.native import beyond_cluster, group_placement
 from extender.gangs.pools import MemberGroup, open_groups
+from extender.gangs.slices import cut
 from extender.levels.compute_domains import nvlink_claim
 from extender.levels.placement import Placement, placement_of
 from extender.levels.search import Search
@@ -130,7 +131,8 @@ class Requirements:
         search = placement.search(levels)
         checks = [] if search.cluster else [(search.levels[-1], needed, "")]
         if search.sliced and search.slice_level is not None:
-            checks.append((search.slice_level, min(search.slice_size, needed), "each slice of "))
+            widest = max(cut(needed, search.slice_size, search.slice_sizes))
+            checks.append((search.slice_level, min(widest, needed), "each slice of "))
         if not checks:
             return None
         totals = self._allocatable(pod, groups(), levels)

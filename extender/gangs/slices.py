@@ -2,6 +2,10 @@
 domain of its level, so that ranks that talk most share the narrowest network (Kueue's
 `podset-slice-required-topology` with `podset-slice-size`, kube-rdma's own equivalent).
 
+A CompositePodGroup's gang is sliced by its PodGroups, each a slice of its own size
+(extender/gangs/native.py): `cut` gives the slices' sizes either way, and `span` the slots of a
+rank's slice.
+
 Each slice goes, in rank order, to the tightest domain that still holds it (fewest member
 slots left, then the best mean score), on its best-scoring nodes, each filled before the next:
 the rule the whole gang's domain is chosen by, so no domain is fragmented for the next gang.
@@ -23,11 +27,30 @@ class Candidate(Protocol):
     def labels(self) -> Mapping[str, str]: ...
 
 
+def cut(needed: int, size: int, sizes: Sequence[int] = ()) -> list[int]:
+    """The slices' sizes for `needed` members: `sizes` where given, else `size` at a time, a
+    last slice short when `needed` is not a multiple of it."""
+    if sizes:
+        return list(sizes)
+    return [min(size, needed - start) for start in range(0, needed, size)] if size else []
+
+
+def span(rank: int, size: int, sizes: Sequence[int] = ()) -> tuple[int, int] | None:
+    """The first slot and the number of slots of the slice holding `rank`."""
+    if not sizes:
+        return (rank // size * size, size) if size else None
+    first = 0
+    for count in sizes:
+        if rank < first + count:
+            return first, count
+        first += count
+    return None
+
+
 def slice_fill(
-    names: Sequence[str], fits: Mapping[str, Candidate], level: str, size: int, needed: int
+    names: Sequence[str], fits: Mapping[str, Candidate], level: str, sizes: Sequence[int]
 ) -> list[str] | None:
-    """One node per member, slice 0's members first; None when some slice fits in no domain.
-    A last slice may be short when `needed` is not a multiple of `size`."""
+    """One node per member, slice 0's members first; None when some slice fits in no domain."""
     left = {n: fits[n].count for n in names}
     by_domain: dict[str, list[str]] = {}
     for name in names:
@@ -35,8 +58,7 @@ def slice_fill(
         if value is not None:
             by_domain.setdefault(value, []).append(name)
     nodes: list[str] = []
-    while len(nodes) < needed:
-        want = min(size, needed - len(nodes))
+    for want in sizes:
         viable = [
             (room, -mean_score(fits, members), value)
             for value, members in by_domain.items()

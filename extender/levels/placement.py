@@ -61,6 +61,8 @@ class Placement:
     domain."""
     set_aside: str | None = None
     """What the annotations asked that the ComputeDomain claim replaced."""
+    slice_sizes: tuple[int, ...] = ()
+    """Each slice's members where they differ (a CompositePodGroup's PodGroups)."""
 
     def needing_nvlink(self, claim: str, levels: Levels) -> Placement:
         """This placement for a gang whose ComputeDomain `claim` needs multi-node NVLink: each
@@ -90,13 +92,15 @@ class Placement:
             # (any tier, for the NVLink level), which it need not nest in.
             wider = preferred in levels.fabric and (required == NVLINK or required in levels.fabric)
             chain = chain if wider else (preferred, *chain)
-        return Search(chain, required is None, _level(self.slice_level, levels), self.slice_size)
+        sliced = _level(self.slice_level, levels)
+        return Search(chain, required is None, sliced, self.slice_size, self.slice_sizes)
 
     def describe(self) -> str:
         parts = [f"required {self.required}" if self.required else ""]
         parts.append(f"preferred {self.preferred}" if self.preferred else "")
         if self.slice_level:
-            parts.append(f"slices of {self.slice_size} in one {self.slice_level}")
+            size = "+".join(map(str, self.slice_sizes)) if self.slice_sizes else self.slice_size
+            parts.append(f"slices of {size} in one {self.slice_level}")
         said = ", ".join(p for p in parts if p) or "no level asked"
         if self.nvlink_claim is None:
             return f"{said} ({self.source})"

@@ -21,7 +21,10 @@ class Search:
     slice_level: str | None = None
     slice_size: int = 0
     """Members per slice; 0: the gang is not sliced."""
+    slice_sizes: tuple[int, ...] = ()
+    """Each slice's members, in rank order, where they differ (a CompositePodGroup's
+    PodGroups); overrides `slice_size`."""
 
     @property
     def sliced(self) -> bool:
-        return self.slice_level is not None and self.slice_size > 0
+        return self.slice_level is not None and (self.slice_size > 0 or bool(self.slice_sizes))

@@ -332,7 +332,7 @@ class Contention:
         need = {member.gpu_resource: member.gpus, **member.rdma}
         slices = None
         if search.sliced and search.slice_level is not None:
-            slices = Slices(search.slice_level, search.slice_size)
+            slices = Slices(search.slice_level, search.slice_size, search.slice_sizes)
         size = entry.gang.size
         return choose_victims(rooms, units, need, size, search.levels, rank, search.cluster, slices)
 

@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from extender.gangs.slices import cut
 from extender.levels.search import CLUSTER
 from extender.preemption.priority import Unit, least_damage_first
 
@@ -56,6 +57,8 @@ class Slices:
 
     level: str
     size: int
+    sizes: tuple[int, ...] = ()
+    """Each slice's members where they differ (a CompositePodGroup's PodGroups)."""
 
 
 def choose_victims(
@@ -187,8 +190,7 @@ class _Space:
             if (value := labels.get(level)) is not None:
                 by_domain.setdefault(value, []).append(name)
         nodes: list[str] = []
-        while len(nodes) < self._needed:
-            want = min(size, self._needed - len(nodes))
+        for want in cut(self._needed, size, self._slices.sizes):
             viable = [
                 (room, value)
                 for value, names in by_domain.items()

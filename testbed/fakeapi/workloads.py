@@ -37,9 +37,14 @@ NATIVE_GANG_VERSIONS: Final = ("v1alpha1", "v1alpha2", "v1alpha3", "v1beta1")
 
 
 def native_gang_resources(version: str) -> dict[str, Resource]:
-    """The scheduling.k8s.io Workloads (and PodGroups, from v1alpha2 on) of one version."""
+    """The scheduling.k8s.io Workloads (and PodGroups, from v1alpha2 on, and CompositePodGroups
+    in v1alpha3) of one version."""
     api_version = f"scheduling.k8s.io/{version}"
     served = {"workloads.scheduling.k8s.io": Resource("Workload", True, api_version, "workloads")}
     if version != "v1alpha1":
         served["podgroups.scheduling.k8s.io"] = Resource("PodGroup", True, api_version, "podgroups")
+    if version == "v1alpha3":  # CompositePodGroups are served in v1alpha3 only (1.37)
+        served["compositepodgroups.scheduling.k8s.io"] = Resource(
+            "CompositePodGroup", True, api_version, "compositepodgroups"
+        )
     return served

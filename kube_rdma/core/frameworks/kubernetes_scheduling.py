@@ -18,8 +18,21 @@ master):
   disruptionMode {single: {}} | {all: {}}, priority, preemptionPolicy (`PreemptLowerPriority` |
   `Never`)}, plus priorityClassName in v1alpha3 only; the condition is
   `PodGroupInitiallyScheduled`.
+  A CompositePodGroup (v1alpha3 only: v1beta1 has the Workload's compositePodGroupTemplates
+  but not the object) groups PodGroups and other CompositePodGroups that name it in their
+  `parentCompositePodGroupName`: spec {parentCompositePodGroupName, workloadRef,
+  schedulingPolicy {basic | gang {minGroupCount}}, schedulingConstraints {topology [{key}]},
+  disruptionMode, priorityClassName, priority, preemptionPolicy}; the condition is
+  `CompositePodGroupInitiallyScheduled`. A hierarchy is at most `WorkloadMaxTreeDepth` (4)
+  levels deep, its root the first.
 Disruption is read as `Single` (pods one by one) or `All` (the whole group together) whatever
 the version's spelling. Another version is not read: `read_podgroup` answers None for it.
+
+`gang_group` resolves a pod's PodGroup to the group its pods are a gang of: the PodGroup, or
+the CompositePodGroup above it whose gang policy (and every one between) binds its children
+together, with its PodGroups as `children`, as kube-scheduler's workload forest walks the
+hierarchy up to its root (pkg/scheduler, workloadForest.validateHierarchy at master): a
+missing ancestor waits, a cycle or a branch deeper than `MAX_TREE_DEPTH` is refused.
 """
 
 from __future__ import annotations
@@ -33,15 +46,25 @@ WORKLOAD_VERSIONS = ("v1alpha1",)
 """Versions whose Workloads hold the groups (`spec.podGroups`), named by `spec.workloadRef`."""
 PODGROUP_VERSIONS = ("v1beta1", "v1alpha3", "v1alpha2")
 """Versions with runtime PodGroups, named by `spec.schedulingGroup.podGroupName`."""
-KNOWN_VERSIONS = frozenset({*WORKLOAD_VERSIONS, *PODGROUP_VERSIONS})
-SCHEDULED_CONDITIONS = ("PodGroupScheduled", "PodGroupInitiallyScheduled")
+COMPOSITE_VERSIONS = ("v1alpha3",)
+"""Versions that serve CompositePodGroups (scheduling/v1alpha3/register.go; not v1beta1's)."""
+KNOWN_VERSIONS = frozenset({*WORKLOAD_VERSIONS, *PODGROUP_VERSIONS, *COMPOSITE_VERSIONS})
+SCHEDULED_CONDITIONS = (
+    "PodGroupScheduled",
+    "PodGroupInitiallyScheduled",
+    "CompositePodGroupInitiallyScheduled",
+)
 """The condition kube-scheduler sets once the group's quorum is placed (1.36; 1.37)."""
+MAX_TREE_DEPTH = 4
+"""WorkloadMaxTreeDepth (scheduling/v1alpha3 types.go): levels of a hierarchy of
+CompositePodGroups and PodGroups, its root the first."""
 
 SINGLE = "Single"
 ALL = "All"
 NEVER = "Never"
 WORKLOAD = "Workload"
 PODGROUP = "PodGroup"
+COMPOSITE = "CompositePodGroup"
 
 
 @dataclass(frozen=True)
@@ -102,7 +125,8 @@ class NativeGroup:
     """The PodGroup's name, or the Workload's."""
     version: str
     min_count: int | None
-    """`schedulingPolicy.gang.minCount`; None for the basic policy (no gang)."""
+    """`schedulingPolicy.gang.minCount`; None for the basic policy (no gang). A
+    CompositePodGroup planned as one gang: its PodGroups' minCounts summed."""
     topology: tuple[str, ...] = ()
     """`schedulingConstraints.topology[].key`: node labels the group must share."""
     disruption: str = SINGLE
@@ -115,6 +139,14 @@ class NativeGroup:
     """The CompositePodGroup it belongs to (1.37)."""
     scheduled: bool = False
     """kube-scheduler's condition says the group was placed."""
+    min_group_count: int | None = None
+    """A CompositePodGroup's `schedulingPolicy.gang.minGroupCount`; None for basic."""
+    children: tuple[NativeGroup, ...] = ()
+    """A CompositePodGroup planned as one gang: the PodGroups under it, each a slice, in order."""
+    problem: str = ""
+    """Why its hierarchy cannot be placed: a CompositePodGroup above it missing (`waits`), or
+    one that kube-scheduler refuses too (a cycle, too deep)."""
+    waits: bool = False
 
     @property
     def api_version(self) -> str:
@@ -176,10 +208,34 @@ def read_podgroup(obj: Mapping[str, Any]) -> NativeGroup | None:
         str(policy or ""),
         claims,
         str(spec.get("parentCompositePodGroupName") or ""),
-        any(
-            c.get("type") in SCHEDULED_CONDITIONS and c.get("status") == "True"
-            for c in status.get("conditions") or []
-        ),
+        _scheduled(status),
+    )
+
+
+def read_composite(obj: Mapping[str, Any]) -> NativeGroup | None:
+    """A CompositePodGroup of a known version; None for another version."""
+    group, version = version_of(obj)
+    if group != GROUP or version not in COMPOSITE_VERSIONS:
+        return None
+    meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+    policy = spec.get("schedulingPolicy")
+    gang = policy.get("gang") if isinstance(policy, Mapping) else None
+    return NativeGroup(
+        COMPOSITE,
+        str(meta.get("namespace") or "default"),
+        str(meta.get("name") or ""),
+        version,
+        None,
+        _topology(spec.get("schedulingConstraints")),
+        _disruption(spec.get("disruptionMode")),
+        _int(spec.get("priority")),
+        str(spec.get("priorityClassName") or ""),
+        str(spec.get("preemptionPolicy") or ""),
+        parent=str(spec.get("parentCompositePodGroupName") or ""),
+        scheduled=_scheduled(obj.get("status") or {}),
+        min_group_count=(_int(gang.get("minGroupCount")) or 1)
+        if isinstance(gang, Mapping)
+        else None,
     )
 
 
@@ -197,6 +253,13 @@ def read_workload(obj: Mapping[str, Any]) -> dict[str, NativeGroup] | None:
         for entry in spec.get("podGroups") or []
         if entry.get("name")
     }
+
+
+def _scheduled(status: Mapping[str, Any]) -> bool:
+    return any(
+        c.get("type") in SCHEDULED_CONDITIONS and c.get("status") == "True"
+        for c in status.get("conditions") or []
+    )
 
 
 def _min_count(policy: Any) -> int | None:

@@ -3,17 +3,22 @@ scheduling.k8s.io group, and carry no kube-rdma key, are planned as one gang eac
 alone (their owners are never created, so no owner can size them), through the fake apiserver
 serving one version of the API and the real extender over HTTP, under the emulated
 kube-scheduler. One test per served version: the 1.35 Workload (`v1alpha1`, pods'
-`spec.workloadRef`), the 1.36 PodGroup (`v1alpha2`, `spec.schedulingGroup`) and the 1.37 PodGroup
-(`v1beta1`), read as kubernetes/api types.go defines each (release-1.35, release-1.36, master).
+`spec.workloadRef`), the 1.36 PodGroup (`v1alpha2`, `spec.schedulingGroup`) and the 1.37
+PodGroups (`v1alpha3`, `v1beta1`), read as kubernetes/api types.go defines each (release-1.35,
+release-1.36, master).
 
 Eight 8-GPU nodes hold the three gangs (3 + 2 + 3 pods of 8 GPUs) at once, their pods arriving
-interleaved. The emulated kube-scheduler has no GangScheduling plugin, so the extender keeps its
-own bind barrier (`--native-gang-scheduling=off`).
+interleaved. Each runs with the emulated kube-scheduler's GangScheduling plugin off (the
+extender keeps its own bind barrier, `--native-gang-scheduling=off`) and on (Permit in 1.35,
+the PodGroup cycle from 1.36; the extender leaves the barrier to it, `auto`). The emulated
+scheduler has no informer of groups: the test hands it the objects as kube-scheduler's would,
+and runs on the loop's clock, whose waits at Permit the last member wakes.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -24,11 +29,13 @@ from kubernetes_asyncio import client
 
 from extender.app import Settings, create_app
 from extender.cluster.live import LiveSource
+from extender.gangs.native import BARRIER, HELD
 from extender.gangs.settings import GangSettings
 from kube_rdma.core.frameworks import indexed_job
 from kube_rdma.core.frameworks.kubernetes_scheduling import GroupRef
 from kube_rdma.core.objects import Json
 from kubesim.scheduler import EmulatedScheduler
+from kubesim.scheduler.clock import LoopClock
 from kubesim.scheduler.controllers import Controllers, Replicas
 from testbed.fakeapi import RESOURCES, FakeApiServer, eventually, native_gang_resources
 from tests.extender.gangs.test_gang_proof import CONFIG, SMALL, TRANSIENT, load
@@ -87,22 +94,23 @@ def name_groups(version: str, pods: list[Json], gang: str) -> None:
             pod["spec"]["schedulingGroup"] = {"podGroupName": gang}
 
 
-def create_groups(api: FakeApiServer, version: str) -> None:
+def create_groups(api: FakeApiServer, version: str) -> list[Json]:
     api_version = f"{GROUP}/{version}"
     if version == "v1alpha1":
         groups = [{"name": n, "policy": {"gang": {"minCount": c}}} for n, c in SIZES.items()]
         workload = {"apiVersion": api_version, "kind": "Workload",
                     "metadata": {"name": "train", "namespace": NS},
                     "spec": {"podGroups": groups}}  # fmt: skip
-        api.create("workloads.scheduling.k8s.io", workload)
-        return
+        return [api.create("workloads.scheduling.k8s.io", workload)]
+    made = []
     for name, count in SIZES.items():
         spec: Json = {"schedulingPolicy": {"gang": {"minCount": count}}}
         if version == "v1beta1":
             spec["disruptionMode"] = {"all": {}}
         group = {"apiVersion": api_version, "kind": "PodGroup",
                  "metadata": {"name": name, "namespace": NS}, "spec": spec}  # fmt: skip
-        api.create("podgroups.scheduling.k8s.io", group)
+        made.append(api.create("podgroups.scheduling.k8s.io", group))
+    return made
 
 
 def gang_key(version: str, name: str) -> str:
@@ -120,8 +128,11 @@ async def explain(url: str, pod: str) -> Json:
     return {k: gang[k] for k in ("name", "size", "source", "native") if k in gang}
 
 
-@pytest.mark.parametrize("version", ["v1alpha1", "v1alpha2", "v1beta1"])
-async def test_pods_naming_a_group_are_planned_as_one_gang_from_it(version: str) -> None:
+@pytest.mark.parametrize("plugin", [False, True], ids=["gang-plugin-off", "gang-plugin-on"])
+@pytest.mark.parametrize("version", ["v1alpha1", "v1alpha2", "v1alpha3", "v1beta1"])
+async def test_pods_naming_a_group_are_planned_as_one_gang_from_it(
+    version: str, plugin: bool
+) -> None:
     async with FakeApiServer({**RESOURCES, **native_gang_resources(version)}) as api:
         load(api, SMALL)
         llama, qwen, bert = jobs()
@@ -130,18 +141,24 @@ async def test_pods_naming_a_group_are_planned_as_one_gang_from_it(version: str)
             name_groups(version, pods, name)
             members |= {p["metadata"]["name"]: ((NS, gang_key(version, name)), SIZES[name])
                         for p in pods}  # fmt: skip
-        create_groups(api, version)
+        made = create_groups(api, version)
+        cycle = plugin and version != "v1alpha1"  # 1.35 holds a gang at Permit only
+        config = dataclasses.replace(CONFIG, gang_scheduling=plugin, pod_group_cycle=cycle)
 
         def gangs(pod: Json) -> tuple[tuple[str, str], int] | None:
             return members.get(pod["metadata"]["name"])
 
-        async with extender(api) as (url, source):
+        async with extender(api, "auto" if plugin else "off") as (url, source):
             ref = GroupRef("Workload", "train", "bert") if version == "v1alpha1" else None
             await eventually(
                 lambda: source.cluster.native.find(NS, ref or GroupRef("PodGroup", "bert")),
                 within=10.0,
             )
-            async with EmulatedScheduler(api.host, url, CONFIG, gangs=gangs) as scheduler:
+            async with EmulatedScheduler(
+                api.host, url, config, gangs=gangs, clock=LoopClock()
+            ) as scheduler:
+                for obj in made:
+                    scheduler.pod_group_changed(None, obj)
                 interleaved = [p for trio in zip(llama, qwen, bert, strict=False) for p in trio]
                 for pod in interleaved + llama[2:] + bert[2:]:
                     api.create("pods", pod)
@@ -156,7 +173,7 @@ async def test_pods_naming_a_group_are_planned_as_one_gang_from_it(version: str)
         native = {
             "group": f"{kind} {NS}/{group} ({GROUP}/{version})",
             "minCount": SIZES[name],
-            "mode": "the extender's bind barrier holds the gang (--native-gang-scheduling=off)",
+            "mode": HELD if plugin else BARRIER,
             "disruptionMode": "All" if version == "v1beta1" else "Single",
         }
         assert seen[member] == {

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from extender.gangs.choose import Fit, choose_in
-from extender.gangs.slices import slice_fill
+from extender.gangs.slices import cut, slice_fill
 from extender.levels.search import Search
 
 RACK = "rack"
@@ -20,7 +20,7 @@ def test_each_slice_takes_the_tightest_rack_that_holds_it() -> None:
     layout = {"a0": ("a", 2), "a1": ("a", 2), "b0": ("b", 2), "c0": ("c", 1), "c1": ("c", 2)}
     # Slices of 2: slice 0 to b (room 2), slice 1 to c (room 3), slice 2 to c's rest? c has 1
     # left, too few: a (room 4).
-    assert slice_fill(sorted(layout), fits(layout), RACK, 2, 6) == [
+    assert slice_fill(sorted(layout), fits(layout), RACK, cut(6, 2)) == [
         "b0",
         "b0",
         "c1",
@@ -32,12 +32,12 @@ def test_each_slice_takes_the_tightest_rack_that_holds_it() -> None:
 
 def test_a_slice_no_rack_holds_fails_the_domain() -> None:
     layout = {"a0": ("a", 1), "b0": ("b", 1)}
-    assert slice_fill(sorted(layout), fits(layout), RACK, 2, 2) is None
+    assert slice_fill(sorted(layout), fits(layout), RACK, cut(2, 2)) is None
 
 
 def test_a_short_last_slice() -> None:
     layout = {"a0": ("a", 4), "b0": ("b", 1)}
-    assert slice_fill(sorted(layout), fits(layout), RACK, 4, 5) == ["a0"] * 4 + ["b0"]
+    assert slice_fill(sorted(layout), fits(layout), RACK, cut(5, 4)) == ["a0"] * 4 + ["b0"]
 
 
 def test_the_gang_domain_must_hold_every_slice() -> None:

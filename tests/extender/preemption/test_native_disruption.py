@@ -46,7 +46,10 @@ TOGETHER = [member("all-1", "gpu-1", "together"), member("all-2", "gpu-2", "toge
 ALONE = [member("one-3", "gpu-3", "alone")]
 
 
-@pytest.mark.parametrize(("mode", "version"), [({"all": {}}, "v1beta1"), ("PodGroup", "v1alpha2")])
+@pytest.mark.parametrize(
+    ("mode", "version"),
+    [({"all": {}}, "v1beta1"), ({"all": {}}, "v1alpha3"), ("PodGroup", "v1alpha2")],
+)
 async def test_the_preempt_verb_never_takes_part_of_an_all_group(
     mode: object, version: str
 ) -> None:
@@ -54,6 +57,25 @@ async def test_the_preempt_verb_never_takes_part_of_an_all_group(
     async with serving(objects) as client:
         victims = {"gpu-1": meta("uid-all-1"), "gpu-2": meta("uid-all-2")}
         status, answer = await client.post("preempt", args(PREEMPTOR, victims))
+    assert (status, answer) == (200, {"NodeNameToMetaVictims": {}})
+
+
+async def test_the_preempt_verb_never_takes_one_podgroup_of_an_all_composite() -> None:
+    """A CompositePodGroup (v1alpha3) with `disruptionMode: {all: {}}`, "all children groups can
+    only be disrupted together": its two PodGroups are one gang, and a victim set holding one
+    of them only is never answered."""
+    composite = {"apiVersion": "scheduling.k8s.io/v1alpha3", "kind": "CompositePodGroup",
+                 "metadata": {"name": "job", "namespace": NS},
+                 "spec": {"schedulingPolicy": {"gang": {"minGroupCount": 2}},
+                          "disruptionMode": {"all": {}}}}  # fmt: skip
+    children = [
+        group(name, {"single": {}}, "v1alpha3", parentCompositePodGroupName="job",
+              schedulingPolicy={"gang": {"minCount": 1}})
+        for name in ("first", "second")
+    ]  # fmt: skip
+    pods = [member("all-1", "gpu-1", "first"), member("all-2", "gpu-2", "second")]
+    async with serving([*NODES, PREEMPTOR, composite, *children, *pods]) as client:
+        status, answer = await client.post("preempt", args(PREEMPTOR, {"gpu-1": meta("uid-all-1")}))
     assert (status, answer) == (200, {"NodeNameToMetaVictims": {}})
 
 

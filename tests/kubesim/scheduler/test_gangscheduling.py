@@ -180,3 +180,71 @@ def test_the_pod_group_cycle_needs_the_gang_gates() -> None:
         SchedulerConfig(pod_group_cycle=True)
     with pytest.raises(ValueError, match="permit_timeout must be positive"):
         SchedulerConfig(gang_scheduling=True, permit_timeout=0)
+
+
+def composite(name: str, policy: Json, parent: str | None = None) -> Json:
+    spec: Json = {"schedulingPolicy": policy}
+    if parent:
+        spec["parentCompositePodGroupName"] = parent
+    return {"apiVersion": "scheduling.k8s.io/v1alpha3", "kind": "CompositePodGroup",
+            "metadata": {"namespace": "ns1", "name": name}, "spec": spec}  # fmt: skip
+
+
+def child(name: str, minimum: int, parent: str = "job") -> Json:
+    group = pod_group(name, minimum)
+    group["spec"]["parentCompositePodGroupName"] = parent
+    return group
+
+
+async def test_a_composite_gang_is_held_and_permitted_as_one_unit() -> None:
+    # ours, after 1.37's workload forest (a hierarchy scheduled from its root): the pods of
+    # both PodGroups under a gang CompositePodGroup count together
+    plugin = GangScheduling(LoopClock(), lambda k: k in assumed)
+    assumed: set[PodKey] = set()
+    members = {"m": pod("m", "job-master"), "w1": pod("w1", "job-worker"),
+               "w2": pod("w2", "job-worker")}  # fmt: skip
+    plugin.pod_group_changed(None, child("job-master", 1))
+    plugin.pod_group_changed(None, child("job-worker", 2))
+    for name, obj in members.items():
+        plugin.pod_changed(key(name), None, obj)
+    waiting_for = 'waiting for pods\'s pod group "job" to appear in scheduling queue'
+    assert plugin.pre_enqueue(key("m"), members["m"]) == waiting_for
+    released = plugin.pod_group_changed(None, composite("job", {"gang": {"minGroupCount": 2}}))
+    assert released == [key("m")]
+    unit = ("ns1", "CompositePodGroup/job")
+    assert plugin.group_of(members["w1"]) == unit
+    assert plugin.min_count(unit) == 3
+    assert plugin.members(unit) == {key("m"), key("w1"), key("w2")}
+    assumed.update({key("m"), key("w1")})
+    first = asyncio.create_task(plugin.permit(key("w1"), members["w1"], lambda keys: None))
+    await asyncio.sleep(0)
+    assert not first.done(), "2 of 3: the master's PodGroup alone does not let it bind"
+    assumed.add(key("w2"))
+    assert await plugin.permit(key("w2"), members["w2"], lambda keys: None) is None
+    assert await first is None
+
+
+def test_a_basic_composite_leaves_each_pod_group_its_own_unit() -> None:
+    # ours: children of a basic CompositePodGroup are scheduled independently
+    plugin = GangScheduling(LoopClock(), lambda k: False)
+    plugin.pod_group_changed(None, composite("job", {"basic": {}}))
+    plugin.pod_group_changed(None, child("job-worker", 2))
+    assert plugin.group_of(pod("w1", "job-worker")) == ("ns1", "job-worker")
+    assert plugin.min_count(("ns1", "job-worker")) == 2
+
+
+def test_a_1_35_workload_names_its_pod_groups_by_workload_ref() -> None:
+    # 1.35 (core/v1 release-1.35 PodSpec.workloadRef): one group per podGroups[] entry and
+    # replica key, sized by the entry's policy
+    plugin = GangScheduling(LoopClock(), lambda k: False)
+    workers = {"name": "workers", "policy": {"gang": {"minCount": 2}}}
+    workload = {"kind": "Workload", "metadata": {"namespace": "ns1", "name": "train"},
+                "spec": {"podGroups": [workers]}}  # fmt: skip
+    plugin.pod_group_changed(None, workload)
+    member = {"metadata": {"namespace": "ns1", "name": "w"},
+              "spec": {"workloadRef": {"name": "train", "podGroup": "workers",
+                                       "podGroupReplicaKey": "1"}}}  # fmt: skip
+    assert pod_group_name(member) == "train/workers/1"
+    assert plugin.min_count(("ns1", "train/workers/1")) == 2
+    plugin.pod_changed(("ns1", "w"), None, member)
+    assert plugin.pre_enqueue(("ns1", "w"), member) == WAITING_FOR_MIN_COUNT
