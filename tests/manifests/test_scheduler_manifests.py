@@ -444,6 +444,10 @@ KUBE_SCHEDULER_DRA = set().union(
 )
 
 
+NATIVE_GANGS = _expand("scheduling.k8s.io", "workloads podgroups compositepodgroups", READ)
+"""Read where GenericWorkload is on (1.35+), by the GangScheduling plugin and the PodGroup cycle."""
+
+
 def granted(rules: list[Json]) -> set[tuple[str, str, str]]:
     assert all("resourceNames" not in rule for rule in rules)
     return {
@@ -460,7 +464,7 @@ def test_scheduler_role_is_kube_scheduler_s_without_the_default_scheduler_s_leas
     kube-scheduler (the default scheduler's) and create on Leases anywhere; rdma-scheduler's
     copy has neither, and its own lease comes from a Role in its namespace."""
     role = find("ClusterRole", SCHEDULER)
-    assert granted(role["rules"]) == KUBE_SCHEDULER_BASE | KUBE_SCHEDULER_DRA
+    assert granted(role["rules"]) == KUBE_SCHEDULER_BASE | KUBE_SCHEDULER_DRA | NATIVE_GANGS
     assert not any(group == "coordination.k8s.io" for group, _, _ in granted(role["rules"]))
     names = [d["roleRef"]["name"] for _, d in DOCUMENTS if d["kind"].endswith("RoleBinding")]
     assert "system:kube-scheduler" not in names
@@ -558,9 +562,9 @@ def authorized_as(request: RecordedRequest) -> tuple[str, str, str]:
     return group, "/".join(rest[::2]), verb
 
 
-WATCHED = 3 + len(WORKLOAD_RESOURCES) + 2 + 4 + 1
+WATCHED = 3 + len(WORKLOAD_RESOURCES) + 2 + 4 + 2
 """Watches of the extender: nodes, pods, gang plan records, every workload resource, the two
-Topology objects, the four DRA resources and Kubernetes' own PodGroups."""
+Topology objects, the four DRA resources and Kubernetes' own PodGroups and CompositePodGroups."""
 
 
 def native_watches(fake_api: FakeApiServer) -> set[str]:
@@ -619,8 +623,14 @@ async def test_extender_rbac_is_exactly_what_the_extender_calls(
     fake_api.create("nodes", nodes.node("gpu-2", nodes.hgx(down=(3,))))
     fake_api.create("pods", nodes.pod("busy", gpus=2, node_name="gpu-2", phase="Running"))
     pod = fake_api.create("pods", nodes.pod("worker-0", node_settings=True))
-    # Kubernetes' own gangs as 1.37 serves them (v1beta1: pods name PodGroups)
-    optional_apis = {**WORKLOAD_RESOURCES, **TOPOLOGIES, **native_gang_resources("v1beta1")}
+    # Kubernetes' own gangs as 1.37 serves them (v1beta1: pods name PodGroups; v1alpha3 beside
+    # it serves CompositePodGroups)
+    composite = "compositepodgroups.scheduling.k8s.io"
+    native = {
+        **native_gang_resources("v1beta1"),
+        composite: native_gang_resources("v1alpha3")[composite],
+    }
+    optional_apis = {**WORKLOAD_RESOURCES, **TOPOLOGIES, **native}
     for key, resource in optional_apis.items():  # every optional CRD and API
         fake_api.install(key, resource)
     from kubernetes_asyncio import client
@@ -638,7 +648,7 @@ async def test_extender_rbac_is_exactly_what_the_extender_calls(
         # and the four DRA resources
         # and Kubernetes' own PodGroups
         await eventually(lambda: fake_api.watching == WATCHED)
-        assert native_watches(fake_api) == {"podgroups"}
+        assert native_watches(fake_api) == {"podgroups", "compositepodgroups"}
         # One scheduling cycle, as rdma-scheduler drives it, and an admin's explain.
         args = {"Pod": pod, "NodeNames": ["gpu-1", "gpu-2"], "Nodes": None}
         async with session.post(f"{base}/filter", data=orjson.dumps(args)) as response:
@@ -696,6 +706,7 @@ async def test_extender_rbac_is_exactly_what_the_extender_calls(
         ("resource.k8s.io", "resourceclaims"),
         ("resource.k8s.io", "resourceclaimtemplates"),
         ("resource.k8s.io", "resourceslices"),
+        ("scheduling.k8s.io", "compositepodgroups"),
         ("scheduling.k8s.io", "podgroups"),
         ("scheduling.volcano.sh", "podgroups"),
         ("scheduling.x-k8s.io", "podgroups"),
