@@ -495,3 +495,61 @@ async def test_a_claim_of_the_wrong_shape_is_named(serve: Serve, settings: Setti
             "request is a JSON list, expected a string",
         },
     }
+
+
+async def test_bad_claim_references_are_left_to_the_apiserver(
+    serve: Serve, settings: Settings
+) -> None:
+    """A container's reference naming no pod claim, the same reference twice, and a reference
+    to a request the claim does not have: the pod's own are left as they are (the apiserver
+    refuses the pod for them, naming the field), and the resolver names only the valid one, so
+    the patch adds no error of its own."""
+    pod = with_claim(worker("team-a", RESOLVING), "vf", "single-vf")
+    own = [{"name": "vf"}, {"name": "vf"}, {"name": "ghost"}, {"name": "vf", "request": "gone"}]
+    pod["spec"]["containers"][0]["resources"]["claims"] = own
+    async with serve(settings) as client:
+        response = await client.review(pods.request(copy.deepcopy(pod)))
+    result = jsonpatch.apply_patch(pod, patch_of(response))
+    for version in K8S_VERSIONS:
+        kubernetes_validate.validate(result, version, strict=True)
+    assert result["spec"]["containers"][0]["resources"]["claims"] == own
+    assert result["spec"]["initContainers"][0]["resources"]["claims"] == [{"name": "vf"}]
+    assert claim_reference_errors(result) == [
+        "spec.containers[0].resources.claims[1]: Duplicate value: 'vf'",
+        "spec.containers[0].resources.claims[2]: Not found: 'ghost'",
+    ]
+
+
+async def test_duplicate_pod_claim_names_do_not_break_the_review(
+    serve: Serve, settings: Settings
+) -> None:
+    """Two spec.resourceClaims entries of one name (the apiserver refuses it: Duplicate
+    spec.resourceClaims[1].name): the review answers, and the resolver names the claim once."""
+    pod = with_claim(worker("team-a", RESOLVING), "vf", "single-vf")
+    pod["spec"]["resourceClaims"].append({"name": "vf", "resourceClaimTemplateName": "single-gpu"})
+    async with serve(settings) as client:
+        response = await client.review(pods.request(copy.deepcopy(pod)))
+    result = jsonpatch.apply_patch(pod, patch_of(response))
+    assert [c["name"] for c in result["spec"]["initContainers"]] == ["kube-rdma-nccl-conf"]
+    assert "claims" not in result["spec"]["initContainers"][0]["resources"]
+
+
+async def test_claims_added_after_the_first_pass_are_named_on_reinvocation(
+    serve: Serve, settings: Settings
+) -> None:
+    """Another webhook gives the pod its NIC claim after kube-rdma ran (reinvocationPolicy:
+    IfNeeded): the second pass names it on the resolver already there, and a third changes
+    nothing."""
+    pod = worker("team-a", RESOLVING)
+    async with serve(settings) as client:
+        first = jsonpatch.apply_patch(
+            pod, patch_of(await client.review(pods.request(copy.deepcopy(pod))))
+        )
+        assert "claims" not in first["spec"]["initContainers"][0]["resources"]
+        theirs = with_claim(stored(first), "vf", "single-vf")
+        ops = patch_of(await client.review(pods.request(copy.deepcopy(theirs), uid="again")))
+        assert add("/spec/initContainers/0/resources/claims", [{"name": "vf"}]) in ops
+        second = jsonpatch.apply_patch(theirs, ops)
+        assert claim_reference_errors(second) == []
+        third = await client.review(pods.request(stored(second), uid="third"))
+        assert "patch" not in third
