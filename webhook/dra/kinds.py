@@ -20,10 +20,10 @@ from webhook.dra.device_kind import DeviceKind as DeviceKind  # re-exported
 from webhook.profiles import Dra
 
 Kinds = frozenset[DeviceKind]
-_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
-"""What the apiserver accepts as a container reference's `request` (a DNS-1123 label)."""
 Alternative = tuple[str, tuple[str, ...]]
 """One way a request may be satisfied: a DeviceClass and the request's own CEL selectors."""
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+"""What the apiserver accepts as a container reference's `request` (a DNS-1123 label)."""
 
 
 def request_alternatives(request: Json) -> list[Alternative]:
@@ -171,11 +171,10 @@ class PodClaims:
 
 def _nic_requests(entry: Mapping[str, Devices], wanted: object) -> list[str]:
     """Which of a claim's requests a reference's NICs come from: "" for the whole claim."""
-    if wanted:
-        gives = isinstance(wanted, str) and wanted in entry
-        return [str(wanted)] if gives and DeviceKind.NIC in entry[str(wanted)].kinds else []
     nics = [r for r, d in entry.items() if DeviceKind.NIC in d.kinds]
-    if nics and len(nics) == len(entry):
+    if wanted:
+        nics = [r for r in nics if r == wanted]
+    elif nics and len(nics) == len(entry):
         return [""]
     return [r for r in nics if _DNS_LABEL.fullmatch(r)]
 

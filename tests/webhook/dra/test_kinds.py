@@ -213,3 +213,4 @@ def test_a_request_name_the_apiserver_refuses_in_a_reference_is_not_named() -> N
         {"odd": {"gpu": Devices(frozenset({GPU}), 1), "Nic_0": Devices(frozenset({NIC}), 1)}}
     )
     assert claims.nic_references([refs({"name": "odd"})]) == []
+    assert claims.nic_references([refs({"name": "odd", "request": "Nic_0"})]) == []
