@@ -9,8 +9,11 @@ ResourceSlices, every running pod's devices held by an allocated claim, about 10
 as pods with a claim template of the second (so the DRA server also resolves the claims and
 runs their CEL selectors). Both servers are pinned to one core, and a client on the other sends
 one call at a time to each in turn on kept-alive connections, so both see the same noise.
+Filter and prioritize are each asked with 500 sampled names and with every node's name.
 "first" is the largest of the first call of each shape (nothing cached for it yet); p50 and p99
-are over the rest. "cpu/call" is each server's CPU time per call (schedstat).
+are over the rest. "cpu/call" is each server's CPU time per call (schedstat). Each row ends
+with the machine's load average as the case ends: on a shared machine the figures mean little
+without it.
 
     python -m bench.dra [--nodes 5000] [--calls 200]        (make bench)
 """
@@ -75,6 +78,7 @@ def main() -> int:
             time.sleep(3.0)
             pin(1)
             connections = [http.client.HTTPConnection("127.0.0.1", p, timeout=60) for p in ports]
+            print(f"load average before: {load_average()}")
             print(
                 f"DRA bench: {len(names)} nodes ({states[0]} distinct node states with device "
                 f"plugins, {states[1]} with DRA), {claims} allocated claims in the DRA form; "
@@ -83,11 +87,11 @@ def main() -> int:
             )
             print(
                 f"  {'verb':<11}{'candidates':<16}{'form':<16}{'p50 ms':>8}{'p99 ms':>8}"
-                f"{'first':>8}{'cpu/call':>10}"
+                f"{'first':>8}{'cpu/call':>10}  load (/proc/loadavg after the case)"
             )
             rng = random.Random(1)
-            cases = [("filter", sample), ("prioritize", sample), ("filter", len(names))]
-            for verb, size in cases if len(names) > sample else cases[:2]:
+            sizes = [sample, len(names)] if len(names) > sample else [sample]
+            for verb, size in [(v, n) for n in sizes for v in ("filter", "prioritize")]:
                 measure(
                     connections,
                     [s[0].pid for s in servers],
@@ -135,8 +139,13 @@ def measure(
         print(
             f"  {verb:<11}{'NodeNames ' + str(size):<16}{label:<16}"
             f"{statistics.median(times):8.2f}{percentile(times, 0.99):8.2f}"
-            f"{max(first[form]):8.2f}{spent[form]:10.2f}"
+            f"{max(first[form]):8.2f}{spent[form]:10.2f}  {load_average()}"
         )
+
+
+def load_average() -> str:
+    """The 1, 5 and 15 minute load averages: the machine's other work, beside each figure."""
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 if __name__ == "__main__":

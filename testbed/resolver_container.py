@@ -19,8 +19,11 @@ def resolver(
     family: str = "ipv4",
     on_missing: str = "fail",
     settings: tuple[str, ...] = IB_SETTINGS,
+    claims: tuple[Json, ...] = (),
 ) -> Json:
-    """The init container, exactly as the contract with `kube-rdma nccl-conf` describes it."""
+    """The init container, exactly as the contract with `kube-rdma nccl-conf` describes it;
+    `claims`: the pod claims (or their requests) that give the pod its RDMA NICs, which the
+    init container names so that kubelet hands it their devices and device metadata."""
     return {
         "name": "kube-rdma-nccl-conf",
         "image": image,
@@ -38,6 +41,7 @@ def resolver(
             *settings,
         ],
         "resources": {
+            **({"claims": [dict(c) for c in claims]} if claims else {}),
             "limits": {"cpu": "250m", "memory": "128Mi"},
             "requests": {"cpu": "250m", "memory": "128Mi"},
         },

@@ -91,7 +91,8 @@ def _apply(out: Mutation, name: str, profile: Profile, target: Target) -> None:
     ensure_volumes(spec, size)
     if pod_plan.resolves:
         settings = ncclconf.file_settings(nccl_env(profile, pod_plan))
-        ncclconf.add_resolver(spec, profile.gid, selected, settings)
+        nics = claims.nic_references(selected)
+        ncclconf.add_resolver(spec, profile.gid, selected, settings, nics)
     out.warnings += filter(None, [ncclconf.mpi_warning(metadata, profile.gid, pod_plan.resolves)])
     gpus = max(_gpus(c, profile, claims) for c in selected)
     if any(claims.nics(c) for c in selected):

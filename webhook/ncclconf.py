@@ -9,6 +9,11 @@ environment first, then the file named by NCCL_CONF_FILE (or ~/.nccl.conf), then
 /etc/nccl.conf, never overwriting a value already set (NCCL's src/misc/param.cc). So the file is
 mounted at /etc/nccl.conf by default, which ranks that mpirun starts over ssh read too.
 
+On a DRA cluster the init container names, in its `resources.claims`, the pod's claims (or
+their requests) that give the training containers their RDMA NICs, so that kubelet hands it
+those devices and their device metadata files as well: the resolver then takes the HCAs, GID
+addresses and interfaces from the claims (agent/claim_devices.py) instead of discovering them.
+
 Everything is written in the form the apiserver stores after defaulting, so a second pass over
 the stored pod compares equal.
 """
@@ -20,7 +25,7 @@ from collections.abc import Sequence
 from kube_rdma.core.frameworks import mpi
 from kube_rdma.core.objects import Json
 from webhook.denied import Denied
-from webhook.podspec import mount_at, sequence
+from webhook.podspec import mapping, mount_at, sequence
 from webhook.profiles import ConfPath, Gid
 
 CONF_VOLUME = "kube-rdma-nccl-conf"
@@ -68,8 +73,9 @@ def file_settings(env: Sequence[Json]) -> list[str]:
     ]
 
 
-def resolver(gid: Gid, settings: Sequence[str] = ()) -> Json:
-    """The init container, restricted-compatible, as the apiserver stores it."""
+def resolver(gid: Gid, settings: Sequence[str] = (), claims: Sequence[Json] = ()) -> Json:
+    """The init container, restricted-compatible, as the apiserver stores it. `claims`: its
+    `resources.claims` (webhook.dra.kinds.PodClaims.nic_references)."""
     args = ["nccl-conf", "--out", CONF_PATH, "--roce-version", str(gid.roce_version)]
     args += ["--family", gid.family, "--on-missing", gid.on_missing.value, *settings]
     return {
@@ -80,7 +86,11 @@ def resolver(gid: Gid, settings: Sequence[str] = ()) -> Json:
         # Requests equal to limits: a pod is Guaranteed only when every container, init
         # containers included, is, and training pods often must be (the static CPU manager
         # pins CPUs only for Guaranteed pods). A run peaks below 50 MB.
-        "resources": {"limits": RESOLVER_RESOURCES, "requests": RESOLVER_RESOURCES},
+        "resources": {
+            **({"claims": [dict(c) for c in claims]} if claims else {}),
+            "limits": dict(RESOLVER_RESOURCES),
+            "requests": dict(RESOLVER_RESOURCES),
+        },
         "securityContext": restricted(),
         "terminationMessagePath": "/dev/termination-log",
         # The resolver writes its one-line reason there; a crash before that still shows.
@@ -89,8 +99,16 @@ def resolver(gid: Gid, settings: Sequence[str] = ()) -> Json:
     }
 
 
-def add_resolver(spec: Json, gid: Gid, readers: list[Json], settings: Sequence[str] = ()) -> None:
-    """Add the init container once, before the first init container that reads the file."""
+def add_resolver(
+    spec: Json,
+    gid: Gid,
+    readers: list[Json],
+    settings: Sequence[str] = (),
+    claims: Sequence[Json] = (),
+) -> None:
+    """Add the init container once, before the first init container that reads the file; one
+    there already (a second pass, a re-invocation after another webhook added claims) gets the
+    claim references it lacks."""
     inits: list[Json] = sequence(spec, "initContainers")
     current = next((c for c in inits if c.get("name") == RESOLVER), None)
     if current is not None:
@@ -99,10 +117,25 @@ def add_resolver(spec: Json, gid: Gid, readers: list[Json], settings: Sequence[s
                 f"the pod has its own init container named {RESOLVER}, a name kube-rdma "
                 "reserves; rename it"
             )
+        _name_claims(current, claims)
         return
     ids = {id(c) for c in readers}
     position = next((i for i, c in enumerate(inits) if id(c) in ids), len(inits))
-    inits.insert(position, resolver(gid, settings))
+    inits.insert(position, resolver(gid, settings, claims))
+
+
+def _name_claims(container: Json, claims: Sequence[Json]) -> None:
+    """Add the references `container` lacks, by name and request as the apiserver tells
+    references apart (a duplicate pair is refused)."""
+    if not claims:
+        return
+    named = sequence(mapping(container, "resources"), "claims")
+    have = {_claim_key(c) for c in named if isinstance(c, dict)}
+    named += [dict(c) for c in claims if _claim_key(c) not in have]
+
+
+def _claim_key(ref: Json) -> tuple[object, object]:
+    return ref.get("name"), ref.get("request") or ""
 
 
 def conf_mount(gid: Gid) -> Json:

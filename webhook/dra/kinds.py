@@ -9,6 +9,7 @@ class under `exactly`, v1beta1 on the request itself.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -21,6 +22,8 @@ from webhook.profiles import Dra
 Kinds = frozenset[DeviceKind]
 Alternative = tuple[str, tuple[str, ...]]
 """One way a request may be satisfied: a DeviceClass and the request's own CEL selectors."""
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+"""What the apiserver accepts as a container reference's `request` (a DNS-1123 label)."""
 
 
 def request_alternatives(request: Json) -> list[Alternative]:
@@ -133,11 +136,47 @@ class PodClaims:
     def with_entry(self, name: str, requests: Mapping[str, Devices]) -> PodClaims:
         return PodClaims({**self.requests, name: requests})
 
+    def nic_references(self, containers: Iterable[Json]) -> list[Json]:
+        """The `resources.claims` references that give the resolver init container the RDMA
+        NICs `containers` get through their claims, each once.
+
+        Kubelet prepares every claim of the pod before any container starts, and hands a
+        container the CDI devices (and so the device metadata mounts) of the claims it names
+        only: of the whole claim, or of one request when `request` is set (kubernetes
+        pkg/kubelet/cm/dra/manager.go, PrepareResources and GetResources). Naming a claim
+        allocates nothing more, since claims belong to the pod. So the resolver names what
+        gives NICs and nothing else: a claim all of whose requests give NICs whole, else each
+        request that does, so that it is not handed GPUs it does not use. A reference naming
+        no pod claim, or a request the claim does not have, gives the resolver nothing: the
+        apiserver refuses the pod for its own container's reference, and ours stays valid."""
+        found: dict[tuple[str, str], Json] = {}
+        for container in containers:
+            for ref in (container.get("resources") or {}).get("claims") or []:
+                name = ref.get("name") if isinstance(ref, dict) else None
+                entry = self.requests.get(name) if isinstance(name, str) else None
+                if not entry or not isinstance(name, str):
+                    continue
+                for request in _nic_requests(entry, ref.get("request")):
+                    key = (name, request)
+                    found[key] = {"name": name, **({"request": request} if request else {})}
+        whole = {name for name, request in found if not request}
+        return [ref for (name, request), ref in found.items() if not request or name not in whole]
+
     def gpus(self, container: Json) -> bool:
         return DeviceKind.GPU in self.of(container)
 
     def nics(self, container: Json) -> bool:
         return DeviceKind.NIC in self.of(container)
+
+
+def _nic_requests(entry: Mapping[str, Devices], wanted: object) -> list[str]:
+    """Which of a claim's requests a reference's NICs come from: "" for the whole claim."""
+    nics = [r for r, d in entry.items() if DeviceKind.NIC in d.kinds]
+    if wanted:
+        nics = [r for r in nics if r == wanted]
+    elif nics and len(nics) == len(entry):
+        return [""]
+    return [r for r in nics if _DNS_LABEL.fullmatch(r)]
 
 
 NO_CLAIMS = PodClaims()

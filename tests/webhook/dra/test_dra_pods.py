@@ -37,6 +37,8 @@ profiles:
     gid: {strategy: pod}
     dra:
       claimTemplates: {8: rdma-gpu-nic-8}
+  resolving:
+    gid: {strategy: pod}
   gpus-only-template:
     dra:
       claimTemplates: {8: single-gpu}
@@ -143,6 +145,9 @@ CONF_MOUNT = {
 }
 CONF = {"name": "kube-rdma-nccl-conf", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}}
 RESOLVER = resolver(settings=BASE_SETTINGS)
+PAIR_NICS = tuple({"name": "kube-rdma-gpu-nic", "request": f"nic-{i}"} for i in range(8))
+"""The resolver names the NIC requests of the attached template, not its GPUs."""
+PAIRS_RESOLVER = resolver(settings=BASE_SETTINGS, claims=PAIR_NICS)
 NICS_FROM_CLAIM = [
     applied(),
     *AUTO_ENV,
@@ -273,7 +278,7 @@ CASES = [
             *PAIRS_COMMON,
             add("/spec/resourceClaims", [ATTACHED]),
             add("/spec/volumes", [CONF, SHM]),
-            add("/spec/initContainers", [RESOLVER]),
+            add("/spec/initContainers", [PAIRS_RESOLVER]),
         ],
         [
             "kube-rdma: container pytorch gets its 8 GPUs and their RDMA NICs from "
@@ -289,7 +294,7 @@ CASES = [
             env("NCCL_IB_DISABLE", "0"),
             *PAIRS_COMMON,
             add("/spec/volumes", [CONF, SHM]),
-            add("/spec/initContainers", [RESOLVER]),
+            add("/spec/initContainers", [PAIRS_RESOLVER]),
         ],
     ),
     Case(
@@ -300,7 +305,10 @@ CASES = [
             env("NCCL_IB_DISABLE", "0"),
             *PAIRS_COMMON,
             add("/spec/volumes", [CONF, SHM]),
-            add("/spec/initContainers", [RESOLVER]),
+            add(
+                "/spec/initContainers",
+                [resolver(settings=BASE_SETTINGS, claims=({"name": "gpu-nic", "request": "nic"},))],
+            ),
         ],
         [
             "kube-rdma: container pytorch already gets devices from the pod's own claims, so "
@@ -308,6 +316,80 @@ CASES = [
         ],
     ),
 ]
+
+
+RESOLVING = {"kube-rdma.io/profile": "resolving"}
+RESOLVING_DIGEST = "1c792667c077"
+RESOLVING_COMMON = [
+    applied("resolving", RESOLVING_DIGEST),
+    env("NCCL_IB_DISABLE", "0"),
+    IPC_LOCK,
+]
+RESOLVER_CASES = [
+    Case(
+        # every request of the claim gives a NIC: the resolver names the claim whole
+        "resolver-names-a-nic-claim",
+        with_claim(worker("team-a", RESOLVING), "vf", "single-vf"),
+        [
+            *RESOLVING_COMMON,
+            add("/spec/containers/0/volumeMounts", [SHM_MOUNT, CONF_MOUNT]),
+            add("/spec/volumes", [CONF, SHM]),
+            add(
+                "/spec/initContainers", [resolver(settings=BASE_SETTINGS, claims=({"name": "vf"},))]
+            ),
+        ],
+    ),
+    Case(
+        # the container narrows the claim to its NIC request: so does the resolver
+        "resolver-names-the-nic-request-the-container-names",
+        with_claim(worker("team-a", RESOLVING), "gpu-nic", "h100-4gpu-4nic-numa-aligned", "nic"),
+        [
+            *RESOLVING_COMMON,
+            add("/spec/containers/0/volumeMounts", [SHM_MOUNT, CONF_MOUNT]),
+            add("/spec/volumes", [CONF, SHM]),
+            add(
+                "/spec/initContainers",
+                [resolver(settings=BASE_SETTINGS, claims=({"name": "gpu-nic", "request": "nic"},))],
+            ),
+        ],
+    ),
+    Case(
+        # GPUs from a claim, NICs from the device plugin: the resolver names no claim
+        "resolver-names-no-claim-of-gpus-only",
+        with_claim(worker("team-a", RESOLVING, gpus=0), "gpu", "single-gpu"),
+        [
+            *RESOLVING_COMMON[:2],
+            add("/spec/containers/0/resources/limits/rdma~1hca", "1"),
+            add("/spec/containers/0/resources/requests/rdma~1hca", "1"),
+            add("/spec/containers/0/volumeMounts", [IB_MOUNT, SHM_MOUNT, CONF_MOUNT]),
+            IPC_LOCK,
+            add("/spec/volumes", [IB, CONF, SHM]),
+            add("/spec/initContainers", [RESOLVER]),
+        ],
+    ),
+]
+
+
+def claim_reference_errors(pod: Json) -> list[str]:
+    """The apiserver's checks of every container's `resources.claims`: kubernetes
+    pkg/apis/core/validation/validation.go (release-1.34), validateResourceClaimNames: a name is
+    required and must be an entry of spec.resourceClaims; a name (with its request, when set)
+    twice is a duplicate."""
+    spec = pod["spec"]
+    claims = {e["name"] for e in spec.get("resourceClaims") or []}
+    errors = []
+    for kind in ("initContainers", "containers"):
+        for i, container in enumerate(spec.get(kind) or []):
+            seen: set[str] = set()
+            for j, ref in enumerate((container.get("resources") or {}).get("claims") or []):
+                where = f"spec.{kind}[{i}].resources.claims[{j}]"
+                key = ref["name"] + (f"/{ref['request']}" if ref.get("request") else "")
+                if key in seen:
+                    errors.append(f"{where}: Duplicate value: {key!r}")
+                seen.add(key)
+                if ref["name"] not in claims:
+                    errors.append(f"{where}: Not found: {ref['name']!r}")
+    return errors
 
 
 async def admit(serve: Serve, settings: Settings, pod: Json) -> tuple[list[Json], list[str]]:
@@ -319,12 +401,13 @@ async def admit(serve: Serve, settings: Settings, pod: Json) -> tuple[list[Json]
         result: Json = jsonpatch.apply_patch(pod, ops)
         for version in K8S_VERSIONS:
             kubernetes_validate.validate(result, version, strict=True)
+        assert claim_reference_errors(result) == []
         again = await client.review(pods.request(stored(result), uid="second-pass"))
         assert "patch" not in again, "a second pass must not change anything"
         return ops, response.get("warnings", [])
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+@pytest.mark.parametrize("case", CASES + RESOLVER_CASES, ids=lambda c: c.name)
 async def test_dra_pod_gets_the_exact_patch(case: Case, serve: Serve, settings: Settings) -> None:
     ops, warnings = await admit(serve, settings, copy.deepcopy(case.pod))
     assert ops == case.patch
@@ -412,3 +495,61 @@ async def test_a_claim_of_the_wrong_shape_is_named(serve: Serve, settings: Setti
             "request is a JSON list, expected a string",
         },
     }
+
+
+async def test_bad_claim_references_are_left_to_the_apiserver(
+    serve: Serve, settings: Settings
+) -> None:
+    """A container's reference naming no pod claim, the same reference twice, and a reference
+    to a request the claim does not have: the pod's own are left as they are (the apiserver
+    refuses the pod for them, naming the field), and the resolver names only the valid one, so
+    the patch adds no error of its own."""
+    pod = with_claim(worker("team-a", RESOLVING), "vf", "single-vf")
+    own = [{"name": "vf"}, {"name": "vf"}, {"name": "ghost"}, {"name": "vf", "request": "gone"}]
+    pod["spec"]["containers"][0]["resources"]["claims"] = own
+    async with serve(settings) as client:
+        response = await client.review(pods.request(copy.deepcopy(pod)))
+    result = jsonpatch.apply_patch(pod, patch_of(response))
+    for version in K8S_VERSIONS:
+        kubernetes_validate.validate(result, version, strict=True)
+    assert result["spec"]["containers"][0]["resources"]["claims"] == own
+    assert result["spec"]["initContainers"][0]["resources"]["claims"] == [{"name": "vf"}]
+    assert claim_reference_errors(result) == [
+        "spec.containers[0].resources.claims[1]: Duplicate value: 'vf'",
+        "spec.containers[0].resources.claims[2]: Not found: 'ghost'",
+    ]
+
+
+async def test_duplicate_pod_claim_names_do_not_break_the_review(
+    serve: Serve, settings: Settings
+) -> None:
+    """Two spec.resourceClaims entries of one name (the apiserver refuses it: Duplicate
+    spec.resourceClaims[1].name): the review answers, and the resolver names the claim once."""
+    pod = with_claim(worker("team-a", RESOLVING), "vf", "single-vf")
+    pod["spec"]["resourceClaims"].append({"name": "vf", "resourceClaimTemplateName": "single-gpu"})
+    async with serve(settings) as client:
+        response = await client.review(pods.request(copy.deepcopy(pod)))
+    result = jsonpatch.apply_patch(pod, patch_of(response))
+    assert [c["name"] for c in result["spec"]["initContainers"]] == ["kube-rdma-nccl-conf"]
+    assert "claims" not in result["spec"]["initContainers"][0]["resources"]
+
+
+async def test_claims_added_after_the_first_pass_are_named_on_reinvocation(
+    serve: Serve, settings: Settings
+) -> None:
+    """Another webhook gives the pod its NIC claim after kube-rdma ran (reinvocationPolicy:
+    IfNeeded): the second pass names it on the resolver already there, and a third changes
+    nothing."""
+    pod = worker("team-a", RESOLVING)
+    async with serve(settings) as client:
+        first = jsonpatch.apply_patch(
+            pod, patch_of(await client.review(pods.request(copy.deepcopy(pod))))
+        )
+        assert "claims" not in first["spec"]["initContainers"][0]["resources"]
+        theirs = with_claim(stored(first), "vf", "single-vf")
+        ops = patch_of(await client.review(pods.request(copy.deepcopy(theirs), uid="again")))
+        assert add("/spec/initContainers/0/resources/claims", [{"name": "vf"}]) in ops
+        second = jsonpatch.apply_patch(theirs, ops)
+        assert claim_reference_errors(second) == []
+        third = await client.review(pods.request(stored(second), uid="third"))
+        assert "patch" not in third

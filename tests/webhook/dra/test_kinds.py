@@ -137,3 +137,80 @@ def test_claims_of_a_container() -> None:
     assert claims.of({"resources": {"claims": [{"name": "unknown"}, {"name": "other"}]}}) == set()
     both: Json = {"resources": {"claims": [{"name": "gpu-nic"}]}}
     assert (claims.gpus(both), claims.nics(both), claims.gpu_count(both)) == (True, True, 4)
+
+
+PAIRS = PodClaims(
+    {
+        "pairs": {
+            "gpu-0": Devices(frozenset({GPU}), 1),
+            "nic-0": Devices(frozenset({NIC}), 1),
+            "gpu-1": Devices(frozenset({GPU}), 1),
+            "nic-1": Devices(frozenset({NIC}), 1),
+        },
+        "vf": {"vf": Devices(frozenset({NIC}), 1)},
+        "gpus": {"gpus": Devices(frozenset({GPU}), 8)},
+        "missing": {},
+    }
+)
+
+
+def refs(*claims: object) -> Json:
+    return {"name": "pytorch", "resources": {"claims": list(claims)}}
+
+
+@pytest.mark.parametrize(
+    ("containers", "expected"),
+    [
+        pytest.param([{"name": "none"}], [], id="no-claims"),
+        pytest.param([refs({"name": "vf"})], [{"name": "vf"}], id="a-nic-claim-whole"),
+        pytest.param(
+            [refs({"name": "pairs"})],
+            [{"name": "pairs", "request": "nic-0"}, {"name": "pairs", "request": "nic-1"}],
+            id="a-claim-of-pairs-by-its-nic-requests",
+        ),
+        pytest.param(
+            [refs({"name": "pairs", "request": "nic-1"})],
+            [{"name": "pairs", "request": "nic-1"}],
+            id="the-nic-request-the-container-names",
+        ),
+        pytest.param([refs({"name": "pairs", "request": "gpu-0"})], [], id="a-gpu-request"),
+        pytest.param([refs({"name": "gpus"})], [], id="a-gpu-claim"),
+        pytest.param([refs({"name": "missing"})], [], id="a-claim-not-read"),
+        # what the apiserver refuses in the container's own references gives the resolver
+        # nothing, or the one valid reference once (kubernetes pkg/apis/core/validation
+        # validateResourceClaimNames: a name not in spec.resourceClaims, a duplicate)
+        pytest.param([refs({"name": "ghost"})], [], id="a-name-of-no-pod-claim"),
+        pytest.param([refs({"name": "pairs", "request": "gone"})], [], id="a-request-not-there"),
+        pytest.param(
+            [refs({"name": "vf"}, {"name": "vf"}), refs({"name": "vf"})],
+            [{"name": "vf"}],
+            id="duplicates-once",
+        ),
+        pytest.param(
+            [refs({"name": "pairs", "request": "nic-0"}), refs({"name": "pairs"})],
+            [{"name": "pairs", "request": "nic-0"}, {"name": "pairs", "request": "nic-1"}],
+            id="a-request-and-its-claim-whole",
+        ),
+        pytest.param(
+            [refs({"name": "vf", "request": "vf"}), refs({"name": "vf"})],
+            [{"name": "vf"}],
+            id="the-whole-claim-covers-its-request",
+        ),
+        pytest.param(
+            [refs({}, {"name": None}, {"name": "vf", "request": ["vf"]}, "vf", None)],
+            [],
+            id="malformed",
+        ),
+    ],
+)
+def test_nic_references(containers: list[Json], expected: list[Json]) -> None:
+    assert PAIRS.nic_references(containers) == expected
+
+
+def test_a_request_name_the_apiserver_refuses_in_a_reference_is_not_named() -> None:
+    """A container's `request` must be a DNS-1123 label (validateResourceClaimNames)."""
+    claims = PodClaims(
+        {"odd": {"gpu": Devices(frozenset({GPU}), 1), "Nic_0": Devices(frozenset({NIC}), 1)}}
+    )
+    assert claims.nic_references([refs({"name": "odd"})]) == []
+    assert claims.nic_references([refs({"name": "odd", "request": "Nic_0"})]) == []
