@@ -25,11 +25,13 @@ from dataclasses import dataclass
 from kube_rdma.core.dra.candidates import Judged, Pools
 from kube_rdma.core.dra.constraints import Constraint
 from kube_rdma.core.dra.demand import Choice, DeviceRequest, PodDemand
+from kube_rdma.core.dra.gates import SERVED, Gates
 from kube_rdma.core.dra.index import NodeDevices
 from kube_rdma.core.dra.kinds import Kind
 from kube_rdma.core.dra.search import STEP_LIMIT, Stuck, judge_choices, search
 from kube_rdma.core.dra.selectors import Selectors
 from kube_rdma.core.dra.shapes import Device, DeviceId
+from kube_rdma.core.dra.usable import why_blocked
 
 
 @dataclass(frozen=True)
@@ -56,9 +58,11 @@ def allocate(
     selectors: Selectors,
     limit: int = STEP_LIMIT,
     minor: int = 35,
+    gates: Gates = SERVED,
 ) -> Allocation | Refusal:
     """`minor`: the Kubernetes 1.<minor> allocator to follow where versions differ (pools
-    that are incomplete or invalid, kube_rdma/core/dra/search.py Pools)."""
+    that are incomplete or invalid, kube_rdma/core/dra/search.py Pools; which taints count);
+    `gates`: the DRA features it follows (kube_rdma/core/dra/gates.py)."""
     for claim, pinned in demand.pinned:
         if pinned != node_name:
             return Refusal(f"claim {claim} is allocated on node {pinned}", resolvable=False)
@@ -66,7 +70,11 @@ def allocate(
         return Allocation({})
     devices = node.published if node else ()
     held = node.held if node else frozenset()
-    pools = Pools(node.incomplete, node.invalid, minor) if node else Pools(minor=minor)
+    pools = (
+        Pools(node.incomplete, node.invalid, minor, gates, node.counter_sets)
+        if node
+        else Pools(minor=minor, gates=gates)
+    )
     judged = judge_choices(demand.requests, devices, selectors)
     found = search(demand.requests, demand.constraints, devices, held, judged, limit, pools)
     if isinstance(found, Stuck):
@@ -122,7 +130,7 @@ def _short(
     for request in requests:
         reasons = []
         for choice in request.choices:
-            found = _fit(choice, devices, usable, held | taken, judged)
+            found = _fit(choice, devices, usable, held | taken, judged, pools)
             if isinstance(found, tuple):
                 taken.update(found)
                 break
@@ -138,6 +146,7 @@ def _fit(
     usable: frozenset[DeviceId],
     busy: frozenset[DeviceId],
     judged: Judged,
+    pools: Pools,
 ) -> tuple[DeviceId, ...] | str:
     kind = {"gpu": "GPU", "nic": "RDMA NIC", None: "device"}[choice.kind]
     matching = [
@@ -145,15 +154,26 @@ def _fit(
         for i, o in sorted(judged[choice.selectors].items())
         if o is True and (device := devices[i][0]).id in usable
     ]
+    kept = {d.id: why for d in matching if (why := why_blocked(choice, d, pools))}
     free = [d.id for d in matching if d.id not in busy or choice.admin_access]
     if choice.all_devices:
         if not matching:
             return f"no matching {kind} published (allocationMode All)"
         if len(free) < len(matching):
             return f"{len(matching) - len(free)} of {len(matching)} matching {kind}s in use (All)"
+        if kept:
+            return f"matching {kind} {_kept(kept, list(kept)[:1])} (All)"
         return tuple(free)
     if len(matching) < choice.count:
         return f"node publishes {len(matching)} matching {kind}(s), needs {choice.count}"
-    if len(free) < choice.count:
-        return f"{len(free)} of {len(matching)} matching {kind}(s) free, needs {choice.count}"
-    return tuple(free[: choice.count])
+    usable_free = [i for i in free if i not in kept]
+    if len(usable_free) < choice.count:
+        shown = [i for i in free if i in kept]
+        why = f": {_kept(kept, shown[:3])}" if shown else ""
+        count = f"{len(usable_free)} of {len(matching)} matching {kind}(s) free"
+        return f"{count}, needs {choice.count}{why}"
+    return tuple(usable_free[: choice.count])
+
+
+def _kept(kept: dict[DeviceId, str], shown: Sequence[DeviceId]) -> str:
+    return "; ".join(f"{i[2]} (pool {i[1]} of {i[0]}) {kept[i]}" for i in shown)

@@ -7,7 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from kube_rdma.core.dra.counters import Counters
 from kube_rdma.core.dra.demand import DeviceRequest
+from kube_rdma.core.dra.gates import SERVED, Gates
 from kube_rdma.core.dra.selectors import Outcome
 from kube_rdma.core.dra.shapes import Device, DeviceId
 
@@ -28,6 +30,9 @@ class Pools:
     invalid: tuple[tuple[tuple[str, str], str], ...] = ()
     minor: int = 35
     """Kubernetes 1.<minor>'s allocator."""
+    gates: Gates = SERVED
+    counter_sets: tuple[tuple[tuple[str, str], tuple[tuple[str, Counters], ...]], ...] = ()
+    """By pool, its counter sets (NodeDevices'): kube_rdma/core/dra/usable.py."""
 
 
 NO_POOLS = Pools()

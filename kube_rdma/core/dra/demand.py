@@ -25,6 +25,7 @@ from kube_rdma.core.dra.index import DraIndex, ObjectKey
 from kube_rdma.core.dra.kinds import Kind
 from kube_rdma.core.dra.selectors import SelectorError, Selectors
 from kube_rdma.core.dra.shapes import Request, Selection, read_requests
+from kube_rdma.core.dra.taints import Toleration
 from kube_rdma.core.objects import Json
 
 
@@ -42,6 +43,7 @@ class Choice:
     subrequest: str = ""
     """The `firstAvailable` entry's name; empty for an exact request."""
     admin_access: bool = False
+    tolerations: tuple[Toleration, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -205,5 +207,11 @@ def _choice(
         return None
     kind = index.kind_of_class(device_class.selectors, selection.selectors, selectors)
     return Choice(
-        kind, expressions, selection.all_devices, selection.count, "", selection.admin_access
+        kind,
+        expressions,
+        selection.all_devices,
+        selection.count,
+        "",
+        selection.admin_access,
+        selection.tolerations,
     )

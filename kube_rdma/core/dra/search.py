@@ -43,6 +43,7 @@ from kube_rdma.core.dra.demand import Choice, DeviceRequest
 from kube_rdma.core.dra.kinds import Kind
 from kube_rdma.core.dra.selectors import Outcome, Selectors
 from kube_rdma.core.dra.shapes import Device, DeviceId
+from kube_rdma.core.dra.usable import blocked, tally
 
 CLAIM_LIMIT = 32
 """Devices one claim's allocation may hold (resource.k8s.io AllocationResultsMaxSize, 32 in
@@ -168,8 +169,11 @@ class _Search:
         skipped = {k for k, _ in pools.invalid} | pools.incomplete
         apart = [
             (d.id in held, (d.driver, d.pool) in skipped, i if i in self.poison else -1)
+            + ((d.taints, d.driver, d.pool, d.consumes) if d.taints or d.consumes else ())
             for i, d in enumerate(self.devices)
         ]
+        self.blocked = blocked(requests, self.devices, pools)
+        self.counters = tally(self.devices, held, pools)
         self.klass = _classes(devices, judged, self.values, apart)
         self.used = [0] * (max(self.klass, default=-1) + 1)
         self.owners: dict[int, list[int]] = {}
@@ -262,7 +266,10 @@ class _Search:
             if not self._free_for(r, c, i):
                 continue
             self._require(outcome, self.requests[r], i)
+            if i in self.blocked[r][c] or not self.counters.take(i):
+                continue
             if not self._add(r, c, i):
+                self.counters.give(i)
                 continue
             state = self._state(r, c, k + 1)
             if state not in self.failed:
@@ -296,8 +303,15 @@ class _Search:
         in_use = [self.devices[i].id in self.held and not admin for i in members]
         if any(in_use) or not all(self._free_for(r, c, i) for i in members):
             return False
+        if any(i in self.blocked[r][c] for i in members):
+            return False
         for n, i in enumerate(members):
+            if not self.counters.take(i):
+                for j in reversed(members[:n]):
+                    self._remove(r, c, j)
+                return False
             if not self._add(r, c, i):
+                self.counters.give(i)
                 for j in reversed(members[:n]):
                     self._remove(r, c, j)
                 request, device = self.requests[r], self.devices[i]
@@ -327,6 +341,7 @@ class _Search:
     def _remove(self, r: int, c: int, i: int) -> None:
         for j in reversed(self.cover[r][c]):
             self.tally.release(j)
+        self.counters.give(i)
         owners = self.owners[i]
         owners.pop()
         if not owners:

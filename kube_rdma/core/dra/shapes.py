@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kube_rdma.core.dra.counters import Consumption
+from kube_rdma.core.dra.taints import Taint, Toleration, read_tolerations
 from kube_rdma.core.objects import Json
 from kube_rdma.core.quantity import QuantityError, parse_quantity
 
@@ -38,6 +40,10 @@ class Device:
     attributes: Mapping[str, AttributeValue]
     """By fully qualified name (`domain/id`)."""
     capacity: Mapping[str, int] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    """Its slice's and the DeviceTaintRules' (kube_rdma/core/dra/taints.py)."""
+    consumes: tuple[Consumption, ...] = ()
+    """The counters it consumes (kube_rdma/core/dra/counters.py)."""
 
     @property
     def id(self) -> DeviceId:
@@ -54,6 +60,7 @@ class Selection:
     """allocationMode All: every matching device of the node."""
     count: int
     admin_access: bool = False
+    tolerations: tuple[Toleration, ...] = ()
     problem: str = ""
     """What API validation or the allocator refuses in it (an unknown allocationMode, a
     selector without CEL), or empty."""
@@ -138,13 +145,15 @@ def _selection(raw: Json) -> Selection:
     mode = raw.get("allocationMode") or "ExactCount"
     all_devices = mode == "All"
     count = raw.get("count")
+    tolerations = read_tolerations(raw.get("tolerations"))
     return Selection(
         device_class=str(raw.get("deviceClassName") or ""),
         selectors=cel_expressions(raw.get("selectors")),
         all_devices=all_devices,
         count=0 if all_devices else count if isinstance(count, int) and count > 0 else 1,
         admin_access=bool(raw.get("adminAccess")),
-        problem=_selection_problem(raw, mode),
+        tolerations=tolerations if isinstance(tolerations, tuple) else (),
+        problem=tolerations if isinstance(tolerations, str) else _selection_problem(raw, mode),
     )
 
 

@@ -8,8 +8,9 @@ it. `python -m testbed.upstream_dra --check REPO_DIR TAG` lists upstream cases m
 A case left out says why. The reasons:
 - network-attached: slices for `allNodes` or a `nodeSelector`; kube-rdma reads node-local
   pools only.
-- partitionable devices, device taints, binding conditions, consumable capacity: features
-  (alpha or beta, off by default in 1.34) kube-rdma does not model.
+- binding conditions, consumable capacity: features (alpha or beta, off by default in 1.34)
+  kube-rdma does not model. Device taints and partitionable devices are in
+  allocator_cases_taints.py.
 - config: the case checks the device configuration copied into the allocation result, which
   kube-rdma does not produce.
 - feature gate off: the case turns off a gate that is on by default (DRAAdminAccess,
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.kube_rdma.core.dra.upstream.allocator_cases_taints import CASES as TAINT_CASES
 from tests.kube_rdma.core.dra.upstream.builders import (
     BOOL_ATTRIBUTE,
     CLAIM0,
@@ -1189,8 +1191,6 @@ _CASES: list[Case | LeftOut] = [
 ]
 
 _PREFIXES = {
-    "partitionable-devices-": "partitionable devices (DRAPartitionableDevices)",
-    "tainted-": "device taints (DRADeviceTaints)",
     "device-binding-conditions": "binding conditions (DRADeviceBindingConditions)",
     "binding-conditions-": "binding conditions (DRADeviceBindingConditions)",
     "consumable-capacity-": "consumable capacity (DRAConsumableCapacity)",
@@ -1198,7 +1198,6 @@ _PREFIXES = {
     "distinct-constraint-": "consumable capacity: multi-allocatable devices",
     "with-distinct-constraints": "consumable capacity: distinctAttribute over multi-allocatable "
     "devices",
-    "all-devices-with-consumed-counters": "partitionable devices (DRAPartitionableDevices)",
     "multi-host-resource-pool-": "multi-host pools: one pool's slices on several nodes",
     "allocation-mode-all-with-multi-host-resource-pool": "multi-host pools",
     "different-resourceslices-in-pool-can-target-different-nodes": "multi-host pools",
@@ -1215,4 +1214,4 @@ def left_out_by_prefix(name: str) -> LeftOut | None:
     return None
 
 
-CASES: dict[str, Case | LeftOut] = {c.name: c for c in _CASES}
+CASES: dict[str, Case | LeftOut] = {c.name: c for c in _CASES} | TAINT_CASES

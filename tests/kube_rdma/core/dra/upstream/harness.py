@@ -9,6 +9,7 @@ from typing import Any
 
 from kube_rdma.core.dra.allocate import Refusal, allocate
 from kube_rdma.core.dra.demand import pod_demand
+from kube_rdma.core.dra.gates import Gates
 from kube_rdma.core.dra.index import DraIndex
 from kube_rdma.core.dra.selectors import Selectors
 from kube_rdma.core.objects import Json
@@ -19,7 +20,8 @@ NAMESPACE = "default"
 
 def outcome(case: Case, minor: int, selectors: Selectors | None = None) -> Any:
     selectors = selectors or Selectors()
-    index = DraIndex()
+    gates = Gates.of(minor, case.features)
+    index = DraIndex(gates=gates)
     # Upstream's table reuses slice names across pools; names matter to nothing but the
     # apiserver, so each slice gets its own here.
     slices = [copy.deepcopy(s) for s in case.slices]
@@ -43,7 +45,7 @@ def outcome(case: Case, minor: int, selectors: Selectors | None = None) -> Any:
     demand = pod_demand(pod, index, selectors)
     if demand.problems:
         return ERROR
-    found = allocate(demand, case.node, index.node(case.node), selectors, minor=minor)
+    found = allocate(demand, case.node, index.node(case.node), selectors, minor=minor, gates=gates)
     if isinstance(found, Refusal):
         return ERROR if found.error else NONE
     if not names:
