@@ -49,6 +49,7 @@ from testbed.fakeapi import (
     FakeApiServer,
     RecordedRequest,
     Resource,
+    device_taint_rules,
     eventually,
     native_gang_resources,
 )
@@ -557,9 +558,9 @@ def authorized_as(request: RecordedRequest) -> tuple[str, str, str]:
     return group, "/".join(rest[::2]), verb
 
 
-WATCHED = 3 + len(WORKLOAD_RESOURCES) + 2 + 4 + 1
+WATCHED = 3 + len(WORKLOAD_RESOURCES) + 2 + 5 + 1
 """Watches of the extender: nodes, pods, gang plan records, every workload resource, the two
-Topology objects, the four DRA resources and Kubernetes' own PodGroups."""
+Topology objects, the five DRA resources and Kubernetes' own PodGroups."""
 
 
 def native_watches(fake_api: FakeApiServer) -> set[str]:
@@ -620,6 +621,7 @@ async def test_extender_rbac_is_exactly_what_the_extender_calls(
     pod = fake_api.create("pods", nodes.pod("worker-0", node_settings=True))
     # Kubernetes' own gangs as 1.37 serves them (v1beta1: pods name PodGroups)
     optional_apis = {**WORKLOAD_RESOURCES, **TOPOLOGIES, **native_gang_resources("v1beta1")}
+    optional_apis["devicetaintrules"] = device_taint_rules("1.37")
     for key, resource in optional_apis.items():  # every optional CRD and API
         fake_api.install(key, resource)
     from kubernetes_asyncio import client
@@ -692,6 +694,7 @@ async def test_extender_rbac_is_exactly_what_the_extender_calls(
         ("kubeflow.org", "pytorchjobs"),
         ("kueue.x-k8s.io", "topologies"),
         ("resource.k8s.io", "deviceclasses"),
+        ("resource.k8s.io", "devicetaintrules"),
         ("resource.k8s.io", "resourceclaims"),
         ("resource.k8s.io", "resourceclaimtemplates"),
         ("resource.k8s.io", "resourceslices"),
