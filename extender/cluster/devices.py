@@ -20,6 +20,7 @@ from typing import Any
 
 from kube_rdma.core.dra.index import NodeDevices
 from kube_rdma.core.dra.kinds import Kind
+from kube_rdma.core.dra.taints import BLOCKING
 
 DRA_NIC_RESOURCE = "rdma/hca"
 
@@ -71,6 +72,21 @@ def add_devices(
     return added
 
 
+def withheld(devices: NodeDevices | None, names: DraNames) -> dict[str, str]:
+    """By extended resource, the node's GPUs or RDMA NICs that a NoSchedule or NoExecute taint
+    keeps out of its count (no request tolerates a taint by default), described: a gang plan
+    does not count them, and a refusal for too few says why."""
+    if devices is None:
+        return {}
+    found: dict[str, list[str]] = {}
+    for device, kind in devices.published:
+        blocking = [t.describe() for t in device.taints if t.effect in BLOCKING]
+        if kind is not None and blocking:
+            resource = names.gpu if kind == "gpu" else names.nic
+            found.setdefault(resource, []).append(f"{device.name} tainted {', '.join(blocking)}")
+    return {r: "; ".join(shown) for r, shown in found.items()}
+
+
 def signature(devices: NodeDevices | None) -> Any:
     """What the DRA filter reads of a node's devices (attributes and capacities, which selectors
     compare), without their identities."""
@@ -84,10 +100,13 @@ def signature(devices: NodeDevices | None) -> Any:
                 d.id in devices.held,
                 _described(d.attributes),
                 tuple(sorted(d.capacity.items())),
+                d.taints,
+                d.consumes,
             )
             for d, kind in devices.published
         ),
         devices.notes,
+        devices.counter_sets,
     )
 
 

@@ -1,7 +1,8 @@
 """Following the DRA objects of a live cluster: one reflector per resource.k8s.io resource,
 listed and watched at the newest version API discovery finds served (v1, else v1beta2, else
-v1beta1), and not at all on a cluster that serves none of them (before Kubernetes 1.32, or
-DRA disabled): there discovery is asked again every few minutes, as for the optional CRDs.
+v1beta1; for DeviceTaintRules v1, else v1beta2, else v1alpha3), and not at all on a cluster
+that serves none of them (before Kubernetes 1.32, or DRA disabled, or DeviceTaintRules off):
+there discovery is asked again every few minutes, as for the optional CRDs.
 None of them holds up the source's readiness.
 """
 
@@ -58,7 +59,7 @@ class ServedVersion:
         self.version = version
 
     async def _newest(self) -> str | None:
-        for version in dra_objects.VERSIONS:
+        for version in dra_objects.versions(self.plural):
             resource = ApiResource(dra_objects.GROUP, version, self.plural)
             try:
                 if await self._discovery.serves(resource):

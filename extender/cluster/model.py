@@ -17,7 +17,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from extender.cluster.devices import DEFAULT_DRA_NAMES, DraNames, add_devices, signature
+from extender.cluster.devices import (
+    DEFAULT_DRA_NAMES,
+    DraNames,
+    add_devices,
+    signature,
+    withheld,
+)
 from extender.cluster.native_groups import NativeGroups
 from extender.cluster.node_topology import rails_signature, read_topology
 from extender.cluster.pods import (
@@ -70,6 +76,9 @@ class NodeInfo:
     claims_only: Mapping[str, int] = field(default_factory=dict, compare=False)
     """Of `allocatable`, the DRA devices no DeviceClass serves as an extended resource: only a
     resource claim can have them, not a container's request for the resource."""
+    withheld: Mapping[str, str] = field(default_factory=dict, compare=False)
+    """By extended resource, the DRA devices a taint keeps out of `allocatable`, described
+    (extender/cluster/devices.py withheld)."""
 
     def free(self, resource: str) -> int:
         return self.allocatable.get(resource, 0) - self.requested.get(resource, 0)
@@ -347,6 +356,7 @@ class Cluster:
             state=self._intern(state),
             devices=devices,
             claims_only=claims_only,
+            withheld=withheld(devices, self._dra_names),
         )
 
     def _intern(self, value: Any) -> int:

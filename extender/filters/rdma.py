@@ -27,7 +27,8 @@ def _capacity(node: NodeInfo, resource: str, wanted: int) -> Verdict:
         return PASS
     total, free = node.allocatable.get(resource, 0), node.free(resource)
     if total < wanted:
-        return never(f"{resource}: node has {total}, pod needs {wanted}")
+        why = f" ({held}, not counted)" if (held := node.withheld.get(resource)) else ""
+        return never(f"{resource}: node has {total}, pod needs {wanted}{why}")
     if free < wanted:
         return fail(f"{resource}: {free} of {total} free, pod needs {wanted}")
     return PASS

@@ -33,6 +33,9 @@ from each of its `resourceClaimTemplateName` entries (named `<pod>-<entry>-<5 le
 by the pod) and named in the pod's `status.resourceClaimStatuses`
 (kubernetes pkg/controller/resourceclaim, controller.go handleClaim).
 
+A device a ResourceSlice or a DeviceTaintRule taints is allocated only to requests that tolerate
+the taint (kube_rdma/core/dra/taints.py), as with DRADeviceTaints on.
+
 Simplifications: the DRA objects are listed again before each cycle of a pod with claims (the
 emulator's clusters are small) rather than watched.
 """
@@ -58,7 +61,9 @@ from kubesim.scheduler.pods import PodKey, pod_key, pod_requests
 
 SetStatus = Callable[[str, str, Json], Awaitable[Json]]
 """Merges a status into a pod's (ApiCalls.patch_pod_status)."""
-PLURALS = ("resourceslices", "deviceclasses", "resourceclaims", "resourceclaimtemplates")
+RULES = "devicetaintrules"
+RULE_VERSIONS = ("v1", "v1beta2", "v1alpha3")
+PLURALS = ("resourceslices", "deviceclasses", "resourceclaims", "resourceclaimtemplates", RULES)
 CANNOT_ALLOCATE = "cannot allocate all claims"
 """DynamicResources' Filter failure, for the devices of an extended resource it serves too."""
 
@@ -142,6 +147,7 @@ class DynamicResources:
         for obj in await self._calls.list("resourceclaimtemplates"):
             index.upsert_template(obj)
         index.replace_claims(await self._calls.list("resourceclaims"))
+        index.replace_taint_rules(await self._calls.list("devicetaintrules"))
         self._index = index
         self._listed = True
 
@@ -349,18 +355,21 @@ class HttpDraCalls:
         self._custom = custom
 
     async def list(self, plural: str) -> list[Json]:
-        """Every object of `plural`; none where the apiserver does not serve DRA."""
-        try:
-            body = await call(
-                f"list {plural}",
-                self._custom.list_cluster_custom_object,
-                self.GROUP,
-                self.VERSION,
-                plural,
-            )
-        except NotFound:
-            return []
-        return list(body.get("items") or [])
+        """Every object of `plural`; none where the apiserver does not serve DRA (or, for
+        DeviceTaintRules, no version of them: v1 from 1.37, v1beta2 1.36, v1alpha3 1.33)."""
+        for version in RULE_VERSIONS if plural == RULES else (self.VERSION,):
+            try:
+                body = await call(
+                    f"list {plural}",
+                    self._custom.list_cluster_custom_object,
+                    self.GROUP,
+                    version,
+                    plural,
+                )
+            except NotFound:
+                continue
+            return list(body.get("items") or [])
+        return []
 
     async def get_claim(self, namespace: str, name: str) -> Json:
         found: Json = await self._custom.get_namespaced_custom_object(

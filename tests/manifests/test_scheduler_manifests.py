@@ -49,6 +49,7 @@ from testbed.fakeapi import (
     FakeApiServer,
     RecordedRequest,
     Resource,
+    device_taint_rules,
     eventually,
     native_gang_resources,
 )
@@ -562,9 +563,9 @@ def authorized_as(request: RecordedRequest) -> tuple[str, str, str]:
     return group, "/".join(rest[::2]), verb
 
 
-WATCHED = 3 + len(WORKLOAD_RESOURCES) + 2 + 4 + 2
+WATCHED = 3 + len(WORKLOAD_RESOURCES) + 2 + 5 + 2
 """Watches of the extender: nodes, pods, gang plan records, every workload resource, the two
-Topology objects, the four DRA resources and Kubernetes' own PodGroups and CompositePodGroups."""
+Topology objects, the five DRA resources and Kubernetes' own PodGroups and CompositePodGroups."""
 
 
 def native_watches(fake_api: FakeApiServer) -> set[str]:
@@ -624,13 +625,14 @@ async def test_extender_rbac_is_exactly_what_the_extender_calls(
     fake_api.create("pods", nodes.pod("busy", gpus=2, node_name="gpu-2", phase="Running"))
     pod = fake_api.create("pods", nodes.pod("worker-0", node_settings=True))
     # Kubernetes' own gangs as 1.37 serves them (v1beta1: pods name PodGroups; v1alpha3 beside
-    # it serves CompositePodGroups)
+    # it serves CompositePodGroups), and its DeviceTaintRules
     composite = "compositepodgroups.scheduling.k8s.io"
     native = {
         **native_gang_resources("v1beta1"),
         composite: native_gang_resources("v1alpha3")[composite],
     }
     optional_apis = {**WORKLOAD_RESOURCES, **TOPOLOGIES, **native}
+    optional_apis["devicetaintrules"] = device_taint_rules("1.37")
     for key, resource in optional_apis.items():  # every optional CRD and API
         fake_api.install(key, resource)
     from kubernetes_asyncio import client
@@ -645,8 +647,8 @@ async def test_extender_rbac_is_exactly_what_the_extender_calls(
 
         await eventually(ready)
         # nodes, pods, gang plan records, every workload resource, the two Topology objects
-        # and the four DRA resources
-        # and Kubernetes' own PodGroups
+        # and the five DRA resources
+        # and Kubernetes' own PodGroups and CompositePodGroups
         await eventually(lambda: fake_api.watching == WATCHED)
         assert native_watches(fake_api) == {"podgroups", "compositepodgroups"}
         # One scheduling cycle, as rdma-scheduler drives it, and an admin's explain.
@@ -703,6 +705,7 @@ async def test_extender_rbac_is_exactly_what_the_extender_calls(
         ("kubeflow.org", "pytorchjobs"),
         ("kueue.x-k8s.io", "topologies"),
         ("resource.k8s.io", "deviceclasses"),
+        ("resource.k8s.io", "devicetaintrules"),
         ("resource.k8s.io", "resourceclaims"),
         ("resource.k8s.io", "resourceclaimtemplates"),
         ("resource.k8s.io", "resourceslices"),

@@ -27,15 +27,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from kube_rdma.core.dra.binding import Binding
-from kube_rdma.core.dra.candidates import ALL_GATES, Gates, Judged, Pools
+from kube_rdma.core.dra.candidates import Judged, Pools
 from kube_rdma.core.dra.capacity import Amounts, consumed, fits, why_not
 from kube_rdma.core.dra.constraints import Constraint
 from kube_rdma.core.dra.demand import Choice, DeviceRequest, PodDemand
+from kube_rdma.core.dra.gates import SERVED, Gates
 from kube_rdma.core.dra.index import NodeDevices
 from kube_rdma.core.dra.kinds import Kind
 from kube_rdma.core.dra.search import STEP_LIMIT, Stuck, judge_choices, search
 from kube_rdma.core.dra.selectors import Selectors
 from kube_rdma.core.dra.shapes import Device, DeviceId
+from kube_rdma.core.dra.usable import why_blocked
 
 
 @dataclass(frozen=True)
@@ -67,11 +69,11 @@ def allocate(
     selectors: Selectors,
     limit: int = STEP_LIMIT,
     minor: int = 35,
-    gates: Gates = ALL_GATES,
+    gates: Gates = SERVED,
 ) -> Allocation | Refusal:
     """`minor`: the Kubernetes 1.<minor> allocator to follow where versions differ (pools
-    that are incomplete or invalid, kube_rdma/core/dra/search.py Pools); `gates`: its
-    DRAConsumableCapacity and DRADeviceBindingConditions."""
+    that are incomplete or invalid, kube_rdma/core/dra/search.py Pools; which taints count);
+    `gates`: the DRA features it follows (kube_rdma/core/dra/gates.py)."""
     for claim, pinned in demand.pinned:
         if pinned != node_name:
             return Refusal(f"claim {claim} is allocated on node {pinned}", resolvable=False)
@@ -83,7 +85,7 @@ def allocate(
     if not gates.consumable_capacity:  # a shared result then holds its device whole
         held, shares = held | frozenset(shares), {}
     if node:
-        pools = Pools(node.incomplete, node.invalid, minor, gates, shares)
+        pools = Pools(node.incomplete, node.invalid, minor, gates, node.counter_sets, shares)
     else:
         pools = Pools(minor=minor, gates=gates)
     judged = judge_choices(demand.requests, devices, selectors)
@@ -212,15 +214,26 @@ def _fit(
             first = selected[0]
             why = why_not(requested, first.capacities, pools.consumed.get(first.id))
             return f"no matching {kind} has the capacity asked: on {first.name}, {why}"
+    kept = {d.id: why for d in matching if (why := why_blocked(choice, d, pools))}
     free = [d.id for d in matching if d.id not in busy or choice.admin_access]
     if choice.all_devices:
         if not matching:
             return f"no matching {kind} published (allocationMode All)"
         if len(free) < len(matching):
             return f"{len(matching) - len(free)} of {len(matching)} matching {kind}s in use (All)"
+        if kept:
+            return f"matching {kind} {_kept(kept, list(kept)[:1])} (All)"
         return tuple(free)
     if len(matching) < choice.count:
         return f"node publishes {len(matching)} matching {kind}(s), needs {choice.count}"
-    if len(free) < choice.count:
-        return f"{len(free)} of {len(matching)} matching {kind}(s) free, needs {choice.count}"
-    return tuple(free[: choice.count])
+    usable_free = [i for i in free if i not in kept]
+    if len(usable_free) < choice.count:
+        shown = [i for i in free if i in kept]
+        why = f": {_kept(kept, shown[:3])}" if shown else ""
+        count = f"{len(usable_free)} of {len(matching)} matching {kind}(s) free"
+        return f"{count}, needs {choice.count}{why}"
+    return tuple(usable_free[: choice.count])
+
+
+def _kept(kept: dict[DeviceId, str], shown: Sequence[DeviceId]) -> str:
+    return "; ".join(f"{i[2]} (pool {i[1]} of {i[0]}) {kept[i]}" for i in shown)

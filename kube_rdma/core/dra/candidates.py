@@ -8,26 +8,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kube_rdma.core.dra.capacity import Amounts, fits
+from kube_rdma.core.dra.counters import Counters
 from kube_rdma.core.dra.demand import Choice, DeviceRequest
+from kube_rdma.core.dra.gates import SERVED, Gates
 from kube_rdma.core.dra.selectors import Outcome
 from kube_rdma.core.dra.shapes import Device, DeviceId
 
 Judged = dict[tuple[str, ...], dict[int, Outcome]]
 """By selector list, the devices (positions) it matches, each with True or the error."""
-
-
-@dataclass(frozen=True)
-class Gates:
-    """The allocator's feature gates where kube-rdma models both sides: DRAConsumableCapacity
-    and DRADeviceBindingConditions (alpha in 1.34 and 1.35, beta and on by default from
-    1.36). The apiserver drops the fields while a gate is off, so what the objects carry is
-    what the cluster uses: the extender and the simulator allocate with both on."""
-
-    consumable_capacity: bool = True
-    binding_conditions: bool = True
-
-
-ALL_GATES = Gates()
 
 
 @dataclass(frozen=True)
@@ -43,7 +31,10 @@ class Pools:
     invalid: tuple[tuple[tuple[str, str], str], ...] = ()
     minor: int = 35
     """Kubernetes 1.<minor>'s allocator."""
-    gates: Gates = ALL_GATES
+    gates: Gates = SERVED
+    """The DRA features the allocator follows (kube_rdma/core/dra/gates.py)."""
+    counter_sets: tuple[tuple[tuple[str, str], tuple[tuple[str, Counters], ...]], ...] = ()
+    """By pool, its counter sets (NodeDevices'): kube_rdma/core/dra/usable.py."""
     consumed: Mapping[DeviceId, Amounts] = field(default_factory=dict)
     """What allocated claims sharing a device consume of it (NodeDevices')."""
 

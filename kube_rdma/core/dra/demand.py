@@ -27,6 +27,7 @@ from kube_rdma.core.dra.index import DraIndex, ObjectKey
 from kube_rdma.core.dra.kinds import Kind
 from kube_rdma.core.dra.selectors import SelectorError, Selectors
 from kube_rdma.core.dra.shapes import Request, Selection, read_requests
+from kube_rdma.core.dra.taints import Toleration
 from kube_rdma.core.objects import Json
 
 
@@ -46,6 +47,7 @@ class Choice:
     admin_access: bool = False
     capacity: Mapping[str, Decimal] | None = None
     """`capacity.requests` (kube_rdma/core/dra/capacity.py); None without `capacity`."""
+    tolerations: tuple[Toleration, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -216,4 +218,5 @@ def _choice(
         "",
         selection.admin_access,
         selection.capacity,
+        selection.tolerations,
     )

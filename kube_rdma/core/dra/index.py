@@ -11,9 +11,11 @@ against" the device, k8s.io/api resource/v1 DeviceRequestAllocationResult.AdminA
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kube_rdma.core.dra.capacity import Amounts, add, shared_results
+from kube_rdma.core.dra.counters import Counters, overdrawn
+from kube_rdma.core.dra.gates import SERVED, Gates
 from kube_rdma.core.dra.kinds import DEFAULT_KIND_RULES, Kind, KindRule, kind_of
 from kube_rdma.core.dra.pools import PoolKey, SliceEntry, pool_state, read_slice
 from kube_rdma.core.dra.selectors import Selectors
@@ -24,6 +26,7 @@ from kube_rdma.core.dra.shapes import (
     cel_expressions,
     selectors_problem,
 )
+from kube_rdma.core.dra.taints import BLOCKING, TaintRule, read_rule
 from kube_rdma.core.objects import Json
 
 ObjectKey = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped objects
@@ -44,6 +47,8 @@ class NodeDevices:
     incomplete: frozenset[PoolKey] = frozenset()
     invalid: tuple[tuple[PoolKey, str], ...] = ()
     """Invalid pools, each with why."""
+    counter_sets: tuple[tuple[PoolKey, tuple[tuple[str, Counters], ...]], ...] = ()
+    """By pool, its counter sets (name, counters) (kube_rdma/core/dra/counters.py)."""
     consumed: Mapping[DeviceId, Amounts] = field(default_factory=dict)
     """What allocated claims sharing a device (`shareID`) consume of its capacities."""
 
@@ -74,8 +79,17 @@ def key_of(obj: Json) -> ObjectKey:
 
 
 class DraIndex:
-    def __init__(self, rules: Sequence[KindRule] = DEFAULT_KIND_RULES) -> None:
+    def __init__(
+        self, rules: Sequence[KindRule] = DEFAULT_KIND_RULES, gates: Gates = SERVED
+    ) -> None:
+        """`gates`: which DRA features the reading follows (kube_rdma/core/dra/gates.py): with
+        DRAPartitionableDevices off, slices of counter sets only are left out, as
+        kube-scheduler's GatherPools leaves them out; with DeviceTaintRules off, no rule
+        taints a device."""
         self._rules = tuple(rules)
+        self._gates = gates
+        self.taint_rules: dict[str, TaintRule | str] = {}
+        """DeviceTaintRules by name, each read or why it taints nothing."""
         self._slices: dict[str, SliceEntry] = {}
         self._pools: dict[PoolKey, set[str]] = {}
         self._pool_node: dict[PoolKey, str] = {}
@@ -231,6 +245,20 @@ class DraIndex:
             if any(selectors.matches(expressions, d) for d in shapes.values())
         }
 
+    # DeviceTaintRules
+
+    def upsert_taint_rule(self, obj: Json) -> set[str]:
+        self.taint_rules[key_of(obj)[1]] = read_rule(obj)
+        return self._rebuild(set(self._nodes) | set(self._pool_node.values()))
+
+    def delete_taint_rule(self, name: str) -> set[str]:
+        self.taint_rules.pop(name, None)
+        return self._rebuild(set(self._nodes) | set(self._pool_node.values()))
+
+    def replace_taint_rules(self, items: Iterable[Json]) -> set[str]:
+        self.taint_rules = {key_of(obj)[1]: read_rule(obj) for obj in items}
+        return self._rebuild(set(self._nodes) | set(self._pool_node.values()))
+
     # Views
 
     def node(self, name: str) -> NodeDevices | None:
@@ -255,31 +283,41 @@ class DraIndex:
         notes: list[str] = []
         incomplete: set[PoolKey] = set()
         invalid: list[tuple[PoolKey, str]] = []
+        counter_sets: list[tuple[PoolKey, tuple[tuple[str, Counters], ...]]] = []
+        partitionable = self._gates.partitionable_devices
         for key in sorted(keys):
-            entries = []
+            entries, names = [], []
             for name in sorted(self._pools[key]):
                 entry = self._slices[name]
                 if entry.problem:
                     notes.append(f"ResourceSlice {name} is refused: {entry.problem}")
                 else:
                     entries.append(entry)
+                    names.append(name)
             if not entries:
                 continue
-            state = pool_state(key, entries)
+            state = pool_state(key, entries, names, partitionable)
             if state.incomplete:
                 notes.append(state.incomplete)
                 incomplete.add(key)
             if state.invalid:
                 notes.append(state.invalid)
                 invalid.append((key, state.invalid))
-            published += [(device, kind_of(device, self._rules)) for device in state.devices]
+            sets = tuple((s.name, s.counters) for s in state.counter_sets)
+            if sets:
+                counter_sets.append((key, sets))
+            for device in self._tainted(state.devices):
+                published.append((device, kind_of(device, self._rules)))
+                notes += _device_notes(device, dict(sets))
         for device, kind in published:
             self._remember_shape(device, kind)
         held = frozenset(d.id for d, _ in published if d.id in self._holders)
         consumed = {d.id: self._consumed(d.id) for d, _ in published if d.id in self._shares}
         broken = incomplete | {k for k, _ in invalid}
         devices = tuple(
-            (d, k) for d, k in published if k is not None and (d.driver, d.pool) not in broken
+            (d, k)
+            for d, k in published
+            if k is not None and (d.driver, d.pool) not in broken and not self._kept_off(d)
         )
         return NodeDevices(
             devices,
@@ -288,6 +326,7 @@ class DraIndex:
             tuple(published),
             frozenset(incomplete),
             tuple(invalid),
+            tuple(counter_sets),
             consumed,
         )
 
@@ -298,6 +337,24 @@ class DraIndex:
                 total = add(total, one)
         return total
 
+    def _tainted(self, devices: Iterable[Device]) -> Iterable[Device]:
+        """The devices with the taints of the DeviceTaintRules that select them added."""
+        rules = [r for r in self.taint_rules.values() if isinstance(r, TaintRule)]
+        if not self._gates.device_taint_rules or not rules:
+            yield from devices
+            return
+        for device in devices:
+            extra = tuple(r.taint for r in rules if r.selects(*device.id))
+            yield replace(device, taints=device.taints + extra) if extra else device
+
+    def _kept_off(self, device: Device) -> bool:
+        """Whether a taint no request tolerates by default keeps the device out of the counts
+        of GPUs and NICs (NoSchedule, NoExecute), or it consumes counters with partitionable
+        devices off."""
+        if device.consumes and not self._gates.partitionable_devices:
+            return True
+        return self._gates.device_taints and any(t.effect in BLOCKING for t in device.taints)
+
     def _remember_shape(self, device: Device, kind: Kind | None) -> None:
         """Keeps one device of each shape (driver, kind, and attributes and capacities but
         those that tell devices apart) the cluster publishes, from every node: what a class's
@@ -305,6 +362,19 @@ class DraIndex:
         shapes = self._samples.setdefault((device.driver, kind), {})
         if len(shapes) < _SHAPES_PER_KIND:
             shapes.setdefault(_shape(device), device)
+
+
+def _device_notes(device: Device, sets: dict[str, Counters]) -> list[str]:
+    """What keeps a device from being allocated that the node's notes say: its blocking
+    taints, a counter it consumes more of than its set has."""
+    notes = []
+    where = f"device {device.name} of pool {device.pool} of {device.driver}"
+    blocking = [t.describe() for t in device.taints if t.effect in BLOCKING]
+    if blocking:
+        notes.append(f"{where} is tainted {', '.join(blocking)}")
+    if (over := overdrawn(sets, device.consumes)) is not None:
+        notes.append(f"{where} can never be allocated: consumesCounters {over}")
+    return notes
 
 
 _SHAPES_PER_KIND = 1024

@@ -13,9 +13,16 @@ Only node-local pools (`nodeName` set) hold the GPUs and NICs of a node; pools p
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from kube_rdma.core.dra.counters import (
+    CounterSet,
+    pool_problem,
+    read_consumption,
+    read_counter_sets,
+)
 from kube_rdma.core.dra.shapes import Device, read_devices
+from kube_rdma.core.dra.taints import read_taints
 from kube_rdma.core.objects import Json
 
 PoolKey = tuple[str, str]  # (driver, pool name)
@@ -30,6 +37,8 @@ class SliceEntry:
     devices: tuple[Device, ...]
     problem: str = ""
     """Why API validation would refuse the slice (it then counts for nothing), or empty."""
+    counter_sets: tuple[CounterSet, ...] = ()
+    """Its `sharedCounters` (kube_rdma/core/dra/counters.py)."""
 
 
 def read_slice(obj: Json) -> SliceEntry | None:
@@ -39,15 +48,46 @@ def read_slice(obj: Json) -> SliceEntry | None:
         return None
     pool = spec.get("pool") or {}
     generation, count = pool.get("generation", 0), pool.get("resourceSliceCount", 1)
-    devices = tuple(read_devices(obj))
+    devices, extra = _partitions_and_taints(spec, tuple(read_devices(obj)))
+    sets = read_counter_sets(spec.get("sharedCounters"), "spec.sharedCounters")
     return SliceEntry(
         pool=(str(spec.get("driver") or ""), str(pool.get("name") or "")),
         node=str(node),
         generation=generation if _whole(generation) else 0,
         count=count if _whole(count) else 1,
         devices=devices,
-        problem=_slice_problem(spec, generation, count, devices),
+        problem=_slice_problem(spec, generation, count, devices)
+        or extra
+        or (sets if isinstance(sets, str) else ""),
+        counter_sets=sets if isinstance(sets, tuple) else (),
     )
+
+
+def _partitions_and_taints(
+    spec: Json, devices: tuple[Device, ...]
+) -> tuple[tuple[Device, ...], str]:
+    """The devices with their `taints` and `consumesCounters` (inside `basic` in v1beta1), and
+    the first field of them validation refuses, or empty."""
+    raws = [r if isinstance(r, dict) else {} for r in spec.get("devices") or []]
+    found, problem = [], ""
+    for i, (device, raw) in enumerate(zip(devices, raws, strict=True)):
+        basic = raw.get("basic")
+        body: Json = basic if isinstance(basic, dict) else raw
+        taints = read_taints(body.get("taints"), f"spec.devices[{i}].taints")
+        consumes = read_consumption(
+            body.get("consumesCounters"), f"spec.devices[{i}].consumesCounters"
+        )
+        for read in (taints, consumes):
+            if isinstance(read, str):
+                problem = problem or read
+        found.append(
+            replace(
+                device,
+                taints=taints if isinstance(taints, tuple) else (),
+                consumes=consumes if isinstance(consumes, tuple) else (),
+            )
+        )
+    return tuple(found), problem
 
 
 def _whole(value: object) -> bool:
@@ -88,27 +128,46 @@ class PoolState:
     its devices are not allocated from (1.35 and later) and `All` requests fail."""
     invalid: str | None = None
     """Why the pool is invalid (a device name in two of its slices), or None."""
+    counter_sets: tuple[CounterSet, ...] = ()
 
 
-def pool_state(key: PoolKey, entries: list[SliceEntry]) -> PoolState:
+def pool_state(
+    key: PoolKey,
+    entries: list[SliceEntry],
+    names: list[str] | None = None,
+    counters: bool = True,
+) -> PoolState:
     """After GatherPools (k8s.io/dynamic-resource-allocation structured/internal/stable/
     pools_stable.go): the newest generation's slices; incomplete when their number is not the
-    first one's `resourceSliceCount`; invalid when a device name repeats."""
+    first one's `resourceSliceCount`; invalid when a device name repeats, or (with `counters`,
+    DRAPartitionableDevices on) for its counters (kube_rdma/core/dra/counters.py)."""
     newest = max(e.generation for e in entries)
     current = [e for e in entries if e.generation == newest]
     wanted = current[0].count
     devices = tuple(d for e in current for d in e.devices)
     incomplete = None
-    if len(current) != wanted:
+    # With partitionable devices off, slices of counter sets only are not read; the pool is
+    # complete when the slices read or all its slices number `resourceSliceCount`
+    # (GatherPools, then checkSlicesInPool over every slice).
+    read = current if counters else [e for e in current if e.devices or not e.counter_sets]
+    if wanted not in (len(read), len(current)):
         incomplete = (
             f"pool {key[1]} of {key[0]} is incomplete: {len(current)} of {wanted} "
             f"ResourceSlices of generation {newest} seen"
         )
-    names: set[str] = set()
+    seen: set[str] = set()
     invalid = None
     for device in devices:
-        if device.name in names:
+        if device.name in seen:
             invalid = f"pool {key[1]} of {key[0]} is invalid: duplicate device name {device.name}"
             break
-        names.add(device.name)
-    return PoolState(devices, incomplete, invalid)
+        seen.add(device.name)
+    sliced = list(zip(names or [""] * len(entries), entries, strict=True))
+    sets = [(n, s) for n, e in sliced if e.generation == newest for s in e.counter_sets]
+    consumers = [
+        (n, d.name, d.consumes) for n, e in sliced if e.generation == newest for d in e.devices
+    ]
+    found = pool_problem(sets, consumers) if counters else None
+    if invalid is None and found is not None:
+        invalid = f"pool {key[1]} of {key[0]} is invalid: {found}"
+    return PoolState(devices, incomplete, invalid, tuple(s for _, s in sets))

@@ -46,6 +46,7 @@ from kube_rdma.core.dra.demand import Choice, DeviceRequest
 from kube_rdma.core.dra.kinds import Kind
 from kube_rdma.core.dra.selectors import Outcome, Selectors
 from kube_rdma.core.dra.shapes import Device, DeviceId
+from kube_rdma.core.dra.usable import blocked, tally
 
 CLAIM_LIMIT = 32
 """Devices one claim's allocation may hold (resource.k8s.io AllocationResultsMaxSize, 32 in
@@ -174,8 +175,11 @@ class _Search:
         """Per shared device (position), what the search's choices consume of it."""
         apart = [
             (d.id in held, (d.driver, d.pool) in skipped, i if i in self.poison or m else -1)
+            + ((d.taints, d.driver, d.pool, d.consumes) if d.taints or d.consumes else ())
             for i, (d, m) in enumerate(zip(self.devices, self.multi, strict=True))
         ]
+        self.blocked = blocked(requests, self.devices, pools)
+        self.counters = tally(self.devices, held, pools)
         self.klass = _classes(devices, judged, self.values, apart)
         self.used = [0] * (max(self.klass, default=-1) + 1)
         self.owners: dict[int, list[int]] = {}
@@ -285,7 +289,10 @@ class _Search:
             if not self._free_for(r, c, i):
                 continue
             self._require(outcome, self.requests[r], i)
+            if i in self.blocked[r][c] or not self._take(i):
+                continue
             if not self._add(r, c, i):
+                self._give(i)
                 continue
             state = self._state(r, c, k + 1)
             if state not in self.failed:
@@ -321,12 +328,15 @@ class _Search:
         in_use = [self.devices[i].id in self.held and not admin for i in members]
         if any(in_use) or not all(self._free_for(r, c, i) for i in members):
             return False
+        if any(i in self.blocked[r][c] for i in members):
+            return False
         for n, i in enumerate(members):
-            if not self._room(r, c, i):
+            if not self._room(r, c, i) or not self._take(i):
                 for j in reversed(members[:n]):
                     self._remove(r, c, j)
                 return False
             if not self._add(r, c, i):
+                self._give(i)
                 for j in reversed(members[:n]):
                     self._remove(r, c, j)
                 request, device = self.requests[r], self.devices[i]
@@ -350,6 +360,22 @@ class _Search:
             taken = add(taken, amounts)
         requested = self.requests[r].choices[c].capacity or {}
         return fits(requested, device.capacities, taken)
+
+    def _counted(self, i: int) -> bool:
+        """Whether what a shared device consumes of its pool's counters is counted already:
+        it is given to another request of the search, or allocated claims share it. A device
+        consumes its counters once, however many results share it."""
+        return self.multi[i] and (i in self.owners or self.devices[i].id in self.pools.consumed)
+
+    def _take(self, i: int) -> bool:
+        """Takes what the device consumes of its pool's counters, unless none is left."""
+        return self._counted(i) or self.counters.take(i)
+
+    def _give(self, i: int) -> None:
+        """Gives back what the device consumes of its pool's counters, once nothing of the
+        search holds it."""
+        if not self._counted(i):
+            self.counters.give(i)
 
     def _add(self, r: int, c: int, i: int) -> bool:
         if not self._room(r, c, i):
@@ -376,6 +402,7 @@ class _Search:
         owners.pop()
         if not owners:
             del self.owners[i]
+        self._give(i)
         if self.multi[i]:
             self.taking[i].pop()
         self.used[self.klass[i]] -= 1

@@ -18,6 +18,8 @@ from typing import Any
 from kube_rdma.core.dra.binding import NO_BINDING, Binding, BindingError, read_binding
 from kube_rdma.core.dra.capacity import Capacity, CapacityError, read_capacity
 from kube_rdma.core.dra.capacity import read_requests as read_capacity_requests
+from kube_rdma.core.dra.counters import Consumption
+from kube_rdma.core.dra.taints import Taint, Toleration, read_tolerations
 from kube_rdma.core.objects import Json
 from kube_rdma.core.quantity import QuantityError, parse_quantity
 
@@ -50,6 +52,10 @@ class Device:
     problem: str = ""
     """What API validation refuses in it (a capacity that is no quantity, a binding
     condition of the wrong shape): its slice then counts for nothing."""
+    taints: tuple[Taint, ...] = ()
+    """Its slice's and the DeviceTaintRules' (kube_rdma/core/dra/taints.py)."""
+    consumes: tuple[Consumption, ...] = ()
+    """The counters it consumes (kube_rdma/core/dra/counters.py)."""
 
     @property
     def id(self) -> DeviceId:
@@ -66,6 +72,7 @@ class Selection:
     """allocationMode All: every matching device of the node."""
     count: int
     admin_access: bool = False
+    tolerations: tuple[Toleration, ...] = ()
     problem: str = ""
     """What API validation or the allocator refuses in it (an unknown allocationMode, a
     selector without CEL), or empty."""
@@ -166,7 +173,8 @@ def _selection(raw: Json) -> Selection:
     mode = raw.get("allocationMode") or "ExactCount"
     all_devices = mode == "All"
     count = raw.get("count")
-    problem = _selection_problem(raw, mode)
+    tolerations = read_tolerations(raw.get("tolerations"))
+    problem = tolerations if isinstance(tolerations, str) else _selection_problem(raw, mode)
     requested = None
     if raw.get("capacity") is not None:
         try:
@@ -179,6 +187,7 @@ def _selection(raw: Json) -> Selection:
         all_devices=all_devices,
         count=0 if all_devices else count if isinstance(count, int) and count > 0 else 1,
         admin_access=bool(raw.get("adminAccess")),
+        tolerations=tolerations if isinstance(tolerations, tuple) else (),
         problem=problem,
         capacity=requested,
     )

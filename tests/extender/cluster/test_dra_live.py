@@ -11,19 +11,21 @@ import pytest
 from extender.cluster.live import LiveSource
 from extender.cluster.source import BindError
 from kube_rdma.core.objects import Json
-from testbed.fakeapi import RESOURCES, FakeApiServer, Resource, eventually
+from testbed.fakeapi import RESOURCES, FakeApiServer, Resource, device_taint_rules, eventually
 from tests.extender.cluster.following import following as following_api
 from tests.kube_rdma.core.dra.fixtures import GPU_CLASS, gpu_slice
 
 CLAIM_PATH = "/apis/resource.k8s.io/v1/namespaces/team-a/resourceclaims/m-0-gpus"
 NO_DRA = {k: r for k, r in RESOURCES.items() if r.group != "resource.k8s.io"}
+WITH_RULES = {**RESOURCES, "devicetaintrules": device_taint_rules("1.37")}
+"""As Kubernetes 1.37 serves DRA: DeviceTaintRules too."""
 TERM = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}
 ALLOCATED = {"devices": {"results": []}, "nodeSelector": {"nodeSelectorTerms": [TERM]}}
 
 
 @contextlib.asynccontextmanager
 async def following(
-    resources: Mapping[str, Resource] = RESOURCES,
+    resources: Mapping[str, Resource] = WITH_RULES,
 ) -> AsyncIterator[tuple[FakeApiServer, LiveSource]]:
     async with FakeApiServer(resources) as api, following_api(api) as source:
         yield api, source
@@ -56,7 +58,7 @@ async def test_dra_served_later_is_followed_once_discovery_finds_it() -> None:
 async def test_classes_and_templates_follow_their_watch_events() -> None:
     async with following() as (api, source):
         dra = source.cluster.dra
-        await eventually(lambda: len(source.dra_reflectors) == 4 and api.watching >= 6)
+        await eventually(lambda: len(source.dra_reflectors) == 5 and api.watching >= 7)
         api.create("deviceclasses", GPU_CLASS)
         template = {"metadata": {"name": "t"}, "spec": {"spec": {"devices": {}}}}
         api.create("resourceclaimtemplates", template, "team-a")

@@ -8,9 +8,9 @@ it. `python -m testbed.upstream_dra --check REPO_DIR TAG` lists upstream cases m
 A case left out says why. The reasons:
 - network-attached: slices for `allNodes` or a `nodeSelector`; kube-rdma reads node-local
   pools only.
-- partitionable devices, device taints: features (alpha or beta, off by default in 1.34)
-  kube-rdma does not model. Consumable capacity and binding conditions are translated in
-  allocator_cases_capacity.py.
+- device taints, partitionable devices, consumable capacity and binding conditions (alpha or
+  beta, off by default in 1.34) are translated in allocator_cases_taints.py and
+  allocator_cases_capacity.py, each case with the feature gates it sets.
 - config: the case checks the device configuration copied into the allocation result, which
   kube-rdma does not produce.
 - feature gate off: the case turns off a gate that is on by default (DRAAdminAccess,
@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.kube_rdma.core.dra.upstream.allocator_cases_capacity import CASES as CAPACITY_CASES
+from tests.kube_rdma.core.dra.upstream.allocator_cases_taints import CASES as TAINT_CASES
 from tests.kube_rdma.core.dra.upstream.builders import (
     BOOL_ATTRIBUTE,
     CLAIM0,
@@ -1186,9 +1187,6 @@ _CASES: list[Case | LeftOut] = [
 ]
 
 _PREFIXES = {
-    "partitionable-devices-": "partitionable devices (DRAPartitionableDevices)",
-    "tainted-": "device taints (DRADeviceTaints)",
-    "all-devices-with-consumed-counters": "partitionable devices (DRAPartitionableDevices)",
     "multi-host-resource-pool-": "multi-host pools: one pool's slices on several nodes",
     "allocation-mode-all-with-multi-host-resource-pool": "multi-host pools",
     "different-resourceslices-in-pool-can-target-different-nodes": "multi-host pools",
@@ -1205,4 +1203,4 @@ def left_out_by_prefix(name: str) -> LeftOut | None:
     return None
 
 
-CASES: dict[str, Case | LeftOut] = {c.name: c for c in _CASES} | CAPACITY_CASES
+CASES: dict[str, Case | LeftOut] = {c.name: c for c in _CASES} | CAPACITY_CASES | TAINT_CASES

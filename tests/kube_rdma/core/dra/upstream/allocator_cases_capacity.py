@@ -12,6 +12,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.kube_rdma.core.dra.upstream.allocator_cases_taints import (
+    CS1,
+    CS2,
+    LATER,
+    consumes,
+    counter_set,
+    memory,
+    part,
+    sets_slice,
+    with_sets,
+)
 from tests.kube_rdma.core.dra.upstream.builders import (
     BOOL_ATTRIBUTE,
     CLAIM0,
@@ -52,6 +63,7 @@ from tests.kube_rdma.core.dra.upstream.builders import (
 )
 from tests.kube_rdma.core.dra.upstream.builders_capacity import (
     BINDING,
+    CAPACITY,
     CAPACITY0,
     CAPACITY1,
     FOUR,
@@ -165,7 +177,116 @@ _BACKTRACK_TYPES = [
         binding(dev(DEVICE3, None, type={"string": "Y"}), PREPARE, []),
     ),
 ]
-_PARTITIONABLE = "partitionable devices (DRAPartitionableDevices) with consumable capacity"
+_CAPACITY_PARTITIONABLE = {**CAPACITY, "PartitionableDevices": True, "PrioritizedList": True}
+GI4, GI6 = str(4 * 2**30), str(6 * 2**30)
+
+
+def _counted(name: str, *consumption: dict[str, Any], **attributes: Any) -> dict[str, Any]:
+    """device(name, fromCounters, attributes).withDeviceCounterConsumption(...)."""
+    return part(name, *consumption, from_counters=True, **attributes)
+
+
+def _mode(value: str) -> dict[str, Any]:
+    return cel(f'device.attributes["{DRIVER_A}"].mode == "{value}"')
+
+
+def _partitions(devices: list[dict[str, Any]], *sets: dict[str, Any]) -> list[dict[str, Any]]:
+    """Pool 1's devices in slice-1 and its counter sets in slice-2 (1.35 and later)."""
+    return [
+        slice_(SLICE1, NODE1, POOL1, DRIVER_A, *devices, resourceSliceCount=2),
+        sets_slice(SLICE2, POOL1, 2, *sets),
+    ]
+
+
+def _shared_partitions() -> GatedCase:
+    """allow-multiple-allocations-with-partitionable-device: 1.34 shares one device that
+    consumes counters between two claims (its counters count once); 1.35 rewrote the case."""
+    name = "allow-multiple-allocations-with-partitionable-device"
+    devices = [
+        multi(_counted(d, consumes(CS1, memory=m)))
+        for d, m in ((DEVICE1, "4Gi"), (DEVICE2, "6Gi"), (DEVICE3, "4Gi"))
+    ]
+    later = GatedCase(
+        name,
+        [
+            claim(
+                CLAIM0,
+                request(REQ0, CLASS_A, 1),
+                prioritized(
+                    REQ1,
+                    sub_request(SUB0, CLASS_A, 1, memory("6Gi")),
+                    sub_request(SUB1, CLASS_A, 1, memory("4Gi")),
+                ),
+            )
+        ],
+        [A_MULTI],
+        _partitions(devices, counter_set(CS1, memory="8Gi")),
+        expect=[
+            [
+                shared(REQ0, DRIVER_A, POOL1, DEVICE1, {"memory": GI4}),
+                shared(f"{REQ1}/{SUB1}", DRIVER_A, POOL1, DEVICE3, {"memory": GI4}),
+            ]
+        ],
+        features=_CAPACITY_PARTITIONABLE,
+    )
+    one = multi(part(DEVICE1, consumes(CS1, memory="4Gi")))
+    return GatedCase(
+        name,
+        [claim(CLAIM0, request(REQ0, CLASS_A, 1)), claim(CLAIM1, request(REQ0, CLASS_A, 1))],
+        [A],
+        [with_sets(slice_(SLICE1, NODE1, POOL1, DRIVER_A, one), counter_set(CS1, memory="8Gi"))],
+        expect=[[taking(DEVICE1, None)], [taking(DEVICE1, None)]],
+        features={**CAPACITY, "PartitionableDevices": True},
+        by_version=dict.fromkeys(LATER, later),
+    )
+
+
+def _capacity_pools() -> GatedCase:
+    """consumable-capacity-with-partitionable-device-multiple-capacity-pools (1.35 and
+    later): devices sharing two counter sets, each device allocatable several times."""
+
+    def at_least(amount: str) -> dict[str, Any]:
+        return cel(
+            f'device.capacity["{DRIVER_A}"]["{CAPACITY0}"].compareTo(quantity("{amount}")) >= 0'
+        )
+
+    devices = [
+        policy_range(
+            multi(_counted(d, consumes(CS1, **{CAPACITY0: c}), consumes(CS2, **{CAPACITY1: FOUR}))),
+            {CAPACITY1: FOUR},
+        )
+        for d, c in ((DEVICE1, TWO), (DEVICE2, FOUR), (DEVICE3, TWO))
+    ]
+    return GatedCase(
+        "consumable-capacity-with-partitionable-device-multiple-capacity-pools",
+        [
+            claim(
+                CLAIM0,
+                asks(ONE),
+                asks(TWO, name=REQ2),
+                prioritized(
+                    REQ1,
+                    with_capacity(sub_request(SUB0, CLASS_A, 1, at_least(FOUR)), ONE),
+                    with_capacity(sub_request(SUB1, CLASS_A, 1, at_least(TWO)), ONE),
+                ),
+            )
+        ],
+        [A],
+        _partitions(
+            devices, counter_set(CS1, **{CAPACITY0: FOUR}), counter_set(CS2, **{CAPACITY1: "8"})
+        ),
+        expect=[
+            [
+                shared(REQ0, DRIVER_A, POOL1, DEVICE1, {CAPACITY0: ONE, CAPACITY1: TWO}),
+                shared(REQ2, DRIVER_A, POOL1, DEVICE3, {CAPACITY0: TWO, CAPACITY1: TWO}),
+                shared(
+                    f"{REQ1}/{SUB1}", DRIVER_A, POOL1, DEVICE1, {CAPACITY0: ONE, CAPACITY1: TWO}
+                ),
+            ]
+        ],
+        features=_CAPACITY_PARTITIONABLE,
+    )
+
 
 _CASES: list[Case | LeftOut] = [
     GatedCase(
@@ -174,7 +295,7 @@ _CASES: list[Case | LeftOut] = [
         [A],
         on_node(binding(dev(DEVICE1), PREPARE, FAILED)),
         expect=[[bound(REQ0, DRIVER_A, POOL1, DEVICE1, PREPARE, FAILED)]],
-        gates=BINDING,
+        features=BINDING,
     ),
     GatedCase(
         "binding-conditions-multiple-devices",
@@ -192,7 +313,7 @@ _CASES: list[Case | LeftOut] = [
                 bound(REQ1, DRIVER_A, POOL1, DEVICE3, ["IsPrepare3"], ["BindingFailed3"]),
             ]
         ],
-        gates=BINDING,
+        features=BINDING,
     ),
     GatedCase(
         "binding-conditions-with-and-without",
@@ -205,14 +326,14 @@ _CASES: list[Case | LeftOut] = [
                 bound(REQ1, DRIVER_A, POOL1, DEVICE2, PREPARE, FAILED),
             ]
         ],
-        gates=BINDING,
+        features=BINDING,
     ),
     GatedCase(
         "binding-conditions-without-feature-gate",
         [claim(CLAIM0, request(REQ0, CLASS_A, 1))],
         [A],
         on_node(binding(dev(DEVICE1), PREPARE, FAILED)),
-        gates=NEITHER,
+        features=NEITHER,
     ),
     # v0.34.9 only: 1.34 split the gate in two (DeviceBinding, DeviceStatus); either off
     # turns the feature off.
@@ -221,14 +342,14 @@ _CASES: list[Case | LeftOut] = [
         [claim(CLAIM0, request(REQ0, CLASS_A, 1))],
         [A],
         on_node(binding(dev(DEVICE1), PREPARE, FAILED)),
-        gates=NEITHER,
+        features=NEITHER,
     ),
     GatedCase(
         "device-binding-conditions-without-device-status-feature-gate",
         [claim(CLAIM0, request(REQ0, CLASS_A, 1))],
         [A],
         on_node(binding(dev(DEVICE1), PREPARE, FAILED)),
-        gates=NEITHER,
+        features=NEITHER,
     ),
     LeftOut(
         "node-restriction",
@@ -240,7 +361,7 @@ _CASES: list[Case | LeftOut] = [
         [A],
         [one_device(SLICE1, NODE1, POOL1, DRIVER_A)],
         expect=ERROR,
-        gates=BINDING,
+        features=BINDING,
     ),
     GatedCase(
         "consumable-capacity-disabled-feature-with-prioritized-list",
@@ -257,7 +378,7 @@ _CASES: list[Case | LeftOut] = [
         [A],
         [one_device(SLICE1, NODE1, POOL1, DRIVER_A)],
         expect=ERROR,
-        gates=BINDING,
+        features=BINDING,
     ),
     GatedCase(
         "consumable-capacity-multi-allocatable-device-with-missing-capacity-request",
@@ -511,11 +632,22 @@ _CASES: list[Case | LeftOut] = [
         on_node(policy_range(dev(DEVICE1), {CAPACITY0: TWO})),
         shared={ID1: {CAPACITY0: ONE}},
     ),
-    LeftOut("allow-multiple-allocations-with-partitionable-device", _PARTITIONABLE),
-    LeftOut("allow-multiple-allocations-with-shared-device-counter-cross-cycle", _PARTITIONABLE),
-    LeftOut(
-        "consumable-capacity-with-partitionable-device-multiple-capacity-pools", _PARTITIONABLE
+    _shared_partitions(),
+    GatedCase(
+        "allow-multiple-allocations-with-shared-device-counter-cross-cycle",
+        [claim(CLAIM0, with_capacity(request(REQ0, CLASS_A, 1, _mode("b")), ONE))],
+        [A_MULTI],
+        _partitions(
+            [
+                multi(_counted(DEVICE1, consumes(CS1, **{CAPACITY0: ONE}), mode={"string": "a"})),
+                multi(_counted(DEVICE2, consumes(CS1, **{CAPACITY0: ONE}), mode={"string": "b"})),
+            ],
+            counter_set(CS1, **{CAPACITY0: ONE}),
+        ),
+        shared={ID1: {CAPACITY0: ONE}},
+        features=_CAPACITY_PARTITIONABLE,
     ),
+    _capacity_pools(),
     GatedCase(
         "with-distinct-constraints",
         [
@@ -631,7 +763,7 @@ _CASES: list[Case | LeftOut] = [
                 plain(REQ2, DRIVER_A, POOL1, DEVICE1),
             ]
         ],
-        gates=BINDING,
+        features=BINDING,
     ),
 ]
 

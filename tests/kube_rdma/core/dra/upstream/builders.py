@@ -160,6 +160,9 @@ class Case:
     allocated: list[tuple[str, str, str]] = field(default_factory=list)
     node: str = NODE1
     expect: Any = NONE
+    features: dict[str, bool] = field(default_factory=dict)
+    """The allocator features the case turns on or off (`DeviceTaints`, ...): the harness
+    runs it with the version's gates so set (kube_rdma/core/dra/gates.py)."""
     by_version: dict[str, Any] = field(default_factory=dict)
     """Version key -> the outcome where that version's table expects another, or the Case
     as that version writes it where it changed the objects too."""

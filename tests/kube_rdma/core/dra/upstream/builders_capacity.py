@@ -13,23 +13,25 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from kube_rdma.core.dra.candidates import Gates
 from kube_rdma.core.objects import Json
 from tests.kube_rdma.core.dra.upstream.builders import Case, Result, cel
 
 CAPACITY0, CAPACITY1 = "capacity-0", "capacity-1"
 ZERO, ONE, TWO, THREE, FOUR = "0", "1", "2", "3", "4"
 
-CAPACITY = Gates(consumable_capacity=True, binding_conditions=False)
+CAPACITY = {"ConsumableCapacity": True, "DeviceBindingAndStatus": False}
 """`Features{ConsumableCapacity: true}` (other gates as they do not matter here)."""
-BINDING = Gates(consumable_capacity=False, binding_conditions=True)
+BINDING = {"ConsumableCapacity": False, "DeviceBindingAndStatus": True}
 """`Features{DeviceBindingAndStatus: true}` (1.34: DeviceBinding and DeviceStatus)."""
-NEITHER = Gates(consumable_capacity=False, binding_conditions=False)
+NEITHER = {"ConsumableCapacity": False, "DeviceBindingAndStatus": False}
 
 
 @dataclass(frozen=True)
 class GatedCase(Case):
-    gates: Gates = CAPACITY
+    """A case of these features: by default with ConsumableCapacity on (`features`,
+    kube_rdma/core/dra/gates.py Gates.of)."""
+
+    features: dict[str, bool] = field(default_factory=lambda: dict(CAPACITY))
     shared: dict[tuple[str, str, str], dict[str, str]] = field(default_factory=dict)
     """allocatedCapacityDevices: per device, what allocated claims consume of it."""
 

@@ -10,8 +10,8 @@ from decimal import Decimal
 from typing import Any
 
 from kube_rdma.core.dra.allocate import Allocation, Refusal, allocate
-from kube_rdma.core.dra.candidates import ALL_GATES
 from kube_rdma.core.dra.demand import pod_demand
+from kube_rdma.core.dra.gates import Gates
 from kube_rdma.core.dra.index import DraIndex
 from kube_rdma.core.dra.selectors import Selectors
 from kube_rdma.core.dra.shapes import DeviceId
@@ -24,7 +24,8 @@ NAMESPACE = "default"
 
 def outcome(case: Case, minor: int, selectors: Selectors | None = None) -> Any:
     selectors = selectors or Selectors()
-    index = DraIndex()
+    gates = Gates.of(minor, case.features)
+    index = DraIndex(gates=gates)
     # Upstream's table reuses slice names across pools; names matter to nothing but the
     # apiserver, so each slice gets its own here.
     slices = [copy.deepcopy(s) for s in case.slices]
@@ -41,7 +42,6 @@ def outcome(case: Case, minor: int, selectors: Selectors | None = None) -> Any:
         names.append(obj["metadata"]["name"])
     if case.allocated:
         index.upsert_claim(_holder(case.allocated, case.node))
-    gates = case.gates if isinstance(case, GatedCase) else ALL_GATES
     if isinstance(case, GatedCase) and case.shared:
         index.upsert_claim(_sharer(case.shared))
     pod: Json = {
