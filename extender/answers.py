@@ -20,14 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from itertools import compress, repeat
-from operator import is_
+from operator import is_, is_not, itemgetter
 from typing import cast
 
 import orjson
 
 from extender.cluster.model import Cluster, NodeInfo
 from extender.filters import Verdict
-from extender.protocol import Failures
+from extender.protocol import Failures, HostScores, host_piece
 
 
 class Names:
@@ -103,35 +103,50 @@ def _piece(kind: type[bytes], name: str, reason: str) -> bytes:
     return kind(orjson.dumps(name) + b":" + orjson.dumps(reason))
 
 
+def _of(kind: type[bytes], entries: list[object], kinds: list[type]) -> list[bytes]:
+    """The pieces of class `kind` among `entries` (whose classes are `kinds`)."""
+    return cast("list[bytes]", list(compress(entries, map(is_, kinds, repeat(kind)))))
+
+
 class Verdicts(_Table):
     """Every node's verdict for one shape: a marker when it passes, otherwise its failure already
-    encoded as a piece of the answer, of a class that says which map of the answer it goes in."""
+    encoded as a piece of the answer, of a class that says which map of the answer it goes in;
+    and how many entries are of each class, so that a table failing nodes of one class only
+    skips telling them apart."""
 
     def __init__(self, names: Names, judge: Callable[[NodeInfo], Verdict]) -> None:
         super().__init__(names)
         self._judge = judge
         self._entries: dict[str, object] = {}
+        self._counts: dict[type, int] = {_Fails: 0, _NeverFits: 0, object: 0}
 
     def _clear(self) -> None:
         self._entries = {}
+        self._counts = dict.fromkeys(self._counts, 0)
 
     def _drop(self, name: str) -> None:
-        self._entries.pop(name, None)
+        found = self._entries.pop(name, None)
+        if found is not None:
+            self._counts[type(found)] -= 1
 
     def _put(self, name: str, node: NodeInfo) -> None:
         self.place(name, self._judge(node))
 
     def place(self, name: str, verdict: Verdict) -> None:
+        self._drop(name)
         if verdict.ok:
-            self._entries[name] = _PASSES
+            entry: object = _PASSES
         else:
             kind = _Fails if verdict.resolvable else _NeverFits
-            self._entries[name] = _piece(kind, name, verdict.reason)
+            entry = _piece(kind, name, verdict.reason)
+        self._entries[name] = entry
+        self._counts[type(entry)] += 1
 
     def overlaid(self, verdicts: Mapping[str, Verdict]) -> Verdicts:
         """A copy with `verdicts` in place of the nodes' own (what gang plans hold counted)."""
         copy = Verdicts(self._names, self._judge)
         copy._entries = dict(self._entries)
+        copy._counts = dict(self._counts)
         for name, verdict in verdicts.items():
             copy.place(name, verdict)
         return copy
@@ -141,19 +156,40 @@ class Verdicts(_Table):
         in the names' order; a name not in the cluster fails for the `unknown` reason
         (resolvable).
 
-        One dict lookup per name finds its entry; the rest are passes over that list in C that
-        compare identities (of the pass marker, of the entries' classes) and join bytes."""
-        entries = list(map(self._entries.get, names, repeat(_UNKNOWN)))
+        One dict lookup per name finds its entry (`itemgetter`, no call per name); the rest are
+        passes over that list in C that compare identities (of the pass marker, of the entries'
+        classes, only when the table fails nodes of both) and join bytes."""
+        try:
+            found = itemgetter(*names)(self._entries) if len(names) > 1 else None
+            entries = list(found) if found is not None else [self._entries[n] for n in names]
+        except KeyError:  # a name not in the cluster (rare: a node just added, or no node)
+            return self._sort_with_unknown(names, unknown)
         passed = list(compress(names, map(is_, entries, repeat(_PASSES))))
         if len(passed) == len(names):
             return passed, Failures([]), Failures([])
+        if not self._counts[_NeverFits]:
+            return passed, Failures(self._failing(entries)), Failures([])
+        if not self._counts[_Fails]:
+            return passed, Failures([]), Failures(self._failing(entries))
         kinds = list(map(type, entries))
-        # Entries of those two classes are the pieces.
-        failed = cast("list[bytes]", list(compress(entries, map(is_, kinds, repeat(_Fails)))))
-        never = cast("list[bytes]", list(compress(entries, map(is_, kinds, repeat(_NeverFits)))))
-        if len(passed) + len(failed) + len(never) < len(names):
-            failed = self._with_unknown(names, entries, unknown)
-        return passed, Failures(failed), Failures(never)
+        return (
+            passed,
+            Failures(_of(_Fails, entries, kinds)),
+            Failures(_of(_NeverFits, entries, kinds)),
+        )
+
+    def _sort_with_unknown(
+        self, names: list[str], unknown: str
+    ) -> tuple[list[str], Failures, Failures]:
+        entries = list(map(self._entries.get, names, repeat(_UNKNOWN)))
+        passed = list(compress(names, map(is_, entries, repeat(_PASSES))))
+        never = _of(_NeverFits, entries, list(map(type, entries)))
+        return passed, Failures(self._with_unknown(names, entries, unknown)), Failures(never)
+
+    @staticmethod
+    def _failing(entries: list[object]) -> list[bytes]:
+        """The pieces among `entries`, all of one class."""
+        return cast("list[bytes]", list(compress(entries, map(is_not, entries, repeat(_PASSES)))))
 
     def _with_unknown(self, names: list[str], entries: list[object], unknown: str) -> list[bytes]:
         """The resolvable failures, the names not in the cluster among them (rare: a node just
@@ -169,7 +205,7 @@ class Verdicts(_Table):
 
 class Totals(_Table):
     """Every node's total score for one shape under one set of weights, the criteria that read
-    gang plans at their neutral score."""
+    gang plans at their neutral score; and its HostPriority answer piece already encoded."""
 
     def __init__(self, names: Names, total: Callable[[NodeInfo], float], weights: object) -> None:
         super().__init__(names)
@@ -177,16 +213,35 @@ class Totals(_Table):
         self.weights = weights
         """The weights the totals are for (compared by identity)."""
         self.totals: dict[str, float] = {}
+        self._pieces: dict[str, bytes] = {}
 
     def _clear(self) -> None:
         self.totals = {}
+        self._pieces = {}
 
     def _drop(self, name: str) -> None:
         self.totals.pop(name, None)
+        self._pieces.pop(name, None)
 
     def _put(self, name: str, node: NodeInfo) -> None:
-        self.totals[name] = self._total(node)
+        total = self.totals[name] = self._total(node)
+        self._pieces[name] = host_piece(name, total)
 
     def of(self, names: list[str], unknown: float) -> dict[str, float]:
         """Name -> total, in the names' order; a name not in the cluster gets `unknown`."""
         return dict(zip(names, map(self.totals.get, names, repeat(unknown)), strict=True))
+
+    def answer(self, names: list[str], unknown: float) -> HostScores:
+        """The HostPriorityList for `names` as `host_priorities(self.of(names, unknown))` encodes
+        it: one lookup per name and a `bytes.join`. A name sent twice is answered once (a
+        repeated host would count twice in kube-scheduler's sum)."""
+        if len(set(names)) < len(names):
+            names = list(dict.fromkeys(names))
+        try:
+            pieces = itemgetter(*names)(self._pieces) if len(names) > 1 else self._one(names)
+        except KeyError:  # a name not in the cluster (rare: a node just added, or no node)
+            pieces = [self._pieces.get(n) or host_piece(n, unknown) for n in names]
+        return HostScores(pieces)
+
+    def _one(self, names: list[str]) -> list[bytes]:
+        return [self._pieces[name] for name in names]
