@@ -203,7 +203,8 @@ def main() -> int:
         "(no HTTP), one extender core"
     )
     print(
-        f"  {'stream':<13}{'bound ext/plain':>16}{'nodes sent':>11}{'plain pods/s':>13}{'extender':>9}"
+        f"  {'stream':<13}{'bound ext/plain':>16}{'nodes sent':>11}{'plain pods/s':>13}"
+        f"{'extender':>9}"
         f"{'ratio':>7}{'steady':>7}{'ratio':>7}{'filter ms':>10}{'prioritize':>11}{'bind':>6}"
         f"{'wall s':>8}"
     )
