@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from itertools import compress, repeat
-from operator import is_, is_not, itemgetter
+from operator import is_, itemgetter
 from typing import cast
 
 import orjson
@@ -86,48 +86,42 @@ class _Table:
         raise NotImplementedError
 
 
-class _Fails(bytes):
-    """A node's `"name":"reason"` piece when it fails for now."""
-
-
-class _NeverFits(bytes):
-    """A node's `"name":"reason"` piece when it fails whatever is freed."""
-
-
-_PASSES = object()
-"""What the table holds for every passing node: nothing per node is needed to answer."""
+_PASSES = False
+"""What the table holds for a passing node: nothing per node is needed to answer."""
+_NEVER_FITS = None
+"""What the table holds for a node that fails whatever is freed; its piece is kept apart."""
 _UNKNOWN = object()
+# The two markers are falsy and every piece (bytes, never empty) is true: `filter(None, ...)`
+# picks the pieces of the nodes that fail for now in one pass in C, with no call per entry.
 
 
-def _piece(kind: type[bytes], name: str, reason: str) -> bytes:
-    return kind(orjson.dumps(name) + b":" + orjson.dumps(reason))
-
-
-def _of(kind: type[bytes], entries: list[object], kinds: list[type]) -> list[bytes]:
-    """The pieces of class `kind` among `entries` (whose classes are `kinds`)."""
-    return cast("list[bytes]", list(compress(entries, map(is_, kinds, repeat(kind)))))
+def _piece(name: str, reason: str) -> bytes:
+    """A node's `"name":"reason"` entry of a failure map."""
+    return orjson.dumps(name) + b":" + orjson.dumps(reason)
 
 
 class Verdicts(_Table):
-    """Every node's verdict for one shape: a marker when it passes, otherwise its failure already
-    encoded as a piece of the answer, of a class that says which map of the answer it goes in;
-    and how many entries are of each class, so that a table failing nodes of one class only
-    skips telling them apart."""
+    """Every node's verdict for one shape: a marker when it passes; for a node that fails for
+    now, its entry of the answer's failure map already encoded; for one that fails whatever is
+    freed, a marker, its entry kept in a table of its own. And how many of each there are, so
+    that a table failing nodes of one kind only skips telling them apart."""
 
     def __init__(self, names: Names, judge: Callable[[NodeInfo], Verdict]) -> None:
         super().__init__(names)
         self._judge = judge
-        self._entries: dict[str, object] = {}
-        self._counts: dict[type, int] = {_Fails: 0, _NeverFits: 0, object: 0}
+        self._entries: dict[str, bytes | bool | None] = {}
+        self._never: dict[str, bytes] = {}
+        self._fails = 0
 
     def _clear(self) -> None:
-        self._entries = {}
-        self._counts = dict.fromkeys(self._counts, 0)
+        self._entries, self._never, self._fails = {}, {}, 0
 
     def _drop(self, name: str) -> None:
-        found = self._entries.pop(name, None)
-        if found is not None:
-            self._counts[type(found)] -= 1
+        found = self._entries.pop(name, _PASSES)
+        if found is _NEVER_FITS:
+            del self._never[name]
+        elif found is not _PASSES:
+            self._fails -= 1
 
     def _put(self, name: str, node: NodeInfo) -> None:
         self.place(name, self._judge(node))
@@ -135,18 +129,19 @@ class Verdicts(_Table):
     def place(self, name: str, verdict: Verdict) -> None:
         self._drop(name)
         if verdict.ok:
-            entry: object = _PASSES
+            self._entries[name] = _PASSES
+        elif verdict.resolvable:
+            self._entries[name] = _piece(name, verdict.reason)
+            self._fails += 1
         else:
-            kind = _Fails if verdict.resolvable else _NeverFits
-            entry = _piece(kind, name, verdict.reason)
-        self._entries[name] = entry
-        self._counts[type(entry)] += 1
+            self._entries[name] = _NEVER_FITS
+            self._never[name] = _piece(name, verdict.reason)
 
     def overlaid(self, verdicts: Mapping[str, Verdict]) -> Verdicts:
         """A copy with `verdicts` in place of the nodes' own (what gang plans hold counted)."""
         copy = Verdicts(self._names, self._judge)
-        copy._entries = dict(self._entries)
-        copy._counts = dict(self._counts)
+        copy._entries, copy._never = dict(self._entries), dict(self._never)
+        copy._fails = self._fails
         for name, verdict in verdicts.items():
             copy.place(name, verdict)
         return copy
@@ -157,8 +152,8 @@ class Verdicts(_Table):
         (resolvable).
 
         One dict lookup per name finds its entry (`itemgetter`, no call per name); the rest are
-        passes over that list in C that compare identities (of the pass marker, of the entries'
-        classes, only when the table fails nodes of both) and join bytes."""
+        passes over that list in C (identity tests, truth tests, `bytes.join`), and a second
+        lookup for the names that never fit only."""
         try:
             found = itemgetter(*names)(self._entries) if len(names) > 1 else None
             entries = list(found) if found is not None else [self._entries[n] for n in names]
@@ -167,40 +162,27 @@ class Verdicts(_Table):
         passed = list(compress(names, map(is_, entries, repeat(_PASSES))))
         if len(passed) == len(names):
             return passed, Failures([]), Failures([])
-        if not self._counts[_NeverFits]:
-            return passed, Failures(self._failing(entries)), Failures([])
-        if not self._counts[_Fails]:
-            return passed, Failures([]), Failures(self._failing(entries))
-        kinds = list(map(type, entries))
-        return (
-            passed,
-            Failures(_of(_Fails, entries, kinds)),
-            Failures(_of(_NeverFits, entries, kinds)),
-        )
+        failed = list(filter(None, entries)) if self._fails else []
+        return passed, Failures(cast("list[bytes]", failed)), self._never_among(names, entries)
+
+    def _never_among(self, names: list[str], entries: list[object]) -> Failures:
+        if not self._never:
+            return Failures([])
+        never = list(compress(names, map(is_, entries, repeat(_NEVER_FITS))))
+        return Failures(list(map(self._never.__getitem__, never)))
 
     def _sort_with_unknown(
         self, names: list[str], unknown: str
     ) -> tuple[list[str], Failures, Failures]:
         entries = list(map(self._entries.get, names, repeat(_UNKNOWN)))
         passed = list(compress(names, map(is_, entries, repeat(_PASSES))))
-        never = _of(_NeverFits, entries, list(map(type, entries)))
-        return passed, Failures(self._with_unknown(names, entries, unknown)), Failures(never)
-
-    @staticmethod
-    def _failing(entries: list[object]) -> list[bytes]:
-        """The pieces among `entries`, all of one class."""
-        return cast("list[bytes]", list(compress(entries, map(is_not, entries, repeat(_PASSES)))))
-
-    def _with_unknown(self, names: list[str], entries: list[object], unknown: str) -> list[bytes]:
-        """The resolvable failures, the names not in the cluster among them (rare: a node just
-        added, or a name that is no node)."""
-        found: list[bytes] = []
+        failed: list[bytes] = []
         for name, entry in zip(names, entries, strict=True):
             if entry is _UNKNOWN:
-                found.append(_piece(_Fails, name, unknown))
-            elif isinstance(entry, _Fails):
-                found.append(entry)
-        return found
+                failed.append(_piece(name, unknown))
+            elif isinstance(entry, bytes):
+                failed.append(entry)
+        return passed, Failures(failed), self._never_among(names, entries)
 
 
 class Totals(_Table):
