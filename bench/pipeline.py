@@ -7,9 +7,11 @@ runs in the background. So the extender's time per call adds to every cycle. Her
 kube-scheduler (kubesim) runs on a simulated clock (`kubesim.simulate.run`), its own work per
 cycle fixed at `--cycle-ms` (2 ms: the Go scheduler's in-tree share), with kube-scheduler's
 adaptive percentage of nodes to find (max(5, 50 - nodes/125) %, at least 100 nodes) in both
-runs. The extender is the real `Scheduler` called in the same process through its wire
-encoding (kubesim/simulate/wire.py), and each call costs simulated time equal to the CPU time
-the extender's side of it took (the request decoded, the call, the answer encoded), on one
+runs, but for gangs with the extender 100 %, as the manifests set it (the gang planner needs
+every feasible node in view). The extender is the real `Scheduler` called in the same process
+through its wire encoding (kubesim/simulate/wire.py), and each call costs simulated time equal
+to the CPU time the extender's side of it took (the request decoded, the call, the answer
+encoded), on one
 extender core: a call waits while an earlier one still runs. HTTP is not in it (bench/extender.py
 measures what HTTP adds per call). A bind costs the CPU time measured for it when it ran without
 waiting; a gang's binds wait at the extender's barrier for their gang, and are charged the
@@ -105,9 +107,17 @@ def _is_gang_bind(body: bytes) -> bool:
     return b'"PodName":"gang-' in body
 
 
-def adaptive(variant: simulation.Variant, settings: simulation.Settings) -> Any:
-    """kubesim's configuration for the variant with kube-scheduler's adaptive percentage."""
-    return replace(scheduler_config(variant, settings), percentage_of_nodes_to_score=None)
+def percentage(gangs: bool) -> Any:
+    """kubesim's configuration for a variant: kube-scheduler's adaptive percentage of nodes to
+    find, but for gangs with the extender 100 %, as manifests/scheduler/configmap.yaml sets it
+    (a sample of the nodes would leave out the nodes planned for the gang's other members)."""
+
+    def config(variant: simulation.Variant, settings: simulation.Settings) -> Any:
+        found = scheduler_config(variant, settings)
+        wanted = 100 if gangs and variant.weights is not None else None
+        return replace(found, percentage_of_nodes_to_score=wanted)
+
+    return config
 
 
 scheduler_config = simulation.scheduler_config
@@ -154,7 +164,7 @@ def one(
     started = time.perf_counter()
     with (
         mock.patch.object(simulation, "InProcessExtender", build),
-        mock.patch.object(simulation, "scheduler_config", adaptive),
+        mock.patch.object(simulation, "scheduler_config", percentage(jobs[0].gang)),
     ):
         result = simulation.simulate(cluster, jobs, variant, settings)
     bound, rate, steady = throughput(result)
