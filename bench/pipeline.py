@@ -11,11 +11,10 @@ runs, but for gangs with the extender 100 %, as the manifests set it (the gang p
 every feasible node in view). The extender is the real `Scheduler` called in the same process
 through its wire encoding (kubesim/simulate/wire.py), and each call costs simulated time equal
 to the CPU time the extender's side of it took (the request decoded, the call, the answer
-encoded), on one
-extender core: a call waits while an earlier one still runs. HTTP is not in it (bench/extender.py
-measures what HTTP adds per call). A bind costs the CPU time measured for it when it ran without
-waiting; a gang's binds wait at the extender's barrier for their gang, and are charged the
-median of the single pods' binds of the same run instead.
+encoded), on one extender core: a call waits while an earlier one still runs. HTTP is not in it
+(bench/extender.py measures what HTTP adds per call). A single pod's bind costs the CPU time
+measured for it; a gang's binds wait at the extender's barrier for their gang, and are charged
+the median of the single pods' binds of the same run instead.
 
 Two streams, each all queued at once on a generated cluster (testbed/clustergen, half of the
 GPUs busy): `--pods` single pods of 1, 2, 4 or 8 GPUs, and `--gangs` gangs of `--gang-size`
