@@ -72,6 +72,7 @@ bench: $(STAMP)
 	$(PY) -m bench.gang
 	$(PY) -m bench.nccl_conf
 	$(PY) -m bench.scale --sizes 300,1000 --names 500 --calls 60
+	$(PY) -m bench.pipeline --nodes 1000 --pods 100 --gangs 6
 
 # The image's dependencies, pinned with hashes for every platform (amd64 and arm64 wheels alike),
 # with setuptools to build kube-rdma itself without build isolation. uv is pinned too.

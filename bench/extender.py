@@ -6,9 +6,11 @@ running training pods), made uneven on purpose: most nodes also run a small side
 0-2 GPUs and 1-3 shared RDMA units, so nodes differ in what is used and the cluster has
 hundreds of distinct states (the count is printed), not a few dozen. Next to it the floor
 (bench/floor.py) decodes the same requests and answers same-shaped bodies doing nothing else.
-Both servers are pinned to one core; a client on the other core sends one call at a time on a
-kept-alive connection to each (as kube-scheduler does), alternating between the two call by
-call so that both see the same noise, for a mix of pod shapes (8-GPU RoCE and InfiniBand
+A second floor, bench/floor_go (Go's net/http and encoding/json, what kube-scheduler's own side
+of the call is made of), is built and served too when `go` is on the PATH. The servers are
+pinned to one core; a client on the other core sends one call at a time on a kept-alive
+connection to each (as kube-scheduler does), alternating between them call by call so that all
+see the same noise, for a mix of pod shapes (8-GPU RoCE and InfiniBand
 workers, 4/2/1-GPU pods, one with min-affinity PIX), with:
 - NodeNames lists of 500 (kube-scheduler's default sample at 5,000 nodes) and of 5,000,
 - full Nodes lists of 500 (nodeCacheCapable: false), to show what that costs.
@@ -17,17 +19,23 @@ the first of each shape (nothing cached for it yet); the others repeat shapes, a
 one job do. The ratio is the extender's p50 (p99) over the floor's. "cpu/call" is the CPU time
 each server process spent per call (its threads' schedstat, first calls left out), which other
 work on the machine stretches far less than the round trip: the steadier figure on a shared
-machine.
+machine. With `--profile`, the NodeNames cases' calls run once more in this process under
+cProfile (decode, the real Scheduler, the answer encoded, as the handlers do) and the top
+entries are printed.
 
-    python -m bench.extender [--nodes 5000] [--calls 300]        (make bench)
+    python -m bench.extender [--nodes 5000] [--calls 300] [--profile]        (make bench)
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import http.client
+import io
 import os
+import pstats
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -125,15 +133,17 @@ def run(
     make: Make,
     calls: range,
     rng: random.Random,
+    sent: list[tuple[str, bytes]],
 ) -> list[Timings]:
     """Each call sent to every server in turn; per server, the first calls (of each shape) and
-    the rest."""
+    the rest. The bodies are appended to `sent`."""
     timings: list[Timings] = [([], []) for _ in servers]
     for i in calls:
         shape = SHAPES[i % len(SHAPES)]
         name = f"{shape['metadata']['name']}-{i}"
         pod = dict(shape, metadata={**shape["metadata"], "name": name})
         body = orjson.dumps(make(pod, rng))
+        sent.append((verb, body))
         for connection, (first, rest) in zip(servers, timings, strict=True):
             (first if i < len(SHAPES) else rest).append(post(connection, verb, body))
     return timings
@@ -161,10 +171,53 @@ def start(command: list[str], port: int) -> tuple[subprocess.Popen[bytes], float
     return server, time.perf_counter() - started
 
 
+def go_floor(folder: Path) -> list[str] | None:
+    """The command serving bench/floor_go, built into `folder`; None without a Go toolchain."""
+    go = shutil.which("go")
+    if go is None:
+        return None
+    binary = folder / "floor-go"
+    source = ROOT / "bench" / "floor_go" / "main.go"
+    subprocess.run([go, "build", "-o", str(binary), str(source)], check=True, cwd=folder)
+    return [str(binary), "-port"]
+
+
+def profile(objects: list[Json], bodies: list[tuple[str, bytes]]) -> str:
+    """cProfile of what the handlers do for these calls, in this process."""
+    from extender import protocol
+    from extender.app import EXTENDER, Settings, create_app
+
+    scheduler = create_app(Settings(), SnapshotSource(objects))[EXTENDER].scheduler
+
+    def call(verb: str, body: bytes) -> bytes:
+        args = protocol.decode_args(body)
+        if verb == "prioritize":
+            return scheduler.answer_scores(args.pod, args.names).json
+        found = scheduler.filter(args.pod, args.names)
+        return orjson.dumps(
+            protocol.filter_result(args, found.passed, found.failed, found.unresolvable)
+        )
+
+    out = io.StringIO()
+    for verb in ("filter", "prioritize"):
+        mine = [body for v, body in bodies if v == verb]
+        for body in mine[: len(SHAPES)]:
+            call(verb, body)  # the shapes' tables built
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for body in mine[len(SHAPES) :]:
+            call(verb, body)
+        profiler.disable()
+        out.write(f"--- cProfile, {verb}: {len(mine) - len(SHAPES)} calls ---\n")
+        pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(10)
+    return out.getvalue()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
     spec = ClusterSpec(
         nodes=args.nodes, seed=7, link_layer="mixed" if args.nodes > 256 else "Ethernet"
@@ -191,50 +244,70 @@ def main() -> int:
         ("prioritize", f"NodeNames {len(names)}", every),
         ("filter", f"Nodes {sample_size}", full),
     ]
+    sent: list[tuple[str, bytes]] = []
     with tempfile.TemporaryDirectory() as tmp:
         snapshot = Path(tmp) / "cluster.json"
         write_snapshot(objects, snapshot)
-        ports = free_port(), free_port()
+        go = go_floor(Path(tmp))
+        ports = [free_port(), free_port()] + ([free_port()] if go else [])
         extender, load = start(
             [sys.executable, "-m", "kube_rdma_cli", "--log-level", "warning", "extender",
              "--cluster-snapshot", str(snapshot), "--host", "127.0.0.1", "--port", str(ports[0])],
             ports[0],
         )  # fmt: skip
-        floor, _ = start([sys.executable, "-m", "bench.floor", "--port", str(ports[1])], ports[1])
+        servers = [extender]
+        servers.append(
+            start([sys.executable, "-m", "bench.floor", "--port", str(ports[1])], ports[1])[0]
+        )
+        if go:
+            servers.append(start([*go, str(ports[2])], ports[2])[0])
+        floors = ["python floor", "go floor"][: len(servers) - 1]
         try:
             time.sleep(3.0)  # let the extender settle its cache (the full collection, gc.freeze)
             pin(1)
             rng = random.Random(1)
-            servers = [http.client.HTTPConnection("127.0.0.1", p, timeout=30) for p in ports]
+            connections = [http.client.HTTPConnection("127.0.0.1", p, timeout=30) for p in ports]
             print(
                 f"extender bench: {len(names)} nodes in {states} distinct states "
-                f"({signatures} rail signatures), serving after {load:.1f} s; extender and floor "
-                "pinned to one core, one call at a time on kept-alive connections"
+                f"({signatures} rail signatures), serving after {load:.1f} s; extender and "
+                f"{' and '.join(floors)} pinned to one core, one call at a time on kept-alive "
+                f"connections, load average {Path('/proc/loadavg').read_text().split()[0]}"
             )
             print(
-                f"  {'verb':<11}{'candidates':<16}{'p50 ms':>8}{'p99 ms':>8}{'first max':>10}"
-                f"{'floor p50':>10}{'p99':>7}{'ratio p50':>10}{'p99':>6}{'cpu/call':>10}"
-                f"{'floor':>7}{'ratio':>7}"
+                f"  {'verb':<11}{'candidates':<16}{'p50 ms':>7}{'p99':>7}{'cpu':>7}{'first':>7}"
+                f"  {'against':<13}{'p50':>6}{'p99':>7}{'cpu':>6}"
+                f"{'ratio p50':>10}{'p99':>6}{'cpu':>6}"
             )
-            pids = [extender.pid, floor.pid]
+            pids = [server.pid for server in servers]
             for verb, label, make in cases:
                 calls = args.calls if "Names" in label else max(args.calls // 6, 3 * len(SHAPES))
-                ((first, _), _) = run(servers, verb, make, range(len(SHAPES)), rng)
+                kept = sent if "Names" in label else []
+                ((first, _), *_) = run(connections, verb, make, range(len(SHAPES)), rng, kept)
                 before = [cpu_ns(pid) for pid in pids]
-                (_, rest), (_, base) = run(servers, verb, make, range(len(SHAPES), calls), rng)
+                timings = run(connections, verb, make, range(len(SHAPES), calls), rng, kept)
                 spent = [cpu_ns(pid) - b for pid, b in zip(pids, before, strict=True)]
+                rest = timings[0][1]
                 used = [ns / 1e6 / len(rest) for ns in spent]
                 p50, p99 = statistics.median(rest), percentile(rest, 0.99)
-                f50, f99 = statistics.median(base), percentile(base, 0.99)
-                print(
-                    f"  {verb:<11}{label:<16}{p50:8.2f}{p99:8.2f}{max(first):10.2f}"
-                    f"{f50:10.2f}{f99:7.2f}{p50 / f50:10.2f}{p99 / f99:6.2f}"
-                    f"{used[0]:10.2f}{used[1]:7.2f}{used[0] / used[1]:7.2f}"
-                )
+                for index, floor in enumerate(floors, start=1):
+                    base = timings[index][1]
+                    f50, f99 = statistics.median(base), percentile(base, 0.99)
+                    head = (
+                        f"  {verb:<11}{label:<16}{p50:7.2f}{p99:7.2f}{used[0]:7.2f}"
+                        f"{max(first):7.1f}"
+                        if index == 1
+                        else " " * 55
+                    )
+                    print(
+                        f"{head}  {floor:<13}{f50:6.2f}{f99:7.2f}{used[index]:6.2f}"
+                        f"{p50 / f50:10.2f}{p99 / f99:6.2f}{used[0] / used[index]:6.2f}"
+                    )
         finally:
-            for server in (extender, floor):
+            for server in servers:
                 server.terminate()
                 server.wait(timeout=10)
+    if args.profile:
+        print(profile(objects, sent))
     print("  goal: p50 <= 2x the floor for NodeNames lists")
     return 0
 

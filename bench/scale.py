@@ -126,7 +126,7 @@ def one_size(nodes: int, names_per_call: int, calls: int, daemon: int, per_node:
 
     def prioritize_call(body: bytes) -> bytes:
         args = protocol.decode_args(body)
-        return orjson.dumps(protocol.host_priorities(scheduler.prioritize(args.pod, args.names)))
+        return scheduler.answer_scores(args.pod, args.names).json  # as the handler answers
 
     real = {"filter": filter_call, "prioritize": prioritize_call}
     floor = {"filter": floor_filter, "prioritize": floor_prioritize}

@@ -20,14 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from itertools import compress, repeat
-from operator import is_
+from operator import is_, itemgetter
 from typing import cast
 
 import orjson
 
 from extender.cluster.model import Cluster, NodeInfo
 from extender.filters import Verdict
-from extender.protocol import Failures
+from extender.protocol import Failures, HostScores, host_piece
 
 
 class Names:
@@ -86,52 +86,62 @@ class _Table:
         raise NotImplementedError
 
 
-class _Fails(bytes):
-    """A node's `"name":"reason"` piece when it fails for now."""
-
-
-class _NeverFits(bytes):
-    """A node's `"name":"reason"` piece when it fails whatever is freed."""
-
-
-_PASSES = object()
-"""What the table holds for every passing node: nothing per node is needed to answer."""
+_PASSES = False
+"""What the table holds for a passing node: nothing per node is needed to answer."""
+_NEVER_FITS = None
+"""What the table holds for a node that fails whatever is freed; its piece is kept apart."""
 _UNKNOWN = object()
+# The two markers are falsy and every piece (bytes, never empty) is true: `filter(None, ...)`
+# picks the pieces of the nodes that fail for now in one pass in C, with no call per entry.
 
 
-def _piece(kind: type[bytes], name: str, reason: str) -> bytes:
-    return kind(orjson.dumps(name) + b":" + orjson.dumps(reason))
+def _piece(name: str, reason: str) -> bytes:
+    """A node's `"name":"reason"` entry of a failure map."""
+    return orjson.dumps(name) + b":" + orjson.dumps(reason)
 
 
 class Verdicts(_Table):
-    """Every node's verdict for one shape: a marker when it passes, otherwise its failure already
-    encoded as a piece of the answer, of a class that says which map of the answer it goes in."""
+    """Every node's verdict for one shape: a marker when it passes; for a node that fails for
+    now, its entry of the answer's failure map already encoded; for one that fails whatever is
+    freed, a marker, its entry kept in a table of its own. And how many of each there are, so
+    that a table failing nodes of one kind only skips telling them apart."""
 
     def __init__(self, names: Names, judge: Callable[[NodeInfo], Verdict]) -> None:
         super().__init__(names)
         self._judge = judge
-        self._entries: dict[str, object] = {}
+        self._entries: dict[str, bytes | bool | None] = {}
+        self._never: dict[str, bytes] = {}
+        self._fails = 0
 
     def _clear(self) -> None:
-        self._entries = {}
+        self._entries, self._never, self._fails = {}, {}, 0
 
     def _drop(self, name: str) -> None:
-        self._entries.pop(name, None)
+        found = self._entries.pop(name, _PASSES)
+        if found is _NEVER_FITS:
+            del self._never[name]
+        elif found is not _PASSES:
+            self._fails -= 1
 
     def _put(self, name: str, node: NodeInfo) -> None:
         self.place(name, self._judge(node))
 
     def place(self, name: str, verdict: Verdict) -> None:
+        self._drop(name)
         if verdict.ok:
             self._entries[name] = _PASSES
+        elif verdict.resolvable:
+            self._entries[name] = _piece(name, verdict.reason)
+            self._fails += 1
         else:
-            kind = _Fails if verdict.resolvable else _NeverFits
-            self._entries[name] = _piece(kind, name, verdict.reason)
+            self._entries[name] = _NEVER_FITS
+            self._never[name] = _piece(name, verdict.reason)
 
     def overlaid(self, verdicts: Mapping[str, Verdict]) -> Verdicts:
         """A copy with `verdicts` in place of the nodes' own (what gang plans hold counted)."""
         copy = Verdicts(self._names, self._judge)
-        copy._entries = dict(self._entries)
+        copy._entries, copy._never = dict(self._entries), dict(self._never)
+        copy._fails = self._fails
         for name, verdict in verdicts.items():
             copy.place(name, verdict)
         return copy
@@ -141,35 +151,43 @@ class Verdicts(_Table):
         in the names' order; a name not in the cluster fails for the `unknown` reason
         (resolvable).
 
-        One dict lookup per name finds its entry; the rest are passes over that list in C that
-        compare identities (of the pass marker, of the entries' classes) and join bytes."""
-        entries = list(map(self._entries.get, names, repeat(_UNKNOWN)))
+        One dict lookup per name finds its entry (`itemgetter`, no call per name); the rest are
+        passes over that list in C (identity tests, truth tests, `bytes.join`), and a second
+        lookup for the names that never fit only."""
+        try:
+            found = itemgetter(*names)(self._entries) if len(names) > 1 else None
+            entries = list(found) if found is not None else [self._entries[n] for n in names]
+        except KeyError:  # a name not in the cluster (rare: a node just added, or no node)
+            return self._sort_with_unknown(names, unknown)
         passed = list(compress(names, map(is_, entries, repeat(_PASSES))))
         if len(passed) == len(names):
             return passed, Failures([]), Failures([])
-        kinds = list(map(type, entries))
-        # Entries of those two classes are the pieces.
-        failed = cast("list[bytes]", list(compress(entries, map(is_, kinds, repeat(_Fails)))))
-        never = cast("list[bytes]", list(compress(entries, map(is_, kinds, repeat(_NeverFits)))))
-        if len(passed) + len(failed) + len(never) < len(names):
-            failed = self._with_unknown(names, entries, unknown)
-        return passed, Failures(failed), Failures(never)
+        failed = list(filter(None, entries)) if self._fails else []
+        return passed, Failures(cast("list[bytes]", failed)), self._never_among(names, entries)
 
-    def _with_unknown(self, names: list[str], entries: list[object], unknown: str) -> list[bytes]:
-        """The resolvable failures, the names not in the cluster among them (rare: a node just
-        added, or a name that is no node)."""
-        found: list[bytes] = []
+    def _never_among(self, names: list[str], entries: list[object]) -> Failures:
+        if not self._never:
+            return Failures([])
+        never = list(compress(names, map(is_, entries, repeat(_NEVER_FITS))))
+        return Failures(list(map(self._never.__getitem__, never)))
+
+    def _sort_with_unknown(
+        self, names: list[str], unknown: str
+    ) -> tuple[list[str], Failures, Failures]:
+        entries = list(map(self._entries.get, names, repeat(_UNKNOWN)))
+        passed = list(compress(names, map(is_, entries, repeat(_PASSES))))
+        failed: list[bytes] = []
         for name, entry in zip(names, entries, strict=True):
             if entry is _UNKNOWN:
-                found.append(_piece(_Fails, name, unknown))
-            elif isinstance(entry, _Fails):
-                found.append(entry)
-        return found
+                failed.append(_piece(name, unknown))
+            elif isinstance(entry, bytes):
+                failed.append(entry)
+        return passed, Failures(failed), self._never_among(names, entries)
 
 
 class Totals(_Table):
     """Every node's total score for one shape under one set of weights, the criteria that read
-    gang plans at their neutral score."""
+    gang plans at their neutral score; and its HostPriority answer piece already encoded."""
 
     def __init__(self, names: Names, total: Callable[[NodeInfo], float], weights: object) -> None:
         super().__init__(names)
@@ -177,16 +195,35 @@ class Totals(_Table):
         self.weights = weights
         """The weights the totals are for (compared by identity)."""
         self.totals: dict[str, float] = {}
+        self._pieces: dict[str, bytes] = {}
 
     def _clear(self) -> None:
         self.totals = {}
+        self._pieces = {}
 
     def _drop(self, name: str) -> None:
         self.totals.pop(name, None)
+        self._pieces.pop(name, None)
 
     def _put(self, name: str, node: NodeInfo) -> None:
-        self.totals[name] = self._total(node)
+        total = self.totals[name] = self._total(node)
+        self._pieces[name] = host_piece(name, total)
 
     def of(self, names: list[str], unknown: float) -> dict[str, float]:
         """Name -> total, in the names' order; a name not in the cluster gets `unknown`."""
         return dict(zip(names, map(self.totals.get, names, repeat(unknown)), strict=True))
+
+    def answer(self, names: list[str], unknown: float) -> HostScores:
+        """The HostPriorityList for `names` as `host_priorities(self.of(names, unknown))` encodes
+        it: one lookup per name and a `bytes.join`. A name sent twice is answered once (a
+        repeated host would count twice in kube-scheduler's sum)."""
+        if len(set(names)) < len(names):
+            names = list(dict.fromkeys(names))
+        try:
+            pieces = itemgetter(*names)(self._pieces) if len(names) > 1 else self._one(names)
+        except KeyError:  # a name not in the cluster (rare: a node just added, or no node)
+            pieces = [self._pieces.get(n) or host_piece(n, unknown) for n in names]
+        return HostScores(pieces)
+
+    def _one(self, names: list[str]) -> list[bytes]:
+        return [self._pieces[name] for name in names]

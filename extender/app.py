@@ -273,8 +273,8 @@ async def handle_filter(request: web.Request) -> web.Response:
 
 async def handle_prioritize(request: web.Request) -> web.Response:
     args = protocol.decode_args(await request.read())
-    scores = request.app[EXTENDER].scheduler.prioritize(args.pod, args.names)
-    return _json(protocol.host_priorities(scores))
+    scores = request.app[EXTENDER].scheduler.answer_scores(args.pod, args.names)
+    return web.Response(body=scores.json, content_type="application/json")
 
 
 async def handle_bind(request: web.Request) -> web.Response:

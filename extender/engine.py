@@ -29,6 +29,7 @@ from extender.filters import registry as filter_registry
 from extender.notes import node_notes
 from extender.pairing import Rails, rails
 from extender.podview import PodView
+from extender.protocol import HostScores
 from extender.scores import Criterion
 from extender.scores import registry as score_registry
 from extender.weights import Weights
@@ -263,6 +264,19 @@ class Engine:
             for weight, criterion in live:
                 result[name] += weight * (criterion.score(pod, node, None) - criterion.neutral)
         return result
+
+    def answer_scores(
+        self, pod: PodView, names: Iterable[str], gang: GangKey | None = None
+    ) -> HostScores:
+        """`prioritize` as the wire's HostPriorityList: the shape's pieces encoded in advance
+        when nothing is laid over the table (no live criterion counts, no gang holds one of the
+        names), otherwise `prioritize`'s scores encoded one by one."""
+        names = names if isinstance(names, list) else list(names)
+        if pod.relevant:
+            weights = self._weights()
+            if not self._live_weights(weights) and not self._held_among(names):
+                return self._total_table(pod, weights).answer(names, 0.0)
+        return HostScores.of(self.prioritize(pod, names, gang))
 
     def _cached_total(self, pod: PodView, shape: int, node: NodeInfo, weights: Weights) -> float:
         """The node's total for the shape, the live criteria at neutral; once per state."""

@@ -9,7 +9,7 @@ nodes that were sent.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import repeat
 from operator import add
@@ -297,6 +297,36 @@ def _all_strings(names: list[Any]) -> bool:
     except TypeError:
         return False
     return True
+
+
+def whole_score(score: float) -> int:
+    """A total as HostPriority's integer score: rounded half up, clamped to 0..MaxExtenderPriority
+    (what `host_priorities` does for each host)."""
+    whole = int(score + 0.5) if score > 0 else 0
+    return whole if whole < MAX_SCORE else MAX_SCORE
+
+
+def host_piece(host: str, score: float) -> bytes:
+    """One HostPriority encoded, `{"Host":"name","Score":7}`, as `host_priorities` encodes it."""
+    return b'{"Host":' + orjson.dumps(host) + b',"Score":%d}' % whole_score(score)
+
+
+class HostScores:
+    """A HostPriorityList held as its JSON, joined from HostPriority pieces encoded when the
+    per-shape table was built (extender/answers.py); the handler sends `json` as it is."""
+
+    def __init__(self, pieces: Iterable[bytes]) -> None:
+        self.json = b"[" + b",".join(pieces) + b"]"
+
+    @classmethod
+    def of(cls, scores: Mapping[str, float]) -> HostScores:
+        """The answer for scores given one by one (gang plans, live criteria)."""
+        return cls(map(orjson.dumps, host_priorities(scores)))
+
+    def hosts(self) -> list[Json]:
+        """The list decoded, as kube-scheduler reads it (tests, the simulator)."""
+        decoded: list[Json] = orjson.loads(self.json)
+        return decoded
 
 
 def host_priorities(scores: Mapping[str, float]) -> list[Json]:

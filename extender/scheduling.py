@@ -36,7 +36,7 @@ from extender.podview import PodView
 from extender.preemption.contention import ContentionSettings, Waiting
 from extender.preemption.priority import pod_priority
 from extender.preemption.verb import preemption_candidates
-from extender.protocol import MetaVictims
+from extender.protocol import HostScores, MetaVictims
 from extender.upkeep import gang_key
 from extender.weights import Weights
 from kube_rdma.core.objects import Json
@@ -247,6 +247,13 @@ class Scheduler:
         if self._known(pod) is not None:
             self.upkeep.take_over()
         return self.engine.prioritize(self.view(pod), names, gang_key(self.gang(pod)))
+
+    def answer_scores(self, pod: Json, names: list[str]) -> HostScores:
+        """`prioritize` as the HostPriorityList the wire carries, encoded in advance per shape
+        where it can be (Engine.answer_scores)."""
+        if self._known(pod) is not None:
+            self.upkeep.take_over()
+        return self.engine.answer_scores(self.view(pod), names, gang_key(self.gang(pod)))
 
     async def bind(self, namespace: str, name: str, uid: str, node: str) -> dict[str, str]:
         """Bind the pod, a gang member together with the others; the annotations written.

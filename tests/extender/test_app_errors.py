@@ -51,7 +51,8 @@ async def test_a_handler_that_raises_answers_500(
         broken()
 
     scheduler = app[EXTENDER].scheduler
-    monkeypatch.setattr(scheduler, verb, broken_bind if verb == "bind" else broken)
+    method = {"prioritize": "answer_scores"}.get(verb, verb)  # what the handler calls
+    monkeypatch.setattr(scheduler, method, broken_bind if verb == "bind" else broken)
     async with (
         net.serving(app) as base,
         net.serving(metrics_app(app)) as metrics_base,
