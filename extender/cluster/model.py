@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from extender.cluster.devices import DEFAULT_DRA_NAMES, DraNames, add_devices, signature
+from extender.cluster.interning import Shared
 from extender.cluster.native_groups import NativeGroups
 from extender.cluster.node_topology import rails_signature, read_topology
 from extender.cluster.pods import (
@@ -105,6 +106,8 @@ class Cluster:
         self._by_node: dict[str, set[PodKey]] = {}
         self._views: dict[str, NodeInfo] = {}
         self._interned: dict[Any, int] = {}
+        self._shared = Shared()
+        """The parts of topology documents nodes hold alike, one object each."""
         self._podgroups: dict[tuple[str, str, str], int] = {}
         self.native = NativeGroups()
         """Kubernetes' own Workloads and PodGroups (scheduling.k8s.io)."""
@@ -141,6 +144,8 @@ class Cluster:
             )
         else:
             topology, error = read_topology(name, annotation)
+            if topology is not None:
+                topology = self._shared.topology(topology)
             rails_key = self._intern(rails_signature(topology) if topology else None)
         facts = node_facts(obj)
         self._nodes[name] = _NodeEntry(obj, topology, error, annotation, rails_key, facts)
