@@ -80,66 +80,75 @@ class Shared:
         """The shared part equal to `value`, and whether it holds something never seen
         before (then it is not kept: no part held can be equal to it)."""
         kind = type(value)
+        parts = self._parts
         if kind is str or (kind is float and value == value):  # NaN equals nothing
-            found = self._parts.get(value)
+            found = parts.get(value)
             if found is None:
-                self._parts[value] = value
+                parts[value] = value
                 return value, True
             return found, False
         if kind is tuple:
             items, new = self._all(value)
-            shared = tuple(items)
             if new:
-                return shared, True
-            return self._keep((tuple, *(_key(v) for v in shared)), shared), False
+                return tuple(items), True
+            key = (tuple, *[v if type(v) in _SCALARS else id(v) for v in items])
+            found = parts.get(key)
+            if found is None:
+                found = parts[key] = tuple(items)
+            return found, False
         if kind is dict:
-            names, new_names = self._all(value.keys())
+            names, new_names = self._all(value)
             values, new_values = self._all(value.values())
-            mapping = dict(zip(names, values, strict=True))
             if new_names or new_values:
-                return mapping, True
-            return self._keep((dict, *names, *(_key(v) for v in values)), mapping), False
+                return dict(zip(names, values, strict=True)), True
+            key = (dict, *names, *[v if type(v) in _SCALARS else id(v) for v in values])
+            found = parts.get(key)
+            if found is None:
+                found = parts[key] = dict(zip(names, values, strict=True))
+            return found, False
         if isinstance(value, BaseModel):
             fields = value.__dict__
-            parts, new = self._all(fields.values())
-            for name, part in zip(list(fields), parts, strict=True):
+            values, new = self._all(fields.values())
+            for name, part in zip(fields, values, strict=True):
                 fields[name] = part
             # Which fields the document set: a set per object unless shared (never changed,
             # the models being frozen).
             which = value.model_fields_set
-            which = self._keep((set, kind, *sorted(which)), which)
+            which_key = (set, kind, *sorted(which))
+            which = parts.setdefault(which_key, which)
             object.__setattr__(value, "__pydantic_fields_set__", which)
             if new:
                 return value, True
-            return self._keep((kind, id(which), *(_key(v) for v in parts)), value), False
+            key = (kind, id(which), *[v if type(v) in _SCALARS else id(v) for v in values])
+            return parts.setdefault(key, value), False
         return value, False
 
     def _all(self, values: Iterable[Any]) -> tuple[list[Any], bool]:
         shared, new = [], False
+        parts, part = self._parts, self._part
         for value in values:
-            part, fresh = self._part(value)
-            shared.append(part)
-            new = new or fresh
+            kind = type(value)
+            if kind is str or (kind is float and value == value):
+                found = parts.get(value)
+                if found is None:
+                    parts[value] = found = value
+                    new = True
+                shared.append(found)
+            elif kind in _SCALARS:
+                shared.append(value)
+            else:
+                found, fresh = part(value)
+                shared.append(found)
+                new = new or fresh
         return shared, new
 
-    def _keep(self, key: Any, value: Any) -> Any:
-        found = self._parts.get(key)
-        if found is None:
-            self._parts[key] = value
-            return value
-        return found
+
+_SCALARS = frozenset({str, float, int, bool, type(None)})
+"""What stands for itself in a key. Any other part (a tuple, a dict, a model; an enum member)
+stands for its identity: the table holds it, so the number is not reused while the key is
+there. A field's scalars are all of one type once validated (a float field holds floats), so 1,
+1.0 and True never meet in one place of a key."""
 
 
 def _scalar(value: Any) -> bool:
     return type(value) is str or type(value) is float
-
-
-def _key(value: Any) -> Any:
-    """What stands for a shared part in its parent's key: its identity for a container (the
-    table holds it, so the number is not reused while the key is there), itself for a scalar. A
-    field's scalars are all of one type once validated (a float field holds floats), so 1, 1.0
-    and True never meet in one place of a key."""
-    kind = type(value)
-    if kind is tuple or kind is dict or isinstance(value, BaseModel):
-        return id(value)
-    return value
