@@ -109,7 +109,6 @@ def summarize(
 
 def in_process(nodes: int, sizes: list[int]) -> None:
     import gc
-    import math
 
     import orjson
 
@@ -118,7 +117,7 @@ def in_process(nodes: int, sizes: list[int]) -> None:
     from extender.cluster.snapshot import SnapshotSource
     from extender.cluster.trim import trim_node
     from testbed.clustergen import MAX_NODES
-    from testbed.clustergen.spec import LEAF_LABEL
+    from testbed.clustergen.spec import LEAF_LABEL, SPINE_LABEL
 
     spec = replace(CLUSTER, nodes=nodes, wide_addresses=nodes > MAX_NODES)
     started = time.perf_counter()
@@ -159,22 +158,55 @@ def in_process(nodes: int, sizes: list[int]) -> None:
                 floor += c2 - c1
             if len(outcome.passed) == 1:
                 chosen[pod["metadata"]["name"]] = outcome.passed[0]
-        plans = sum(1 for d in scheduler.planner.history if d.gang.name == gang.name)
+        made = [d for d in scheduler.planner.history if d.gang.name == gang.name]
+        plans = len(made)
+        domain = f"{made[0].domain} (a leaf could take {made[0].narrowest_fit})" if made else "-"
         plan = scheduler.planner.plans.get((gang.namespace, gang.name))
         leaves = {source.cluster.views[n].labels.get(LEAF_LABEL) for n in chosen.values()}
         whole = len(chosen) == size and len(set(chosen.values())) == size
-        fewest = math.ceil(size / CLUSTER.nodes_per_leaf)
+        fewest = fewest_leaves(scheduler, source.cluster, names, size)
+        spines = {source.cluster.views[n].labels.get(SPINE_LABEL) for n in chosen.values()}
+        if len(spines) == 1:
+            within = fewest_leaves(scheduler, source.cluster, names, size, spines.pop())
+            fewest_text = f"fewest {fewest}, {within} in its spine"
+        else:
+            fewest_text = f"fewest {fewest}; {len(spines)} spines"
         load = Path("/proc/loadavg").read_text().split()[0]
         print(
             f"  gang of {size:,} x 8 GPUs: placed whole {whole}, plans {plans}, "
-            f"planned {plan is not None}, leaves {len(leaves)} (fewest {fewest}); first member "
-            f"{first:.2f} s CPU; then per member {cpu / (size - 1) * 1000:.1f} ms CPU against the "
-            f"floor's {floor / (size - 1) * 1000:.1f} ms; load {load}",
+            f"planned {plan is not None} in {domain}, leaves {len(leaves)} ({fewest_text}); "
+            f"first member {first:.2f} s CPU; then per member "
+            f"{cpu / (size - 1) * 1000:.1f} ms CPU against the floor's "
+            f"{floor / (size - 1) * 1000:.1f} ms; load {load}",
             flush=True,
         )
         for pod in pods:
             source.cluster.delete_pod(("team-llm", pod["metadata"]["name"]))
         del app, scheduler
+
+
+def fewest_leaves(
+    scheduler: Any, cluster: Any, names: list[str], size: int, spine: str | None = None
+) -> int:
+    """The fewest leaves (of `spine` if given) that hold `size` members: the nodes a lone pod
+    of the members' shape may use (rails down, no agent: not all 32 of a leaf), leaves fullest
+    first."""
+    from testbed.clustergen.spec import LEAF_LABEL, SPINE_LABEL
+
+    if spine is not None:
+        names = [n for n in names if cluster.views[n].labels.get(SPINE_LABEL) == spine]
+
+    probe = Job("probe", "team-llm", members=1, gpus=8, arrival=0.0, duration=1.0).pods()[0]
+    usable: dict[str, int] = {}
+    for name in scheduler.filter(probe, names).passed:
+        leaf = cluster.views[name].labels.get(LEAF_LABEL)
+        usable[leaf] = usable.get(leaf, 0) + 1
+    held = 0
+    for count, capacity in enumerate(sorted(usable.values(), reverse=True), 1):
+        held += capacity
+        if held >= size:
+            return count
+    return -1
 
 
 def limited(result: dict[str, Any]) -> str:
