@@ -18,10 +18,11 @@ With `--burst N`, instead: the watch events the extender absorbs when N pods are
 The fake apiserver (in the extender's process: one event loop serves both, as a busy
 apiserver's watch stream does, so the figure is what one core absorbs) holds `--nodes` nodes,
 90 % of their GPUs busy with training pods; a gang of 4 x 8 GPUs has its plan (its first member
-filtered) and a waiting gang of 64 a hold on 4 nodes; then N pending pods are created in chunks of 500, as fast as the server takes them. Reported:
-the creation rate, the time until the cache holds every pod and the rate that makes, and whether
-the plan (the same nodes) and the hold are still there once it has caught up and a sweep ran
-(the held gang asks for more RDMA devices a member than a node has: it waits, and keeps holding).
+filtered) and a waiting gang of 64 a hold on 4 nodes; then N pending pods are created in chunks
+of 500, as fast as the server takes them. Reported: the creation rate, the time until the cache
+holds every pod and the rate that makes, and whether the plan (the same nodes) and the hold are
+still there once it has caught up and a sweep ran (the held gang asks for more RDMA devices a
+member than a node has: it waits, and keeps holding).
 
     python -m bench.extender_memory --burst 10000 [--nodes 5000]
 """
