@@ -107,7 +107,7 @@ def summarize(
     }
 
 
-def in_process(nodes: int, sizes: list[int]) -> None:
+def in_process(nodes: int, sizes: list[int], max_gang_size: int | None = None) -> None:
     import gc
 
     import orjson
@@ -127,12 +127,17 @@ def in_process(nodes: int, sizes: list[int]) -> None:
     names = list(source.cluster.views)
     print(f"  {nodes:,} nodes built in {time.perf_counter() - started:.0f} s", flush=True)
     for size in sizes:
-        app = create_app(Settings(), source)
+        settings = Settings()
+        if max_gang_size is not None:
+            contention = replace(settings.contention, max_gang_size=max_gang_size)
+            settings = replace(settings, contention=contention)
+        app = create_app(settings, source)
         scheduler = app[EXTENDER].scheduler
         gang = Job(f"llm-{size}", "team-llm", members=size, gpus=8, arrival=0.0, duration=1.0)
         pods = gang.pods()
         for pod in pods:
             source.cluster.upsert_pod(pod)
+        usable = usable_leaves(scheduler, source.cluster, names)
         chosen: dict[str, str] = {}
         cpu = floor = 0.0
         first = 0.0
@@ -164,10 +169,10 @@ def in_process(nodes: int, sizes: list[int]) -> None:
         plan = scheduler.planner.plans.get((gang.namespace, gang.name))
         leaves = {source.cluster.views[n].labels.get(LEAF_LABEL) for n in chosen.values()}
         whole = len(chosen) == size and len(set(chosen.values())) == size
-        fewest = fewest_leaves(scheduler, source.cluster, names, size)
+        fewest = fewest_leaves(usable, size)
         spines = {source.cluster.views[n].labels.get(SPINE_LABEL) for n in chosen.values()}
         if len(spines) == 1:
-            within = fewest_leaves(scheduler, source.cluster, names, size, spines.pop())
+            within = fewest_leaves(usable, size, spines.pop())
             fewest_text = f"fewest {fewest}, {within} in its spine"
         else:
             fewest_text = f"fewest {fewest}; {len(spines)} spines"
@@ -185,24 +190,25 @@ def in_process(nodes: int, sizes: list[int]) -> None:
         del app, scheduler
 
 
-def fewest_leaves(
-    scheduler: Any, cluster: Any, names: list[str], size: int, spine: str | None = None
-) -> int:
-    """The fewest leaves (of `spine` if given) that hold `size` members: the nodes a lone pod
-    of the members' shape may use (rails down, no agent: not all 32 of a leaf), leaves fullest
-    first."""
+def usable_leaves(scheduler: Any, cluster: Any, names: list[str]) -> dict[tuple[str, str], int]:
+    """(spine, leaf) -> the nodes a lone pod of the members' shape may use there (rails down,
+    no agent: not all 32 of a leaf), asked before the gang holds any."""
     from testbed.clustergen.spec import LEAF_LABEL, SPINE_LABEL
 
-    if spine is not None:
-        names = [n for n in names if cluster.views[n].labels.get(SPINE_LABEL) == spine]
-
     probe = Job("probe", "team-llm", members=1, gpus=8, arrival=0.0, duration=1.0).pods()[0]
-    usable: dict[str, int] = {}
+    usable: dict[tuple[str, str], int] = {}
     for name in scheduler.filter(probe, names).passed:
-        leaf = cluster.views[name].labels.get(LEAF_LABEL)
-        usable[leaf] = usable.get(leaf, 0) + 1
+        labels = cluster.views[name].labels
+        key = (labels.get(SPINE_LABEL), labels.get(LEAF_LABEL))
+        usable[key] = usable.get(key, 0) + 1
+    return usable
+
+
+def fewest_leaves(usable: dict[tuple[str, str], int], size: int, spine: str | None = None) -> int:
+    """The fewest leaves (of `spine` if given) that hold `size` members, fullest first."""
     held = 0
-    for count, capacity in enumerate(sorted(usable.values(), reverse=True), 1):
+    counts = [n for (s, _), n in usable.items() if spine is None or s == spine]
+    for count, capacity in enumerate(sorted(counts, reverse=True), 1):
         held += capacity
         if held >= size:
             return count
@@ -220,11 +226,14 @@ def main() -> int:
     parser.add_argument("--limit", type=float, default=900.0, help="seconds per run at most")
     parser.add_argument("--in-process", action="store_true", help="no HTTP, no kube-scheduler")
     parser.add_argument("--nodes", type=int, default=CLUSTER.nodes, help="with --in-process")
+    parser.add_argument(
+        "--max-gang-size", type=int, help="with --in-process: the extender's (default 4,096)"
+    )
     args = parser.parse_args()
     if args.in_process:
         logging.getLogger("kube_rdma").setLevel(logging.ERROR)
         print(f"big gangs in process: {args.nodes:,} free nodes, every name in each call")
-        in_process(args.nodes, args.sizes)
+        in_process(args.nodes, args.sizes, args.max_gang_size)
         return 0
     logging.getLogger("kube_rdma").setLevel(logging.ERROR)  # a line per timed-out bind request
     print(
