@@ -14,6 +14,17 @@ request's timeout. Reported per gang size:
 - singletons placed, and the cycles run.
 
     python -m bench.biggang [--sizes 256 512 1024] [--singletons 200]
+
+With `--in-process --nodes N`, the gangs (alone, on a free cluster of N nodes, in leaves of 32)
+go through the extender's own handlers in one process, without HTTP or an emulated
+kube-scheduler, which at 20,000 nodes and more spend far more than the extender: each member's
+filter and prioritize over every node's name (percentageOfNodesToScore 100), as decoded from a
+request body and encoded as an answer, against the do-nothing floor of bench/scale.py on the same
+bodies. Reported per gang size: placed whole from one plan (each member passed exactly its
+planned node, the first member's call made the only plan), the leaves it spans against the
+fewest that could hold it, and the CPU per member, real and floor.
+
+    python -m bench.biggang --in-process --nodes 20000 --sizes 2048 4096 8192
 """
 
 from __future__ import annotations
@@ -23,6 +34,8 @@ import asyncio
 import logging
 import sys
 import time
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from kubernetes_asyncio import client
@@ -94,6 +107,114 @@ def summarize(
     }
 
 
+def in_process(nodes: int, sizes: list[int], max_gang_size: int | None = None) -> None:
+    import gc
+
+    import orjson
+
+    from bench.scale import floor_filter, floor_prioritize
+    from extender import protocol
+    from extender.cluster.snapshot import SnapshotSource
+    from extender.cluster.trim import trim_node
+    from testbed.clustergen import MAX_NODES
+    from testbed.clustergen.spec import LEAF_LABEL, SPINE_LABEL
+
+    spec = replace(CLUSTER, nodes=nodes, wide_addresses=nodes > MAX_NODES)
+    started = time.perf_counter()
+    source = SnapshotSource([trim_node(o) for o in generate(spec) if o["kind"] == "Node"])
+    gc.collect()
+    gc.freeze()
+    names = list(source.cluster.views)
+    print(f"  {nodes:,} nodes built in {time.perf_counter() - started:.0f} s", flush=True)
+    for size in sizes:
+        settings = Settings()
+        if max_gang_size is not None:
+            contention = replace(settings.contention, max_gang_size=max_gang_size)
+            settings = replace(settings, contention=contention)
+        app = create_app(settings, source)
+        scheduler = app[EXTENDER].scheduler
+        gang = Job(f"llm-{size}", "team-llm", members=size, gpus=8, arrival=0.0, duration=1.0)
+        pods = gang.pods()
+        for pod in pods:
+            source.cluster.upsert_pod(pod)
+        usable = usable_leaves(scheduler, source.cluster, names)
+        chosen: dict[str, str] = {}
+        cpu = floor = 0.0
+        first = 0.0
+        for i, pod in enumerate(pods):
+            body = orjson.dumps({"Pod": pod, "NodeNames": names})
+            c0 = time.thread_time()
+            args = protocol.decode_args(body)
+            outcome = scheduler.filter(args.pod, args.names)
+            answer = protocol.filter_result(
+                args, outcome.passed, outcome.failed, outcome.unresolvable
+            )
+            orjson.dumps(answer)
+            args = protocol.decode_args(body)
+            orjson.dumps(protocol.host_priorities(scheduler.prioritize(args.pod, args.names)))
+            c1 = time.thread_time()
+            floor_filter(body)
+            floor_prioritize(body)
+            c2 = time.thread_time()
+            if i == 0:
+                first = c1 - c0
+            else:
+                cpu += c1 - c0
+                floor += c2 - c1
+            if len(outcome.passed) == 1:
+                chosen[pod["metadata"]["name"]] = outcome.passed[0]
+        made = [d for d in scheduler.planner.history if d.gang.name == gang.name]
+        plans = len(made)
+        domain = f"{made[0].domain} (a leaf could take {made[0].narrowest_fit})" if made else "-"
+        plan = scheduler.planner.plans.get((gang.namespace, gang.name))
+        leaves = {source.cluster.views[n].labels.get(LEAF_LABEL) for n in chosen.values()}
+        whole = len(chosen) == size and len(set(chosen.values())) == size
+        fewest = fewest_leaves(usable, size)
+        spines = {source.cluster.views[n].labels.get(SPINE_LABEL) for n in chosen.values()}
+        if len(spines) == 1:
+            within = fewest_leaves(usable, size, spines.pop())
+            fewest_text = f"fewest {fewest}, {within} in its spine"
+        else:
+            fewest_text = f"fewest {fewest}; {len(spines)} spines"
+        load = Path("/proc/loadavg").read_text().split()[0]
+        print(
+            f"  gang of {size:,} x 8 GPUs: placed whole {whole}, plans {plans}, "
+            f"planned {plan is not None} in {domain}, leaves {len(leaves)} ({fewest_text}); "
+            f"first member {first:.2f} s CPU; then per member "
+            f"{cpu / (size - 1) * 1000:.1f} ms CPU against the floor's "
+            f"{floor / (size - 1) * 1000:.1f} ms; load {load}",
+            flush=True,
+        )
+        for pod in pods:
+            source.cluster.delete_pod(("team-llm", pod["metadata"]["name"]))
+        del app, scheduler
+
+
+def usable_leaves(scheduler: Any, cluster: Any, names: list[str]) -> dict[tuple[str, str], int]:
+    """(spine, leaf) -> the nodes a lone pod of the members' shape may use there (rails down,
+    no agent: not all 32 of a leaf), asked before the gang holds any."""
+    from testbed.clustergen.spec import LEAF_LABEL, SPINE_LABEL
+
+    probe = Job("probe", "team-llm", members=1, gpus=8, arrival=0.0, duration=1.0).pods()[0]
+    usable: dict[tuple[str, str], int] = {}
+    for name in scheduler.filter(probe, names).passed:
+        labels = cluster.views[name].labels
+        key = (labels.get(SPINE_LABEL), labels.get(LEAF_LABEL))
+        usable[key] = usable.get(key, 0) + 1
+    return usable
+
+
+def fewest_leaves(usable: dict[tuple[str, str], int], size: int, spine: str | None = None) -> int:
+    """The fewest leaves (of `spine` if given) that hold `size` members, fullest first."""
+    held = 0
+    counts = [n for (s, _), n in usable.items() if spine is None or s == spine]
+    for count, capacity in enumerate(sorted(counts, reverse=True), 1):
+        held += capacity
+        if held >= size:
+            return count
+    return -1
+
+
 def limited(result: dict[str, Any]) -> str:
     return "" if result["finished"] else " (stopped at --limit)"
 
@@ -103,7 +224,17 @@ def main() -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[256, 512, 1024])
     parser.add_argument("--singletons", type=int, default=200)
     parser.add_argument("--limit", type=float, default=900.0, help="seconds per run at most")
+    parser.add_argument("--in-process", action="store_true", help="no HTTP, no kube-scheduler")
+    parser.add_argument("--nodes", type=int, default=CLUSTER.nodes, help="with --in-process")
+    parser.add_argument(
+        "--max-gang-size", type=int, help="with --in-process: the extender's (default 4,096)"
+    )
     args = parser.parse_args()
+    if args.in_process:
+        logging.getLogger("kube_rdma").setLevel(logging.ERROR)
+        print(f"big gangs in process: {args.nodes:,} free nodes, every name in each call")
+        in_process(args.nodes, args.sizes, args.max_gang_size)
+        return 0
     logging.getLogger("kube_rdma").setLevel(logging.ERROR)  # a line per timed-out bind request
     print(
         f"big gangs: {CLUSTER.nodes} nodes, {CONFIG.in_tree_time * 1000:.0f} ms in-tree per cycle, "

@@ -13,12 +13,26 @@ start and imports included); memory is VmRSS and VmHWM from /proc/PID/status a m
 ready. Each scenario runs `--runs` times; the table gives the median and the range.
 
     python -m bench.extender_memory [--nodes 5000] [--pods 50000] [--runs 3]
+
+With `--burst N`, instead: the watch events the extender absorbs when N pods are created at once.
+The fake apiserver (in the extender's process: one event loop serves both, as a busy
+apiserver's watch stream does, so the figure is what one core absorbs) holds `--nodes` nodes,
+90 % of their GPUs busy with training pods; a gang of 4 x 8 GPUs has its plan (its first member
+filtered) and a waiting gang of 64 a hold on 4 nodes; then N pending pods are created in chunks
+of 500, as fast as the server takes them. Reported: the creation rate, the time until the cache
+holds every pod and the rate that makes, and whether the plan (the same nodes) and the hold are
+still there once it has caught up and a sweep ran (the held gang asks for more RDMA devices a
+member than a node has: it waits, and keeps holding).
+
+    python -m bench.extender_memory --burst 10000 [--nodes 5000]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import http.client
+import logging
 import statistics
 import subprocess
 import sys
@@ -169,6 +183,91 @@ def _row(samples: list[Sample]) -> str:
     )
 
 
+def loadavg() -> str:
+    return Path("/proc/loadavg").read_text().split()[0]
+
+
+async def burst(nodes: int, count: int) -> None:
+    from kubernetes_asyncio import client
+
+    from extender.app import EXTENDER, Settings, create_app
+    from extender.book.holds import Hold
+    from extender.cluster.live import LiveSource
+    from extender.gangs.identity import Gang
+    from kubesim.scheduler import Job
+    from testbed.fakeapi import FakeApiServer, eventually
+    from testbed.net import serving
+
+    spec = ClusterSpec(nodes=nodes, seed=3, busy_fraction=0.9)
+    async with FakeApiServer() as api, api.api_client() as api_client:
+        for obj in generate(spec):
+            if obj["kind"] == "Node":
+                api.create("nodes", obj)
+            elif obj["kind"] == "Pod":
+                api.create("pods", obj, obj["metadata"]["namespace"])
+        source = LiveSource(client.CoreV1Api(api_client))
+        app = create_app(Settings(), source)
+        async with serving(app):
+            started = time.perf_counter()
+            await eventually(source.ready, within=600.0)
+            print(f"  {nodes:,} nodes: ready after {time.perf_counter() - started:.1f} s")
+            scheduler = app[EXTENDER].scheduler
+            cluster = source.cluster
+            planned = Job("burst-planned", "team-llm", members=4, gpus=8, arrival=0, duration=1)
+            # more RDMA devices a member than any node has: it keeps waiting, and holding
+            waiting = Job("burst-held", "team-llm", 64, 8, arrival=0, duration=1, rdma=64)
+            for pod in planned.pods() + waiting.pods():
+                api.create("pods", pod, "team-llm")
+            await eventually(lambda: cluster.pod("team-llm", "burst-held-63") is not None)
+            names = list(cluster.views)
+            first = cluster.pod("team-llm", "burst-planned-00")
+            assert first is not None
+            scheduler.filter(first, names)
+            slots = list(scheduler.planner.plans[("team-llm", "burst-planned")].slots)
+            # The held gang waits (its member seen, as a filter call notes it) and holds 4
+            # nodes, as a preemption's or a drain's hold does; it is not filtered again here.
+            member = cluster.pod("team-llm", "burst-held-00")
+            assert member is not None
+            gang = scheduler.gang(member)
+            assert isinstance(gang, Gang)
+            scheduler.contention.note(gang, scheduler.view(member), member)
+            held = frozenset(names[-4:])
+            now = scheduler.contention.now()
+            scheduler.holds.put(Hold(gang.key, 0, "leaf", held, 32, now))
+            filler = Job("burst", "team-web", members=count, gpus=1, arrival=0, duration=1)
+            pods = [dict(p, metadata={**p["metadata"], "annotations": {}}) for p in filler.pods()]
+            last = pods[-1]["metadata"]["name"]
+            load = loadavg()
+            cpu, started = time.process_time(), time.perf_counter()
+            for i in range(0, len(pods), 500):
+                for pod in pods[i : i + 500]:
+                    api.create("pods", pod, "team-web")
+                await asyncio.sleep(0)
+            created = time.perf_counter() - started
+            # kube-scheduler keeps asking for the planned gang while the cache catches up
+            while cluster.pod("team-web", last) is None:
+                scheduler.filter(first, names)
+                await asyncio.sleep(0.01)
+            caught_up = time.perf_counter() - started
+            cpu = time.process_time() - cpu
+            missing = sum(1 for p in pods if cluster.pod("team-web", p["metadata"]["name"]) is None)
+            await asyncio.sleep(app[EXTENDER].settings.sweep_interval * 2)  # a sweep has run
+            kept = scheduler.planner.plans.get(("team-llm", "burst-planned"))
+            same_plan = kept is not None and list(kept.slots) == slots
+            hold_kept = scheduler.holds.get(gang.key) is not None
+            placed = gang.key in scheduler.planner.plans
+    print(
+        f"  {count:,} pods created in {created:.2f} s ({count / created:,.0f}/s); the cache held "
+        f"every one after {caught_up:.2f} s ({count / caught_up:,.0f} events/s absorbed, "
+        f"{cpu:.2f} s CPU for server and extender together); {missing} missing; "
+        f"plan kept, same nodes: {same_plan}; hold kept: {hold_kept} (its gang placed: "
+        f"{placed}); load {load}"
+    )
+    assert missing == 0, f"{missing} pods never reached the cache"
+    assert same_plan, "the planned gang's plan was lost or changed while the cache caught up"
+    assert hold_kept, "the hold was lost while the cache caught up"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=5000)
@@ -178,7 +277,13 @@ def main() -> None:
         "--only-pods", action="store_true", help="skip the training-pods-only cluster"
     )
     parser.add_argument("--live-only", action="store_true", help="skip snapshot mode")
+    parser.add_argument("--burst", type=int, help="pods created at once (no memory figures)")
     args = parser.parse_args()
+    if args.burst:
+        logging.getLogger("kube_rdma").setLevel(logging.ERROR)
+        print(f"watch burst of {args.burst:,} pod creations, in process")
+        asyncio.run(burst(args.nodes, args.burst))
+        return
     print(f"median (min-max) of {args.runs} runs; the extender's memory after ready")
     with tempfile.TemporaryDirectory() as folder:
         for pods in (args.pods,) if args.only_pods else (None, args.pods):

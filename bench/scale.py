@@ -20,6 +20,11 @@ top entries are printed. With `--chart`, a PNG of p50 and p99 against the size (
 `plot` extra), the figures beside it as JSON.
 
     python -m bench.scale [--sizes 1000,5000,20000] [--names 5000] [--calls 300] [--chart F]
+    python -m bench.scale --memory-only --sizes 1000,5000,20000,100000
+
+With `--memory-only`, no calls: each size's model is built from objects trimmed as they are
+generated (a watch's transform trims each as it arrives), and the child reports VmRSS once built
+and VmHWM (its peak, the generator's whole objects included).
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ import statistics
 import subprocess
 import sys
 import time
+import zlib
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -48,23 +54,27 @@ from testbed.clustergen import MAX_NODES, ClusterSpec, generate
 VERBS = ("filter", "prioritize")
 
 
-def spec_for(nodes: int, daemon: int, pods_per_node: int) -> ClusterSpec:
+def spec_for(nodes: int, daemon: int, pods_per_node: int, busy: float = 0.8) -> ClusterSpec:
     spec = ClusterSpec(
         nodes=nodes,
         seed=7,
         link_layer="mixed",
-        busy_fraction=0.8,
+        busy_fraction=busy,
         daemon_pods_per_node=daemon,
         wide_addresses=nodes > MAX_NODES,
     )
     return replace(spec, cpu_pods=max(0, nodes * (pods_per_node - daemon) - nodes))
 
 
-def rss_mb() -> float:
+def rss_mb(field: str = "VmRSS") -> float:
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
     return 0.0
+
+
+def hwm_mb() -> float:
+    return rss_mb("VmHWM")
 
 
 def floor_filter(body: bytes) -> bytes:
@@ -85,29 +95,91 @@ def floor_prioritize(body: bytes) -> bytes:
     return orjson.dumps([{"Host": name, "Score": 5} for name in args["NodeNames"]])
 
 
+def one_gpu_pods(node: Json, count: int) -> list[Json]:
+    """`count` pods of one GPU and one RDMA device bound to `node`, each of a job of its own, as
+    a training operator makes them (labels, owner, the webhook's annotations)."""
+    name = node["metadata"]["name"]
+    owner = f"{zlib.crc32(name.encode()):08x}"
+    pods = []
+    for i in range(count):
+        job = f"{name}-job-{i}"
+        pods.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": f"{job}-worker-0",
+                    "namespace": "team-llm",
+                    "uid": f"{owner}-{i:04x}-4000-8000-000000000001",
+                    "resourceVersion": "1",
+                    "labels": {"training.kubeflow.org/job-name": job},
+                    "annotations": {"k8s.v1.cni.cncf.io/networks": "kube-rdma/rail1"},
+                    "ownerReferences": [
+                        {
+                            "apiVersion": "kubeflow.org/v1",
+                            "kind": "PyTorchJob",
+                            "name": job,
+                            "uid": f"{owner}-{i:04x}-4000-8000-0000000000ff",
+                            "controller": True,
+                        }
+                    ],
+                },
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "pytorch",
+                            "resources": {
+                                "limits": {"nvidia.com/gpu": "1", "rdma/hca": "1"},
+                                "requests": {"nvidia.com/gpu": "1", "rdma/hca": "1"},
+                            },
+                        }
+                    ],
+                    "nodeName": name,
+                },
+                "status": {"phase": "Running", "startTime": "2024-07-03T00:01:05Z"},
+            }
+        )
+    return pods
+
+
 def _bound_gpu_pod(pod: Json) -> bool:
     limits = (pod["spec"]["containers"][0].get("resources") or {}).get("limits") or {}
     return bool(pod["spec"].get("nodeName")) and "nvidia.com/gpu" in limits
 
 
 def one_size(nodes: int, names_per_call: int, calls: int, daemon: int, per_node: int,
-             profile: bool) -> dict[str, Any]:  # fmt: skip
+             profile: bool, memory_only: bool = False, gpu_pods_per_node: int = 0,
+             ) -> dict[str, Any]:  # fmt: skip
     from extender import protocol
     from extender.app import EXTENDER, Settings, create_app
     from extender.cluster.snapshot import SnapshotSource
+    from extender.cluster.trim import trim_node, trim_pod
 
     started = time.perf_counter()
-    objects = generate(spec_for(nodes, daemon, per_node))
+    if gpu_pods_per_node:
+        # One-GPU pods filling every GPU node, DaemonSet pods making up the rest.
+        objects = generate(spec_for(nodes, per_node - gpu_pods_per_node, 0, busy=0.0))
+        objects += [
+            pod
+            for o in list(objects)
+            if o["kind"] == "Node" and int(o["status"]["allocatable"].get("nvidia.com/gpu", 0))
+            for pod in one_gpu_pods(o, gpu_pods_per_node)
+        ]
+    else:
+        objects = generate(spec_for(nodes, daemon, per_node))
     generated = time.perf_counter() - started
     pods = sum(1 for o in objects if o["kind"] == "Pod")
-    gpu_pods = sum(
-        1
-        for o in objects
-        if o["kind"] == "Pod"
-        and o["spec"].get("nodeName")
-        and "nvidia.com/gpu"
-        in (o["spec"]["containers"][0].get("resources") or {}).get("limits", {})
-    )
+    gpu_pods = sum(1 for o in objects if o["kind"] == "Pod" and _bound_gpu_pod(o))
+    trimmed = 0.0
+    if memory_only:
+        # What a watch's transform does as each object arrives: the whole objects go at once,
+        # not after the model is built (the generator's list is what holds them all).
+        started = time.perf_counter()
+        for i, o in enumerate(objects):
+            if o["kind"] in ("Node", "Pod"):
+                objects[i] = (trim_node if o["kind"] == "Node" else trim_pod)(o)
+        trimmed = time.perf_counter() - started
+        gc.collect()
     started = time.perf_counter()
     source = SnapshotSource(objects)
     loaded = time.perf_counter() - started
@@ -117,6 +189,19 @@ def one_size(nodes: int, names_per_call: int, calls: int, daemon: int, per_node:
     gc.freeze()
     scheduler = create_app(Settings(), source)[EXTENDER].scheduler
     memory = rss_mb()
+    if memory_only:
+        return {
+            "nodes": nodes,
+            "pods": pods,
+            "gpu_pods": gpu_pods,
+            "generate_s": generated,
+            "trim_s": trimmed,
+            "load_s": loaded,
+            "rss_mb": memory,
+            "hwm_mb": hwm_mb(),
+            "states": len({v.state for v in source.cluster.views.values()}),
+            "load": Path("/proc/loadavg").read_text().split()[0],
+        }
 
     def filter_call(body: bytes) -> bytes:
         args = protocol.decode_args(body)
@@ -227,12 +312,32 @@ def main() -> int:
     parser.add_argument("--pods-per-node", type=int, default=10)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--chart", type=Path)
+    parser.add_argument(
+        "--gpu-pods-per-node",
+        type=int,
+        default=0,
+        help="with --memory-only: this many one-GPU pods bound on each GPU node and DaemonSet "
+        "pods for the rest of --pods-per-node, in place of the training and Deployment pods",
+    )
+    parser.add_argument(
+        "--memory-only",
+        action="store_true",
+        help="no calls: the model's resident memory and build time only, each object trimmed "
+        "as generated (as a watch's transform does) to bound the peak",
+    )
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
         pin(1)
         found = one_size(
-            args.one, args.names, args.calls, args.daemon, args.pods_per_node, args.profile
+            args.one,
+            args.names,
+            args.calls,
+            args.daemon,
+            args.pods_per_node,
+            args.profile,
+            args.memory_only,
+            args.gpu_pods_per_node,
         )
         sys.stdout.buffer.write(orjson.dumps(found) + b"\n")
         return 0
@@ -253,6 +358,8 @@ def main() -> int:
                    str(args.names), "--calls", str(args.calls), "--daemon", str(args.daemon),
                    "--pods-per-node", str(args.pods_per_node)]  # fmt: skip
         command += ["--profile"] if profile else []
+        command += ["--memory-only"] if args.memory_only else []
+        command += ["--gpu-pods-per-node", str(args.gpu_pods_per_node)]
         done = subprocess.run(command, capture_output=True, check=False, env=os.environ)
         if done.returncode != 0:
             sys.stderr.write(done.stderr.decode())
@@ -260,6 +367,15 @@ def main() -> int:
             continue
         row: Json = orjson.loads(done.stdout.splitlines()[-1])
         rows.append(row)
+        if args.memory_only:
+            print(
+                f"  {row['nodes']:>7,} nodes {row['pods']:>9,} pods ({row['gpu_pods']:,} GPU pods "
+                f"bound): generated in {row['generate_s']:.1f} s, trimmed {row['trim_s']:.1f} s, "
+                f"model built in {row['load_s']:.1f} s; VmRSS {row['rss_mb']:,.0f} MB, VmHWM "
+                f"{row['hwm_mb']:,.0f} MB, {row['states']} states, load {row['load']}",
+                flush=True,
+            )
+            continue
         for verb in VERBS:
             v = row[verb]
             print(

@@ -11,6 +11,7 @@ does not depend on the pod.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
@@ -24,6 +25,7 @@ from extender.cluster.devices import (
     signature,
     withheld,
 )
+from extender.cluster.interning import Shared
 from extender.cluster.native_groups import NativeGroups
 from extender.cluster.node_topology import rails_signature, read_topology
 from extender.cluster.pods import (
@@ -87,9 +89,12 @@ class NodeInfo:
 @dataclass
 class _NodeEntry:
     obj: Json
+    """The Node less its topology document: the view holds it decoded, and the text is most of
+    a trimmed Node."""
     topology: Topology | None
     topology_error: str | None
-    annotation: str | None
+    digest: bytes | None
+    """The topology document's digest: whether a Node's update changed it."""
     rails_key: int
     facts: NodeFacts
 
@@ -114,6 +119,8 @@ class Cluster:
         self._by_node: dict[str, set[PodKey]] = {}
         self._views: dict[str, NodeInfo] = {}
         self._interned: dict[Any, int] = {}
+        self._shared = Shared()
+        """The parts of topology documents nodes hold alike, one object each."""
         self._podgroups: dict[tuple[str, str, str], int] = {}
         self.native = NativeGroups()
         """Kubernetes' own Workloads and PodGroups (scheduling.k8s.io)."""
@@ -141,8 +148,9 @@ class Cluster:
     def upsert_node(self, obj: Json) -> None:
         name = str((obj.get("metadata") or {}).get("name"))
         annotation = ((obj.get("metadata") or {}).get("annotations") or {}).get(keys.TOPOLOGY)
+        digest = None if annotation is None else _digest(annotation)
         previous = self._nodes.get(name)
-        if previous is not None and previous.annotation == annotation:
+        if previous is not None and previous.digest == digest:
             topology, error, rails_key = (
                 previous.topology,
                 previous.topology_error,
@@ -150,9 +158,13 @@ class Cluster:
             )
         else:
             topology, error = read_topology(name, annotation)
+            if topology is not None:
+                topology = self._shared.topology(topology)
             rails_key = self._intern(rails_signature(topology) if topology else None)
         facts = node_facts(obj)
-        self._nodes[name] = _NodeEntry(obj, topology, error, annotation, rails_key, facts)
+        if annotation is not None:
+            obj = _without_topology(obj)
+        self._nodes[name] = _NodeEntry(obj, topology, error, digest, rails_key, facts)
         self._refresh(name)
 
     def delete_node(self, name: str) -> None:
@@ -296,6 +308,7 @@ class Cluster:
         return self._views.values()
 
     def node_object(self, name: str) -> Json | None:
+        """The Node as given, less its topology document (its view's `topology`)."""
         entry = self._nodes.get(name)
         return entry.obj if entry else None
 
@@ -392,6 +405,20 @@ class Cluster:
             half = len(self._changed) // 2
             del self._changed[:half]
             self._forgotten += half
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode(), digest_size=16).digest()
+
+
+def _without_topology(obj: Json) -> Json:
+    meta = obj.get("metadata") or {}
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k != keys.TOPOLOGY}
+    if annotations:
+        meta = {**meta, "annotations": annotations}
+    else:
+        meta = {k: v for k, v in meta.items() if k != "annotations"}
+    return {**obj, "metadata": meta}
 
 
 def _sorted(amounts: Mapping[str, int]) -> tuple[tuple[str, int], ...]:

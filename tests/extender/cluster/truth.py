@@ -7,9 +7,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from extender.cluster.live import PODGROUP_VERSIONS, LiveSource
+from extender.cluster.node_topology import read_topology
 from extender.cluster.owners import WORKLOADS, WorkloadResource
 from extender.cluster.pods import TERMINAL_PHASES, pod_key
 from extender.cluster.trim import trim_node, trim_pod, trim_workload
+from kube_rdma.core import keys
 from kube_rdma.core.objects import Json
 from testbed.fakeapi import FakeApiServer
 
@@ -27,9 +29,26 @@ def differences(source: LiveSource, api: FakeApiServer, gone: set[str]) -> list[
 
 
 def _nodes(source: LiveSource, api: FakeApiServer) -> list[str]:
-    truth = {o["metadata"]["name"]: trim_node(o) for o in api.objects("nodes")}
+    """The cache keeps a Node less its topology document, which its view holds decoded."""
+    truth = {o["metadata"]["name"]: _without_topology(trim_node(o)) for o in api.objects("nodes")}
     cached = {n.name: source.cluster.node_object(n.name) for n in source.cluster.nodes()}
-    return _compare("node", truth, cached)
+    found = _compare("node", truth, cached)
+    for obj in api.objects("nodes"):
+        name = obj["metadata"]["name"]
+        view = source.cluster.node(name)
+        document = (obj["metadata"].get("annotations") or {}).get(keys.TOPOLOGY)
+        if view is not None and view.topology != read_topology(name, document)[0]:
+            found.append(f"node {name}: cached topology {view.topology}")
+    return found
+
+
+def _without_topology(node: Json) -> Json:
+    meta = dict(node["metadata"])
+    annotations = {k: v for k, v in (meta.pop("annotations", None) or {}).items()}
+    annotations.pop(keys.TOPOLOGY, None)
+    if annotations:
+        meta["annotations"] = annotations
+    return {**node, "metadata": meta}
 
 
 def _pods(source: LiveSource, api: FakeApiServer) -> list[str]:
