@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import signal
 import sys
@@ -17,6 +18,12 @@ from testbed.processes import Child
 TOPOLOGIES = Path(__file__).resolve().parents[1] / "fixtures" / "topology"
 """The documents the agent writes for the testbed's sysfs trees, pinned: a change to the
 scan or the encoding shows here as a diff to review."""
+
+
+def agent_run(kubeconfig: Path, sysfs: Path, *extra: str) -> argparse.Namespace:
+    """`kube-rdma agent run` for node gpu-7, polling every 50 ms."""
+    node = ["--node-name", "gpu-7", "--kubeconfig", str(kubeconfig), "--sysfs-root", str(sysfs)]
+    return build_parser().parse_args(["agent", "run", *node, "--interval", "0.05", *extra])
 
 
 def test_inspect_prints_the_document(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -143,20 +150,7 @@ async def test_run_publishes_through_a_kubeconfig(tmp_path: Path) -> None:
                 }
             )
         )
-        args = build_parser().parse_args(
-            [
-                "agent",
-                "run",
-                "--node-name",
-                "gpu-7",
-                "--kubeconfig",
-                str(kubeconfig),
-                "--sysfs-root",
-                str(tmp_path / "sys"),
-                "--interval",
-                "0.05",
-            ]
-        )
+        args = agent_run(kubeconfig, tmp_path / "sys")
         task = asyncio.create_task(_serve(args))
 
         def published() -> bool:
@@ -211,22 +205,7 @@ async def test_run_taints_a_dra_device_through_a_kubeconfig(tmp_path: Path) -> N
         api.create("nodes", {"metadata": {"name": "gpu-7"}})
         api.create("resourceslices", hgx_dranet_slice("gpu-7"))
         kubeconfig = api.write_kubeconfig(tmp_path / "kubeconfig")
-        args = build_parser().parse_args(
-            [
-                "agent",
-                "run",
-                "--node-name",
-                "gpu-7",
-                "--kubeconfig",
-                str(kubeconfig),
-                "--sysfs-root",
-                str(tmp_path / "sys"),
-                "--interval",
-                "0.05",
-                "--dra-device-taints",
-                "on",
-            ]
-        )
+        args = agent_run(kubeconfig, tmp_path / "sys", "--dra-device-taints", "on")
         task = asyncio.create_task(_serve(args))
         await eventually(lambda: len(api.objects("devicetaintrules")) == 1, within=30)
         task.cancel()

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import aiohttp
 import pytest
 
 from kube_rdma.core import keys
@@ -28,6 +27,7 @@ from kubesim.scheduler.clock import LoopClock
 from kubesim.scheduler.controllers import Controllers, Replicas
 from testbed.clustergen import ClusterSpec
 from testbed.fakeapi import RESOURCES, FakeApiServer, eventually, native_gang_resources
+from tests.extender.gangs.explaining import explained_gang
 from tests.extender.gangs.test_gang_proof import CONFIG, TRANSIENT, load
 from tests.extender.gangs.test_native_gang_proof import extender, phantom
 
@@ -75,17 +75,6 @@ def job() -> list[Json]:
     return pods
 
 
-async def explained(url: str, pod: str) -> Json:
-    query = {"namespace": NS, "name": pod}
-    async with (
-        aiohttp.ClientSession() as session,
-        session.get(f"{url}/explain", params=query) as answer,
-    ):
-        body: Json = await answer.json()
-    gang: Json = body["gang"]
-    return {k: gang[k] for k in ("name", "size", "source", "native") if k in gang}
-
-
 @pytest.mark.parametrize("plugin", [False, True], ids=["gang-plugin-off", "gang-plugin-on"])
 async def test_a_composite_of_two_podgroups_is_planned_as_one_gang_with_two_slices(
     plugin: bool,
@@ -117,7 +106,7 @@ async def test_a_composite_of_two_podgroups_is_planned_as_one_gang_with_two_slic
                 recorder = scheduler.recorder
                 placed = await scheduler.run_until(lambda: len(recorder.time_to_place()) == 1, 30.0)
                 assert placed, "the composite's gang is placed whole"
-                seen = await explained(url, "llama-worker-2")
+                seen = await explained_gang(url, NS, "llama-worker-2")
         assert recorder.max_partial_gangs(TRANSIENT) == 0
         bound = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in api.objects("pods", NS)}
     workers = {leaves[node] for name, node in bound.items() if "-worker-" in name}

@@ -22,7 +22,6 @@ import dataclasses
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-import aiohttp
 import pytest
 from aiohttp import web
 from kubernetes_asyncio import client
@@ -38,6 +37,7 @@ from kubesim.scheduler import EmulatedScheduler
 from kubesim.scheduler.clock import LoopClock
 from kubesim.scheduler.controllers import Controllers, Replicas
 from testbed.fakeapi import RESOURCES, FakeApiServer, eventually, native_gang_resources
+from tests.extender.gangs.explaining import explained_gang
 from tests.extender.gangs.test_gang_proof import CONFIG, SMALL, TRANSIENT, load
 
 NS = "team-a"
@@ -117,17 +117,6 @@ def gang_key(version: str, name: str) -> str:
     return f"train/{name}" if version == "v1alpha1" else name
 
 
-async def explain(url: str, pod: str) -> Json:
-    query = {"namespace": NS, "name": pod}
-    async with (
-        aiohttp.ClientSession() as session,
-        session.get(f"{url}/explain", params=query) as answer,
-    ):
-        body: Json = await answer.json()
-    gang: Json = body["gang"]
-    return {k: gang[k] for k in ("name", "size", "source", "native") if k in gang}
-
-
 @pytest.mark.parametrize("plugin", [False, True], ids=["gang-plugin-off", "gang-plugin-on"])
 @pytest.mark.parametrize("version", ["v1alpha1", "v1alpha2", "v1alpha3", "v1beta1"])
 async def test_pods_naming_a_group_are_planned_as_one_gang_from_it(
@@ -165,7 +154,9 @@ async def test_pods_naming_a_group_are_planned_as_one_gang_from_it(
                 recorder = scheduler.recorder
                 placed = await scheduler.run_until(lambda: len(recorder.time_to_place()) == 3, 30.0)
                 assert placed, "every gang is placed whole"
-                seen = {pod: await explain(url, pod) for pod in ("llama-worker-1", "bert-0")}
+                seen = {
+                    pod: await explained_gang(url, NS, pod) for pod in ("llama-worker-1", "bert-0")
+                }
         assert recorder.max_partial_gangs(TRANSIENT) == 0
     kind = "Workload" if version == "v1alpha1" else "PodGroup"
     for member, name in (("llama-worker-1", "llama"), ("bert-0", "bert")):
