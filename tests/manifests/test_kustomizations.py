@@ -53,7 +53,12 @@ COMPONENTS = (
     "scheduler",
     "monitoring",
 )
-OVERLAYS = ("overlays/cert-manager", "overlays/kubeflow-trainer", "overlays/network-operator")
+OVERLAYS = (
+    "overlays/cert-manager",
+    "overlays/kubeflow-trainer",
+    "overlays/large-cluster",
+    "overlays/network-operator",
+)
 KUSTOMIZATIONS = (".", *COMPONENTS, *OVERLAYS)
 # CRD-backed kinds, by API version: no schema in kubernetes-validate.
 CRD_KINDS = {
@@ -167,6 +172,7 @@ def test_each_component_lives_in_the_roots_namespaces(directory: str) -> None:
 OVERLAY_STACKS = {
     "overlays/cert-manager": [p.replace("self-provision", "cert-manager") for p in ROOT_STACK],
     "overlays/kubeflow-trainer": list(ROOT_STACK),
+    "overlays/large-cluster": list(ROOT_STACK),
     "overlays/network-operator": list(ROOT_STACK),
 }
 

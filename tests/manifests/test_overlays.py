@@ -30,6 +30,7 @@ from webhook.profiles import BUILTIN, Profile, parse_profiles
 
 NETWORK_OPERATOR = "overlays/network-operator"
 TRAINER = "overlays/kubeflow-trainer"
+LARGE = "overlays/large-cluster"
 SCHEDULER = "rdma-scheduler"
 NAMES: dict[str, str] = yaml.safe_load(
     (MANIFESTS / NETWORK_OPERATOR / "resource-names.yaml").read_text()
@@ -155,6 +156,47 @@ def test_network_operator_profile_also_sends_pods_to_rdma_scheduler() -> None:
     assert profiles(NETWORK_OPERATOR)["default"].scheduler_name == SCHEDULER
 
 
+# --- Large clusters --------------------------------------------------------------------------
+
+# The extender's resident memory measured at 100,000 nodes and 1,001,996 pods
+# (bench/scale.py --memory-only, docs/PERFORMANCE.md), and the sizing rule the base states.
+MEASURED_100K_BYTES = 8_431 * 10**6
+GIB = 2**30
+
+
+def gibibytes(quantity: str) -> float:
+    assert quantity.endswith("Gi"), quantity
+    return float(quantity.removesuffix("Gi"))
+
+
+@needs_kubectl
+def test_the_large_cluster_overlay_sizes_the_extender_from_the_measurement() -> None:
+    resources = extender_container(LARGE)["resources"]
+    request = gibibytes(resources["requests"]["memory"]) * GIB
+    limit = gibibytes(resources["limits"]["memory"]) * GIB
+    assert 1.15 * MEASURED_100K_BYTES <= request <= 1.35 * MEASURED_100K_BYTES
+    assert 2.3 * MEASURED_100K_BYTES <= limit <= 2.7 * MEASURED_100K_BYTES
+    # The base's limit would not hold it: the reason the overlay exists.
+    base = extender_container(".")["resources"]["limits"]["memory"]
+    assert gibibytes(base) * GIB < MEASURED_100K_BYTES
+
+
+@needs_kubectl
+def test_the_large_cluster_overlay_changes_only_the_extenders_size_and_gang_limit() -> None:
+    assert changed(LARGE) == [("Deployment", "kube-rdma", SCHEDULER)]
+    base_args = build_parser().parse_args(extender_container(".")["args"])
+    args = build_parser().parse_args(extender_container(LARGE)["args"])
+    assert vars(args) == vars(base_args) | {"max_gang_size": 8192}
+    base, overlay = (
+        object_of(built("."), "Deployment", SCHEDULER),
+        object_of(built(LARGE), "Deployment", SCHEDULER),
+    )
+    for deployment in (base, overlay):
+        [*_, extender] = deployment["spec"]["template"]["spec"]["containers"]
+        extender.pop("args"), extender.pop("resources")
+    assert overlay == base
+
+
 # --- kube-scheduler's version ---------------------------------------------------------------
 
 KUBE_SCHEDULER = "registry.k8s.io/kube-scheduler"
@@ -190,7 +232,9 @@ def test_the_kube_scheduler_tag_is_set_in_one_place() -> None:
 
 
 @needs_kubectl
-@pytest.mark.parametrize("directory", [".", NETWORK_OPERATOR, TRAINER, "overlays/cert-manager"])
+@pytest.mark.parametrize(
+    "directory", [".", NETWORK_OPERATOR, TRAINER, LARGE, "overlays/cert-manager"]
+)
 def test_every_stack_runs_the_one_kube_scheduler_tag(directory: str) -> None:
     images = [
         c["image"]
@@ -203,7 +247,7 @@ def test_every_stack_runs_the_one_kube_scheduler_tag(directory: str) -> None:
 
 
 def test_overlay_files_are_all_listed() -> None:
-    for overlay in (NETWORK_OPERATOR, TRAINER):
+    for overlay in (NETWORK_OPERATOR, TRAINER, LARGE):
         data = kustomization(overlay)
         listed = {r for r in data.get("resources", []) if not r.startswith("../")}
         listed |= {p["path"] for p in data.get("patches", []) if "path" in p}
