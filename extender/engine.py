@@ -42,6 +42,9 @@ _TABLES = 32
 used: a cluster runs a handful of shapes at a time, and a shape's two tables cost 150-220 bytes
 per node, most of it the failures already encoded (0.7-1.1 MB at 5,000 nodes; 32 shapes at
 most, 35 MB)."""
+_OVERLAYS = 8
+"""Tables with the gang plans laid over them kept, per (shape, gang) the most recently used: a
+few gangs are placed at a time, and one such table costs what a shape's does."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,12 @@ class Engine:
         self._names = Names()
         self._verdict_tables: OrderedDict[tuple[Any, ...], Verdicts] = OrderedDict()
         self._total_tables: OrderedDict[tuple[Any, ...], Totals] = OrderedDict()
+        self._held_verdict_tables: OrderedDict[
+            tuple[Any, ...], tuple[tuple[int, int, int], Verdicts]
+        ] = OrderedDict()
+        self._held_total_tables: OrderedDict[tuple[Any, ...], tuple[int, Totals | None]] = (
+            OrderedDict()
+        )
 
     def _shape(self, pod: PodView) -> int:
         number = self._shapes.get(pod.shape)
@@ -156,17 +165,30 @@ class Engine:
         if not pod.relevant:
             return FilterOutcome(list(names), {}, {})
         table = self._verdict_table(pod)
-        held = self._held_among(names)
-        if held:
-            shape, views = self._shape(pod), self._cluster.views
-            table = table.overlaid(
-                {
-                    name: self._verdict(pod, shape, self._view(views[name], gang))
-                    for name in held
-                    if name in views
-                }
-            )
+        if self._held_among(names):
+            table = self._held_verdicts(pod, gang, table)
         return FilterOutcome(*table.sort(names, NOT_CACHED.reason))
+
+    def _held_verdicts(self, pod: PodView, gang: GangKey | None, table: Verdicts) -> Verdicts:
+        """The shape's table with every held node judged as a pod of `gang` sees it (what other
+        gangs hold counted), kept while neither the cluster nor the plans change: a member of
+        a gang planned on thousands of nodes would otherwise lay them all over a copy of the
+        table at each call."""
+        key = (pod.shape, gang)
+        stamp = (self._cluster.changes, self._plans.version, id(table))
+        found = _recent(self._held_verdict_tables, key)
+        if found is not None and found[0] == stamp:
+            return found[1]
+        shape, views = self._shape(pod), self._cluster.views
+        overlaid = table.overlaid(
+            {
+                name: self._verdict(pod, shape, self._view(views[name], gang))
+                for name in self._plans.held_nodes
+                if name in views
+            }
+        )
+        _keep(self._held_verdict_tables, key, (stamp, overlaid), _OVERLAYS)
+        return overlaid
 
     def verdict(self, pod: PodView, name: str, gang: GangKey | None = None) -> Verdict:
         node = self._node(name, gang)
@@ -248,10 +270,14 @@ class Engine:
         if not pod.relevant:
             return dict.fromkeys(names, 0.0)
         weights = self._weights()
-        result = self._total_table(pod, weights).of(names, 0.0)
-        live, held = self._live_weights(weights), self._held_among(names)
-        if not live and not held:
-            return result
+        table = self._total_table(pod, weights)
+        live = self._live_weights(weights)
+        if not live and not self._held_among(names):
+            return table.of(names, 0.0)
+        overlaid = self._overlaid_totals(pod, gang, weights, live)
+        if overlaid is not None:
+            return overlaid.of(names, 0.0)
+        result, held = table.of(names, 0.0), self._held_among(names)
         shape, views = self._shape(pod), self._cluster.views
         for name in dict.fromkeys(held if not live else names):
             node = views.get(name)
@@ -274,9 +300,54 @@ class Engine:
         names = names if isinstance(names, list) else list(names)
         if pod.relevant:
             weights = self._weights()
-            if not self._live_weights(weights) and not self._held_among(names):
+            live = self._live_weights(weights)
+            if not live and not self._held_among(names):
                 return self._total_table(pod, weights).answer(names, 0.0)
+            overlaid = self._overlaid_totals(pod, gang, weights, live)
+            if overlaid is not None:
+                return overlaid.answer(names, 0.0)
         return HostScores.of(self.prioritize(pod, names, gang))
+
+    def _overlaid_totals(
+        self,
+        pod: PodView,
+        gang: GangKey | None,
+        weights: Weights,
+        live: list[tuple[float, Criterion]],
+    ) -> Totals | None:
+        """The totals with the plans laid over every node (what other gangs hold, the live
+        criteria's scores), as `prioritize` computes them name by name; None until asked twice
+        while the plans stay the same, so that plans changing at every call cost no more than
+        scoring the names.
+
+        Live criteria read the pod only through its shape and the gang the plans know it as a
+        member of (the locality score), so the members of one gang share a table: a gang of
+        thousands scores the cluster once, not once a member."""
+        key = (pod.shape, gang, self._plans.member_gang(pod.key), id(weights))
+        version = self._plans.version
+        found = _recent(self._held_total_tables, key)
+        if found is not None and found[0] == version and found[1] is not None:
+            found[1].sync(self._cluster)
+            return found[1]
+        if found is None or found[0] != version:
+            _keep(
+                self._held_total_tables, key, (version, None), _OVERLAYS
+            )  # once more, then a table
+            return None
+        shape = self._shape(pod)
+
+        def total(node: NodeInfo) -> float:
+            if node.name in self._plans.held_nodes:
+                node = self._view(node, gang)
+            result = self._cached_total(pod, shape, node, weights)
+            for weight, criterion in live:
+                result += weight * (criterion.score(pod, node, None) - criterion.neutral)
+            return result
+
+        table = Totals(self._names, total, weights)
+        table.sync(self._cluster)
+        _keep(self._held_total_tables, key, (version, table), _OVERLAYS)
+        return table
 
     def _cached_total(self, pod: PodView, shape: int, node: NodeInfo, weights: Weights) -> float:
         """The node's total for the shape, the live criteria at neutral; once per state."""
@@ -320,9 +391,14 @@ def _recent(tables: OrderedDict[tuple[Any, ...], _T], shape: tuple[Any, ...]) ->
     return table
 
 
-def _keep(tables: OrderedDict[tuple[Any, ...], _T], shape: tuple[Any, ...], table: _T) -> None:
+def _keep(
+    tables: OrderedDict[tuple[Any, ...], _T],
+    shape: tuple[Any, ...],
+    table: _T,
+    limit: int = _TABLES,
+) -> None:
     tables[shape] = table
-    if len(tables) > _TABLES:
+    if len(tables) > limit:
         tables.popitem(last=False)
 
 

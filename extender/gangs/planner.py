@@ -96,7 +96,7 @@ class Planner:
         """The levels in use and what each gang asks of them."""
         measure = FitMeasure(cluster, engine, book, self._holds, priority, self.requirements)
         self.plans: dict[GangKey, Plan] = {}
-        self._standing = Standing(cluster, engine, settings, clock)
+        self._standing = Standing(cluster, engine, book, settings, clock)
         self._maker = PlanMaker(
             cluster, self.requirements, measure, members, ahead, self.plans, self.bound_of
         )
@@ -312,6 +312,7 @@ class Planner:
         """Forget the gang's plan here only, as `drop` without removing the record."""
         plan = self.plans.pop(gang, None)
         self._book.release(gang)
+        self._standing.forget(gang)
         if plan is not None:
             plan.fail_waiting(reason or f"the plan of gang {plan.gang} was dropped")
 
