@@ -151,7 +151,7 @@ def in_process(nodes: int, sizes: list[int], max_gang_size: int | None = None) -
             )
             orjson.dumps(answer)
             args = protocol.decode_args(body)
-            orjson.dumps(protocol.host_priorities(scheduler.prioritize(args.pod, args.names)))
+            answer_scores(scheduler, args)
             c1 = time.thread_time()
             floor_filter(body)
             floor_prioritize(body)
@@ -188,6 +188,12 @@ def in_process(nodes: int, sizes: list[int], max_gang_size: int | None = None) -
         for pod in pods:
             source.cluster.delete_pod(("team-llm", pod["metadata"]["name"]))
         del app, scheduler
+
+
+def answer_scores(scheduler: Any, args: Any) -> bytes:
+    """The prioritize answer as the handler sends it (extender/app.py)."""
+    scores: bytes = scheduler.answer_scores(args.pod, args.names).json
+    return scores
 
 
 def usable_leaves(scheduler: Any, cluster: Any, names: list[str]) -> dict[tuple[str, str], int]:

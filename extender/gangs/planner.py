@@ -136,7 +136,9 @@ class Planner:
             return self._absent(plan, pod, node, names)
         plan.absent.pop(node, None)
         reason = f"gang {gang} has this member planned on {node} ({plan.describe()})"
-        return FilterOutcome([node], {}, {n: reason for n in names if n != node})
+        failed = dict.fromkeys(names, reason)
+        del failed[node]
+        return FilterOutcome([node], {}, failed)
 
     def touch(self, plan: Plan) -> None:
         """A member made progress: the plan does not expire yet."""
