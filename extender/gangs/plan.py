@@ -69,16 +69,25 @@ class Plan:
     group_specs: dict[Hashable, Json] = field(default_factory=dict)
     """Each group's constraints (by key) as the pod spec fields they were compiled from, for
     the plan's record (extender/book/records.py)."""
+    _groups: tuple[list[NodeConstraints | None], int, frozenset[Hashable]] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     @property
     def mixed(self) -> bool:
         """Slots were planned for members with different constraints."""
         return len(self.groups()) > 1
 
-    def groups(self) -> set[Hashable]:
-        """The constraints' keys; the slots of one group share one object, hashed once."""
+    def groups(self) -> frozenset[Hashable]:
+        """The constraints' keys; the slots of one group share one object, hashed once. Asked
+        at each member's filter: found once per list of constraints (and its length)."""
+        seen = self._groups
+        if seen is not None and seen[0] is self.constraints and seen[1] == len(seen[0]):
+            return seen[2]
         distinct = {id(c): c for c in self.constraints if c is not None}
-        return {c.key for c in distinct.values()}
+        keys = frozenset(c.key for c in distinct.values())
+        self._groups = (self.constraints, len(self.constraints), keys)
+        return keys
 
     def slot_of(
         self,
