@@ -93,9 +93,7 @@ class Engine:
         self._names = Names()
         self._verdict_tables: OrderedDict[tuple[Any, ...], Verdicts] = OrderedDict()
         self._total_tables: OrderedDict[tuple[Any, ...], Totals] = OrderedDict()
-        self._held_verdict_tables: OrderedDict[
-            tuple[Any, ...], tuple[tuple[int, int, int], Verdicts]
-        ] = OrderedDict()
+        self._held_verdict_tables: OrderedDict[tuple[Any, ...], _Overlay] = OrderedDict()
         self._held_total_tables: OrderedDict[tuple[Any, ...], tuple[int, Totals | None]] = (
             OrderedDict()
         )
@@ -165,30 +163,47 @@ class Engine:
         if not pod.relevant:
             return FilterOutcome(list(names), {}, {})
         table = self._verdict_table(pod)
-        if self._held_among(names):
-            table = self._held_verdicts(pod, gang, table)
+        held = self._held_among(names)
+        if held:
+            table = self._held_verdicts(pod, gang, table, held)
         return FilterOutcome(*table.sort(names, NOT_CACHED.reason))
 
-    def _held_verdicts(self, pod: PodView, gang: GangKey | None, table: Verdicts) -> Verdicts:
-        """The shape's table with every held node judged as a pod of `gang` sees it (what other
-        gangs hold counted), kept while neither the cluster nor the plans change: a member of
-        a gang planned on thousands of nodes would otherwise lay them all over a copy of the
-        table at each call."""
-        key = (pod.shape, gang)
-        stamp = (self._cluster.changes, self._plans.version, id(table))
+    def _held_verdicts(
+        self, pod: PodView, gang: GangKey | None, table: Verdicts, held: list[str]
+    ) -> Verdicts:
+        """The shape's table with the held nodes judged as a pod of `gang` sees them (what
+        other gangs hold counted). Asked a second time while the plans stay the same, every
+        held node is laid over a copy that is then kept, brought up to date node by node as the
+        cluster changes: a member of a gang planned on thousands of nodes would otherwise lay
+        them all over a copy of the table at each call. The first time, only `held`, the held
+        nodes among the call's names: plans changing at every call cost what they did."""
+        key, version = (pod.shape, gang), self._plans.version
         found = _recent(self._held_verdict_tables, key)
-        if found is not None and found[0] == stamp:
-            return found[1]
+        if found is None or found.version != version or found.base is not table:
+            _keep(self._held_verdict_tables, key, _Overlay(version, table), _OVERLAYS)
+            return table.overlaid(self._held_verdict_map(pod, gang, held))
+        changed = None if found.table is None else self._cluster.changed_since(found.changes)
+        views = self._cluster.views
+        if found.table is None or changed is None or not all(map(views.__contains__, changed)):
+            found.table = table.overlaid(self._held_verdict_map(pod, gang, self._plans.held_nodes))
+        else:
+            shape = self._shape(pod)
+            for name in dict.fromkeys(changed):
+                node = self._node(name, gang)
+                if node is not None:
+                    found.table.place(name, self._verdict(pod, shape, node))
+        found.changes = self._cluster.changes
+        return found.table
+
+    def _held_verdict_map(
+        self, pod: PodView, gang: GangKey | None, held: Iterable[str]
+    ) -> dict[str, Verdict]:
         shape, views = self._shape(pod), self._cluster.views
-        overlaid = table.overlaid(
-            {
-                name: self._verdict(pod, shape, self._view(views[name], gang))
-                for name in self._plans.held_nodes
-                if name in views
-            }
-        )
-        _keep(self._held_verdict_tables, key, (stamp, overlaid), _OVERLAYS)
-        return overlaid
+        return {
+            name: self._verdict(pod, shape, self._view(views[name], gang))
+            for name in held
+            if name in views
+        }
 
     def verdict(self, pod: PodView, name: str, gang: GangKey | None = None) -> Verdict:
         node = self._node(name, gang)
@@ -382,6 +397,17 @@ class Engine:
             result.append(Assessment(node.name, verdict, scores, total, notes))
         result.sort(key=lambda a: (not a.verdict.ok, -(a.total or 0.0), a.node))
         return result
+
+
+@dataclass
+class _Overlay:
+    """A shape's verdicts with the held nodes laid over them, for the plans' `version` and the
+    cluster's `changes`; `table` None until asked again at that version."""
+
+    version: int
+    base: Verdicts
+    changes: int = 0
+    table: Verdicts | None = None
 
 
 def _recent(tables: OrderedDict[tuple[Any, ...], _T], shape: tuple[Any, ...]) -> _T | None:
