@@ -109,25 +109,29 @@ def choose_in(fits: Fits, demands: Sequence[int], search: Search) -> Choice | No
 
 def _packed(fits: Fits, members: list[str], needed: int, levels: Sequence[str]) -> list[str]:
     """The nodes of the domain to fill: at each level narrower than the domain's, widest first,
-    the fewest of its domains within the last level's choice that hold the members, the
-    tightest such (`_fewest`). A level is passed over where a node lacks its label or its
-    domains are single nodes (a host level: choosing nodes is the fill's)."""
-    for label in reversed(levels):
+    the fewest of its domains within the last level's choice that hold the members
+    (`_fewest`). A level is passed over where a node lacks its label or its domains are single
+    nodes (a host level: choosing nodes is the fill's)."""
+    usable = [label for label in reversed(levels) if _splits(fits, members, label)]
+    for label in usable:
         groups: dict[str, list[str]] = {}
         for name in members:
-            value = fits[name].labels.get(label)
-            if value is None:
-                break
-            groups.setdefault(value, []).append(name)
-        else:
-            if len(groups) < len(members):
-                members = [n for v in _fewest(fits, groups, needed) for n in groups[v]]
+            groups.setdefault(fits[name].labels[label], []).append(name)
+        chosen = _fewest(fits, groups, needed, tightest=label == usable[-1])
+        members = [n for v in chosen for n in groups[v]]
     return members
 
 
-def _fewest(fits: Fits, groups: Mapping[str, list[str]], needed: int) -> list[str]:
-    """The fewest domains that hold `needed` members (as many as the fullest first take); of
-    those, one by one, the tightest that leaves the rest a count the fullest others still
+def _splits(fits: Fits, members: list[str], label: str) -> bool:
+    values = [fits[n].labels.get(label) for n in members]
+    return None not in values and len(set(values)) < len(values)
+
+
+def _fewest(fits: Fits, groups: Mapping[str, list[str]], needed: int, tightest: bool) -> list[str]:
+    """The fewest domains that hold `needed` members (as many as the fullest first take).
+    Above the narrowest level, the fullest, the last of them the tightest that holds the rest:
+    their domains below are the fullest too, so the narrowest level needs the fewest. At the
+    narrowest, one by one the tightest that leaves the rest a count the fullest others still
     hold, so that whole domains stay whole for the next gang."""
     capacity = {value: _capacity(fits, names) for value, names in groups.items()}
     rank = {
@@ -138,21 +142,25 @@ def _fewest(fits: Fits, groups: Mapping[str, list[str]], needed: int) -> list[st
     while held < needed and count < len(fullest):
         held += capacity[fullest[count]]
         count += 1
-    tightest = sorted(groups, key=rank.__getitem__)
+    if not tightest:
+        rest = needed - sum(capacity[v] for v in fullest[: count - 1])
+        last = min(fullest[count - 1 :], key=lambda v: (capacity[v] < rest, rank[v]))
+        return [*fullest[: count - 1], last]
+    order = sorted(groups, key=rank.__getitem__)
     chosen: list[str] = []
     left = needed
     for slot in range(count):
         others = count - slot - 1
         place = {v: i for i, v in enumerate(fullest)}
         prefix = list(accumulate((capacity[v] for v in fullest), initial=0))
-        for value in tightest:
+        for value in order:
             # What the fullest others hold; where it is one of them, the next one stands in.
             among = place[value] < others
             rest = prefix[others + 1] - capacity[value] if among else prefix[others]
             if capacity[value] + rest >= left:
                 chosen.append(value)
                 left -= capacity[value]
-                tightest.remove(value)
+                order.remove(value)
                 fullest.remove(value)
                 break
     return chosen
