@@ -9,9 +9,11 @@ with set and dict operations that run in C, not a Python step per node.
 
 Gang plans enter through a read-only view given at construction (extender/book/reservations.py):
 what other gangs hold on a node counts as requested, which makes a node state of its own (laid
-over the tables for the names it concerns), and the locality criterion, which reads the plans,
-is scored per node only while some gang is planned (at its neutral score, cached with the
-others, otherwise).
+over the tables), and the locality criterion, which reads the plans, is scored per node only
+while some gang is planned (at its neutral score, cached with the others, otherwise). Tables
+with the plans laid over every node are kept per (shape, gang) while the plans stay the same
+(the book's version) and brought up to date node by node as the cluster changes, so that the
+thousands of members of one gang do not each redo what the plan changed.
 """
 
 from __future__ import annotations
