@@ -107,7 +107,11 @@ def summarize(
     }
 
 
-def in_process(nodes: int, sizes: list[int], max_gang_size: int | None = None) -> None:
+def in_process(
+    nodes: int, sizes: list[int], max_gang_size: int | None = None, members: int | None = None
+) -> None:
+    """With `members`, only the first that many members of each gang are sent: the leaves
+    are then the plan's (the first member makes it), the CPU the mean over those sent."""
     import gc
 
     import orjson
@@ -141,7 +145,8 @@ def in_process(nodes: int, sizes: list[int], max_gang_size: int | None = None) -
         chosen: dict[str, str] = {}
         cpu = floor = 0.0
         first = 0.0
-        for i, pod in enumerate(pods):
+        sent = pods if members is None else pods[: max(members, 1)]
+        for i, pod in enumerate(sent):
             body = orjson.dumps({"Pod": pod, "NodeNames": names})
             c0 = time.thread_time()
             args = protocol.decode_args(body)
@@ -151,7 +156,7 @@ def in_process(nodes: int, sizes: list[int], max_gang_size: int | None = None) -
             )
             orjson.dumps(answer)
             args = protocol.decode_args(body)
-            orjson.dumps(protocol.host_priorities(scheduler.prioritize(args.pod, args.names)))
+            answer_scores(scheduler, args)
             c1 = time.thread_time()
             floor_filter(body)
             floor_prioritize(body)
@@ -167,27 +172,39 @@ def in_process(nodes: int, sizes: list[int], max_gang_size: int | None = None) -
         plans = len(made)
         domain = f"{made[0].domain} (a leaf could take {made[0].narrowest_fit})" if made else "-"
         plan = scheduler.planner.plans.get((gang.namespace, gang.name))
-        leaves = {source.cluster.views[n].labels.get(LEAF_LABEL) for n in chosen.values()}
         whole = len(chosen) == size and len(set(chosen.values())) == size
+        placed = list(chosen.values()) if plan is None or members is None else plan.slots
+        leaves = {source.cluster.views[n].labels.get(LEAF_LABEL) for n in placed}
         fewest = fewest_leaves(usable, size)
-        spines = {source.cluster.views[n].labels.get(SPINE_LABEL) for n in chosen.values()}
+        spines = {source.cluster.views[n].labels.get(SPINE_LABEL) for n in placed}
         if len(spines) == 1:
             within = fewest_leaves(usable, size, spines.pop())
             fewest_text = f"fewest {fewest}, {within} in its spine"
         else:
-            fewest_text = f"fewest {fewest}; {len(spines)} spines"
+            inside = {k: n for k, n in usable.items() if k[0] in spines}
+            fewest_text = (
+                f"fewest {fewest}, {fewest_leaves(inside, size)} in its spines; "
+                f"{len(spines)} spines (fewest {fewest_spines(usable, size)})"
+            )
         load = Path("/proc/loadavg").read_text().split()[0]
         print(
-            f"  gang of {size:,} x 8 GPUs: placed whole {whole}, plans {plans}, "
+            f"  gang of {size:,} x 8 GPUs ({len(sent):,} sent): placed whole {whole}, "
+            f"plans {plans}, "
             f"planned {plan is not None} in {domain}, leaves {len(leaves)} ({fewest_text}); "
             f"first member {first:.2f} s CPU; then per member "
-            f"{cpu / (size - 1) * 1000:.1f} ms CPU against the floor's "
-            f"{floor / (size - 1) * 1000:.1f} ms; load {load}",
+            f"{cpu / max(len(sent) - 1, 1) * 1000:.1f} ms CPU against the floor's "
+            f"{floor / max(len(sent) - 1, 1) * 1000:.1f} ms; load {load}",
             flush=True,
         )
         for pod in pods:
             source.cluster.delete_pod(("team-llm", pod["metadata"]["name"]))
         del app, scheduler
+
+
+def answer_scores(scheduler: Any, args: Any) -> bytes:
+    """The prioritize answer as the handler sends it (extender/app.py)."""
+    scores: bytes = scheduler.answer_scores(args.pod, args.names).json
+    return scores
 
 
 def usable_leaves(scheduler: Any, cluster: Any, names: list[str]) -> dict[tuple[str, str], int]:
@@ -215,6 +232,14 @@ def fewest_leaves(usable: dict[tuple[str, str], int], size: int, spine: str | No
     return -1
 
 
+def fewest_spines(usable: dict[tuple[str, str], int], size: int) -> int:
+    """The fewest spines that hold `size` members, fullest first."""
+    per_spine: dict[tuple[str, str], int] = {}
+    for (spine, _), count in usable.items():
+        per_spine[(spine, spine)] = per_spine.get((spine, spine), 0) + count
+    return fewest_leaves(per_spine, size)
+
+
 def limited(result: dict[str, Any]) -> str:
     return "" if result["finished"] else " (stopped at --limit)"
 
@@ -229,11 +254,16 @@ def main() -> int:
     parser.add_argument(
         "--max-gang-size", type=int, help="with --in-process: the extender's (default 4,096)"
     )
+    parser.add_argument(
+        "--members",
+        type=int,
+        help="with --in-process: send only the first N members (1: the plan alone)",
+    )
     args = parser.parse_args()
     if args.in_process:
         logging.getLogger("kube_rdma").setLevel(logging.ERROR)
         print(f"big gangs in process: {args.nodes:,} free nodes, every name in each call")
-        in_process(args.nodes, args.sizes, args.max_gang_size)
+        in_process(args.nodes, args.sizes, args.max_gang_size, args.members)
         return 0
     logging.getLogger("kube_rdma").setLevel(logging.ERROR)  # a line per timed-out bind request
     print(

@@ -9,9 +9,11 @@ with set and dict operations that run in C, not a Python step per node.
 
 Gang plans enter through a read-only view given at construction (extender/book/reservations.py):
 what other gangs hold on a node counts as requested, which makes a node state of its own (laid
-over the tables for the names it concerns), and the locality criterion, which reads the plans,
-is scored per node only while some gang is planned (at its neutral score, cached with the
-others, otherwise).
+over the tables), and the locality criterion, which reads the plans, is scored per node only
+while some gang is planned (at its neutral score, cached with the others, otherwise). Tables
+with the plans laid over every node are kept per (shape, gang) while the plans stay the same
+(the book's version) and brought up to date node by node as the cluster changes, so that the
+thousands of members of one gang do not each redo what the plan changed.
 """
 
 from __future__ import annotations
@@ -42,6 +44,9 @@ _TABLES = 32
 used: a cluster runs a handful of shapes at a time, and a shape's two tables cost 150-220 bytes
 per node, most of it the failures already encoded (0.7-1.1 MB at 5,000 nodes; 32 shapes at
 most, 35 MB)."""
+_OVERLAYS = 8
+"""Tables with the gang plans laid over them kept, per (shape, gang) the most recently used: a
+few gangs are placed at a time, and one such table costs what a shape's does."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +95,10 @@ class Engine:
         self._names = Names()
         self._verdict_tables: OrderedDict[tuple[Any, ...], Verdicts] = OrderedDict()
         self._total_tables: OrderedDict[tuple[Any, ...], Totals] = OrderedDict()
+        self._held_verdict_tables: OrderedDict[tuple[Any, ...], _Overlay] = OrderedDict()
+        self._held_total_tables: OrderedDict[tuple[Any, ...], tuple[int, Totals | None]] = (
+            OrderedDict()
+        )
 
     def _shape(self, pod: PodView) -> int:
         number = self._shapes.get(pod.shape)
@@ -158,15 +167,45 @@ class Engine:
         table = self._verdict_table(pod)
         held = self._held_among(names)
         if held:
-            shape, views = self._shape(pod), self._cluster.views
-            table = table.overlaid(
-                {
-                    name: self._verdict(pod, shape, self._view(views[name], gang))
-                    for name in held
-                    if name in views
-                }
-            )
+            table = self._held_verdicts(pod, gang, table, held)
         return FilterOutcome(*table.sort(names, NOT_CACHED.reason))
+
+    def _held_verdicts(
+        self, pod: PodView, gang: GangKey | None, table: Verdicts, held: list[str]
+    ) -> Verdicts:
+        """The shape's table with the held nodes judged as a pod of `gang` sees them (what
+        other gangs hold counted). Asked a second time while the plans stay the same, every
+        held node is laid over a copy that is then kept, brought up to date node by node as the
+        cluster changes: a member of a gang planned on thousands of nodes would otherwise lay
+        them all over a copy of the table at each call. The first time, only `held`, the held
+        nodes among the call's names: plans changing at every call cost what they did."""
+        key, version = (pod.shape, gang), self._plans.version
+        found = _recent(self._held_verdict_tables, key)
+        if found is None or found.version != version or found.base is not table:
+            _keep(self._held_verdict_tables, key, _Overlay(version, table), _OVERLAYS)
+            return table.overlaid(self._held_verdict_map(pod, gang, held))
+        changed = None if found.table is None else self._cluster.changed_since(found.changes)
+        views = self._cluster.views
+        if found.table is None or changed is None or not all(map(views.__contains__, changed)):
+            found.table = table.overlaid(self._held_verdict_map(pod, gang, self._plans.held_nodes))
+        else:
+            shape = self._shape(pod)
+            for name in dict.fromkeys(changed):
+                node = self._node(name, gang)
+                if node is not None:
+                    found.table.place(name, self._verdict(pod, shape, node))
+        found.changes = self._cluster.changes
+        return found.table
+
+    def _held_verdict_map(
+        self, pod: PodView, gang: GangKey | None, held: Iterable[str]
+    ) -> dict[str, Verdict]:
+        shape, views = self._shape(pod), self._cluster.views
+        return {
+            name: self._verdict(pod, shape, self._view(views[name], gang))
+            for name in held
+            if name in views
+        }
 
     def verdict(self, pod: PodView, name: str, gang: GangKey | None = None) -> Verdict:
         node = self._node(name, gang)
@@ -248,10 +287,14 @@ class Engine:
         if not pod.relevant:
             return dict.fromkeys(names, 0.0)
         weights = self._weights()
-        result = self._total_table(pod, weights).of(names, 0.0)
-        live, held = self._live_weights(weights), self._held_among(names)
-        if not live and not held:
-            return result
+        table = self._total_table(pod, weights)
+        live = self._live_weights(weights)
+        if not live and not self._held_among(names):
+            return table.of(names, 0.0)
+        overlaid = self._overlaid_totals(pod, gang, weights, live)
+        if overlaid is not None:
+            return overlaid.of(names, 0.0)
+        result, held = table.of(names, 0.0), self._held_among(names)
         shape, views = self._shape(pod), self._cluster.views
         for name in dict.fromkeys(held if not live else names):
             node = views.get(name)
@@ -274,9 +317,54 @@ class Engine:
         names = names if isinstance(names, list) else list(names)
         if pod.relevant:
             weights = self._weights()
-            if not self._live_weights(weights) and not self._held_among(names):
+            live = self._live_weights(weights)
+            if not live and not self._held_among(names):
                 return self._total_table(pod, weights).answer(names, 0.0)
+            overlaid = self._overlaid_totals(pod, gang, weights, live)
+            if overlaid is not None:
+                return overlaid.answer(names, 0.0)
         return HostScores.of(self.prioritize(pod, names, gang))
+
+    def _overlaid_totals(
+        self,
+        pod: PodView,
+        gang: GangKey | None,
+        weights: Weights,
+        live: list[tuple[float, Criterion]],
+    ) -> Totals | None:
+        """The totals with the plans laid over every node (what other gangs hold, the live
+        criteria's scores), as `prioritize` computes them name by name; None until asked twice
+        while the plans stay the same, so that plans changing at every call cost no more than
+        scoring the names.
+
+        Live criteria read the pod only through its shape and the gang the plans know it as a
+        member of (the locality score), so the members of one gang share a table: a gang of
+        thousands scores the cluster once, not once a member."""
+        key = (pod.shape, gang, self._plans.member_gang(pod.key), id(weights))
+        version = self._plans.version
+        found = _recent(self._held_total_tables, key)
+        if found is not None and found[0] == version and found[1] is not None:
+            found[1].sync(self._cluster)
+            return found[1]
+        if found is None or found[0] != version:
+            _keep(
+                self._held_total_tables, key, (version, None), _OVERLAYS
+            )  # once more, then a table
+            return None
+        shape = self._shape(pod)
+
+        def total(node: NodeInfo) -> float:
+            if node.name in self._plans.held_nodes:
+                node = self._view(node, gang)
+            result = self._cached_total(pod, shape, node, weights)
+            for weight, criterion in live:
+                result += weight * (criterion.score(pod, node, None) - criterion.neutral)
+            return result
+
+        table = Totals(self._names, total, weights)
+        table.sync(self._cluster)
+        _keep(self._held_total_tables, key, (version, table), _OVERLAYS)
+        return table
 
     def _cached_total(self, pod: PodView, shape: int, node: NodeInfo, weights: Weights) -> float:
         """The node's total for the shape, the live criteria at neutral; once per state."""
@@ -313,6 +401,17 @@ class Engine:
         return result
 
 
+@dataclass
+class _Overlay:
+    """A shape's verdicts with the held nodes laid over them, for the plans' `version` and the
+    cluster's `changes`; `table` None until asked again at that version."""
+
+    version: int
+    base: Verdicts
+    changes: int = 0
+    table: Verdicts | None = None
+
+
 def _recent(tables: OrderedDict[tuple[Any, ...], _T], shape: tuple[Any, ...]) -> _T | None:
     table = tables.get(shape)
     if table is not None:
@@ -320,9 +419,14 @@ def _recent(tables: OrderedDict[tuple[Any, ...], _T], shape: tuple[Any, ...]) ->
     return table
 
 
-def _keep(tables: OrderedDict[tuple[Any, ...], _T], shape: tuple[Any, ...], table: _T) -> None:
+def _keep(
+    tables: OrderedDict[tuple[Any, ...], _T],
+    shape: tuple[Any, ...],
+    table: _T,
+    limit: int = _TABLES,
+) -> None:
     tables[shape] = table
-    if len(tables) > _TABLES:
+    if len(tables) > limit:
         tables.popitem(last=False)
 
 

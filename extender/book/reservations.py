@@ -15,7 +15,7 @@ held without one fences its domain under the narrowest label.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Container, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from enum import Enum
 from typing import Literal, Protocol
 
@@ -41,8 +41,14 @@ class GangPlans(Protocol):
     """Read-only: what the gang plans in force hold."""
 
     @property
-    def held_nodes(self) -> Container[str]:
+    def held_nodes(self) -> Collection[str]:
         """Nodes on which some plan holds capacity."""
+        ...
+
+    @property
+    def version(self) -> int:
+        """A number that changes whenever what plans hold or fence changes: answers computed
+        from the plans are kept while it stays the same."""
         ...
 
     def held(self, node: str, gang: GangKey | None = None) -> dict[str, int]:
@@ -69,7 +75,8 @@ class GangPlans(Protocol):
 class NoPlans:
     """The view where no gang is ever planned: an engine without gang placement."""
 
-    held_nodes: Container[str] = frozenset()
+    held_nodes: Collection[str] = frozenset()
+    version = 0
 
     def held(self, node: str, gang: GangKey | None = None) -> dict[str, int]:
         return {}
@@ -103,6 +110,7 @@ class Reservations:
         self._plans: dict[GangKey, tuple[str, frozenset[str]]] = {}
         self._members: dict[PodKey, GangKey] = {}
         self._domains: frozenset[str] = frozenset()
+        self._version = 0
 
     # Writes: the planner's
 
@@ -121,6 +129,7 @@ class Reservations:
         """Record the gang's plan, holding `need` once per pending slot (a node per member),
         and fencing `fence` (None: nothing)."""
         self._unhold(gang)
+        self._version += 1
         self._plans[gang] = (domain, frozenset(nodes))
         self._domains = frozenset(domain for domain, _ in self._plans.values())
         self._fence(gang, self._narrowest_fence(domain) if fence is NARROWEST else fence)
@@ -135,6 +144,7 @@ class Reservations:
         held = (self.by_node.get(node) or {}).get(gang)
         if held is None:
             return
+        self._version += 1
         for resource, amount in need.items():
             if resource in held:
                 held[resource] -= amount
@@ -147,6 +157,7 @@ class Reservations:
 
     def release(self, gang: GangKey) -> None:
         """Forget the gang's plan, what it holds and its members."""
+        self._version += 1
         self._plans.pop(gang, None)
         self._domains = frozenset(domain for domain, _ in self._plans.values())
         self._fence(gang, None)
@@ -176,8 +187,12 @@ class Reservations:
     # Reads: GangPlans
 
     @property
-    def held_nodes(self) -> Container[str]:
+    def held_nodes(self) -> Collection[str]:
         return self.by_node
+
+    @property
+    def version(self) -> int:
+        return self._version
 
     def held(self, node: str, gang: GangKey | None = None) -> dict[str, int]:
         total: dict[str, int] = {}

@@ -4,8 +4,9 @@ measures the candidates, this module only decides.
 The gang goes to the narrowest network domain (node labels the admin lists, narrowest first,
 then the whole cluster) whose nodes hold all the members still to place; among the domains of
 that level, the tightest (fewest member slots in all, so bigger domains stay whole for bigger
-gangs), then the best mean score; within it the best-scoring nodes, each filled with as many
-members as fit before the next one is used.
+gangs), then the best mean score; within it, the fewest domains of each narrower level that
+hold the gang (the fullest first, then the tightest that holds the rest), and there the
+best-scoring nodes, each filled with as many members as fit before the next one is used.
 
 A gang may require a level (extender/levels/placement.py): then only the levels up to it are
 tried, never the whole cluster; and it may ask for slices, consecutive ranks each inside one
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 from extender.cluster.model import NodeInfo
 from extender.gangs.slices import cut, mean_score, slice_fill
@@ -94,12 +96,74 @@ def choose_in(fits: Fits, demands: Sequence[int], search: Search) -> Choice | No
             _, _, value, members = min(viable)
             if sliced:
                 return Choice(value, [n for n, _ in _slots(fits, members, demands, search) or []])
+            if len(demands) == 1:
+                narrower = search.levels[: search.levels.index(label)] if label != CLUSTER else None
+                members = _packed(fits, members, needed, narrower or search.levels)
             slots = _fill(members, fits, demands)
             assert slots is not None
             return Choice(
                 value, [n for n, _ in slots], [g for _, g in slots] if len(demands) > 1 else []
             )
     return None
+
+
+def _packed(fits: Fits, members: list[str], needed: int, levels: Sequence[str]) -> list[str]:
+    """The nodes of the domain to fill: at each level narrower than the domain's, widest first,
+    the fewest of its domains within the last level's choice that hold the members
+    (`_fewest`). A level is passed over where a node lacks its label or its domains are single
+    nodes (a host level: choosing nodes is the fill's)."""
+    usable = [label for label in reversed(levels) if _splits(fits, members, label)]
+    for label in usable:
+        groups: dict[str, list[str]] = {}
+        for name in members:
+            groups.setdefault(fits[name].labels[label], []).append(name)
+        chosen = _fewest(fits, groups, needed, tightest=label == usable[-1])
+        members = [n for v in chosen for n in groups[v]]
+    return members
+
+
+def _splits(fits: Fits, members: list[str], label: str) -> bool:
+    values = [fits[n].labels.get(label) for n in members]
+    return None not in values and len(set(values)) < len(values)
+
+
+def _fewest(fits: Fits, groups: Mapping[str, list[str]], needed: int, tightest: bool) -> list[str]:
+    """The fewest domains that hold `needed` members (as many as the fullest first take).
+    Above the narrowest level, the fullest, the last of them the tightest that holds the rest:
+    their domains below are the fullest too, so the narrowest level needs the fewest. At the
+    narrowest, one by one the tightest that leaves the rest a count the fullest others still
+    hold, so that whole domains stay whole for the next gang."""
+    capacity = {value: _capacity(fits, names) for value, names in groups.items()}
+    rank = {
+        value: (capacity[value], -mean_score(fits, names), value) for value, names in groups.items()
+    }
+    fullest = sorted(groups, key=lambda v: (-capacity[v], rank[v][1:]))
+    count, held = 0, 0
+    while held < needed and count < len(fullest):
+        held += capacity[fullest[count]]
+        count += 1
+    if not tightest:
+        rest = needed - sum(capacity[v] for v in fullest[: count - 1])
+        last = min(fullest[count - 1 :], key=lambda v: (capacity[v] < rest, rank[v]))
+        return [*fullest[: count - 1], last]
+    order = sorted(groups, key=rank.__getitem__)
+    chosen: list[str] = []
+    left = needed
+    for slot in range(count):
+        others = count - slot - 1
+        place = {v: i for i, v in enumerate(fullest)}
+        prefix = list(accumulate((capacity[v] for v in fullest), initial=0))
+        for value in order:
+            # What the fullest others hold; where it is one of them, the next one stands in.
+            among = place[value] < others
+            rest = prefix[others + 1] - capacity[value] if among else prefix[others]
+            if capacity[value] + rest >= left:
+                chosen.append(value)
+                left -= capacity[value]
+                order.remove(value)
+                fullest.remove(value)
+                break
+    return chosen
 
 
 def _viable(fits: Fits, members: list[str], demands: Sequence[int], search: Search | None) -> bool:

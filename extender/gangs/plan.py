@@ -9,8 +9,9 @@ writes to the API (extender/book/records.py).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import chain, filterfalse
 
 from extender.book.records import PlanRecord
 from extender.cluster.pods import PodKey
@@ -68,16 +69,25 @@ class Plan:
     group_specs: dict[Hashable, Json] = field(default_factory=dict)
     """Each group's constraints (by key) as the pod spec fields they were compiled from, for
     the plan's record (extender/book/records.py)."""
+    _groups: tuple[list[NodeConstraints | None], int, frozenset[Hashable]] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     @property
     def mixed(self) -> bool:
         """Slots were planned for members with different constraints."""
         return len(self.groups()) > 1
 
-    def groups(self) -> set[Hashable]:
-        """The constraints' keys; the slots of one group share one object, hashed once."""
+    def groups(self) -> frozenset[Hashable]:
+        """The constraints' keys; the slots of one group share one object, hashed once. Asked
+        at each member's filter: found once per list of constraints (and its length)."""
+        seen = self._groups
+        if seen is not None and seen[0] is self.constraints and seen[1] == len(seen[0]):
+            return seen[2]
         distinct = {id(c): c for c in self.constraints if c is not None}
-        return {c.key for c in distinct.values()}
+        keys = frozenset(c.key for c in distinct.values())
+        self._groups = (self.constraints, len(self.constraints), keys)
+        return keys
 
     def slot_of(
         self,
@@ -92,18 +102,19 @@ class Plan:
         index = self.assigned.get(pod)
         if index is None:
             taken = set(self.assigned.values())
-            order = list(range(len(self.slots)))
+            order: Iterable[int] = range(len(self.slots))
             spanned = None if rank is None else span(rank, self.slice_size, self.slice_sizes)
             if spanned is not None:
                 first, count = spanned
-                order = order[first : first + count] + order
-            free = (
-                i
-                for i in order
-                if i not in taken
-                and self._for(i, group)
-                and (node is None or self.slots[i] == node)
-            )
+                order = chain(range(first, first + count), order)
+            # The slots not taken are found in C: a gang of thousands asks this per member.
+            free: Iterator[int] = filterfalse(taken.__contains__, order)
+            if group is not None or node is not None:
+                free = (
+                    i
+                    for i in free
+                    if self._for(i, group) and (node is None or self.slots[i] == node)
+                )
             index = next(free, None)
             if index is not None:
                 self.assigned[pod] = index

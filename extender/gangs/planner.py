@@ -96,7 +96,7 @@ class Planner:
         """The levels in use and what each gang asks of them."""
         measure = FitMeasure(cluster, engine, book, self._holds, priority, self.requirements)
         self.plans: dict[GangKey, Plan] = {}
-        self._standing = Standing(cluster, engine, settings, clock)
+        self._standing = Standing(cluster, engine, book, settings, clock)
         self._maker = PlanMaker(
             cluster, self.requirements, measure, members, ahead, self.plans, self.bound_of
         )
@@ -136,7 +136,9 @@ class Planner:
             return self._absent(plan, pod, node, names)
         plan.absent.pop(node, None)
         reason = f"gang {gang} has this member planned on {node} ({plan.describe()})"
-        return FilterOutcome([node], {}, {n: reason for n in names if n != node})
+        failed = dict.fromkeys(names, reason)
+        del failed[node]
+        return FilterOutcome([node], {}, failed)
 
     def touch(self, plan: Plan) -> None:
         """A member made progress: the plan does not expire yet."""
@@ -312,6 +314,7 @@ class Planner:
         """Forget the gang's plan here only, as `drop` without removing the record."""
         plan = self.plans.pop(gang, None)
         self._book.release(gang)
+        self._standing.forget(gang)
         if plan is not None:
             plan.fail_waiting(reason or f"the plan of gang {plan.gang} was dropped")
 

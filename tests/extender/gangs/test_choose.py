@@ -55,6 +55,27 @@ def test_a_node_taking_several_members_is_filled_before_the_next() -> None:
     assert choose(fits, 4, DOMAINS) == Choice("leaf-c", ["big", "big", "big", "c1"])
 
 
+def test_a_gang_wider_than_any_leaf_spans_the_fewest_the_tightest_of_them() -> None:
+    """Best score first would span all three leaves; two hold the gang, and of two the tightest
+    pair leaves leaf-c, the best-scoring, whole."""
+    fits = {
+        **{f"a{i}": fit("leaf-a", score=8.0) for i in range(4)},
+        **{f"b{i}": fit("leaf-b", score=9.0) for i in range(2)},
+        **{f"c{i}": fit("leaf-c", score=10.0) for i in range(3)},
+    }
+    assert choose(fits, 6, (LEAF,)) == Choice(CLUSTER, ["b0", "b1", "a0", "a1", "a2", "a3"])
+
+
+def test_over_spines_the_fewest_leaves_not_the_best_node_first() -> None:
+    """No spine holds 5; b0 scores best, but leaf-b's one node would make three leaves."""
+    fits = {
+        **{f"a{i}": Fit(1, 5.0, {LEAF: "leaf-a", SPINE: "spine-1"}) for i in range(3)},
+        "b0": Fit(1, 10.0, {LEAF: "leaf-b", SPINE: "spine-1"}),
+        **{f"c{i}": Fit(1, 9.0, {LEAF: "leaf-c", SPINE: "spine-2"}) for i in range(2)},
+    }
+    assert choose(fits, 5, DOMAINS) == Choice(CLUSTER, ["c0", "c1", "a0", "a1", "a2"])
+
+
 def test_between_equally_tight_domains_the_better_scoring_wins() -> None:
     fits = {
         "a0": fit("leaf-a", score=5.0),

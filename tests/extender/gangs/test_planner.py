@@ -97,6 +97,23 @@ def test_a_planned_node_taken_meanwhile_leads_to_a_new_plan() -> None:
     assert s.planner.plans[PAIR.key].slots == ["a0", "a1"]
 
 
+def test_a_plan_judged_whole_once_still_sees_a_planned_node_taken_later() -> None:
+    """The second member's filter judges the plan whole; later ones judge the nodes changed
+    since: one that still fits keeps the plan, one taken has the gang planned again."""
+    s = setup(PAIR)
+    s.filter(PAIR, 0)
+    s.filter(PAIR, 1)
+    s.cluster.upsert_pod(nodes.pod("web", gpus=0, rdma={}, network=None, node_name="b0"))
+    s.cluster.upsert_pod(nodes.pod("elsewhere", node_name="a3", phase="Running"))
+    assert s.filter(PAIR, 1) == steered(
+        "b1", "gang team-a/pair has this member planned on b1 (plan: 2 pods on 2 nodes in leaf-b)"
+    )
+    assert s.planner.plans[PAIR.key].slots == ["b0", "b1"]
+    s.cluster.upsert_pod(nodes.pod("intruder", node_name="b1", phase="Running"))
+    s.filter(PAIR, 0)
+    assert s.planner.plans[PAIR.key].slots == ["a0", "a1"]
+
+
 @pytest.mark.parametrize("deleted", [["trio-0"], ["trio-0", "trio-1", "trio-2"]])
 def test_deleted_members_release_their_slots(deleted: list[str]) -> None:
     s = setup(TRIO)

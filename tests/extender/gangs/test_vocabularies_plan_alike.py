@@ -17,7 +17,7 @@ SPEC = ClusterSpec(nodes=96, seed=7, nodes_per_leaf=8, leaves_per_spine=3, busy_
 WORKLOAD = [("a", 6), ("b", 3), ("c", 12), ("d", 5), ("e", 20), ("f", 2), ("g", 30), ("h", 7)]
 """Gangs of 8-GPU members, in the order they arrive: g does not fit."""
 BEST = {
-    **dict.fromkeys(VOCABULARIES, "best domain leaf-011 fits 8"),
+    **dict.fromkeys(VOCABULARIES, "best domain leaf-003 fits 7"),
     "gke": "best domain host-gpu-00095 fits 1",
 }
 """The best of the narrowest level some node carries: GKE's host, a node here."""
