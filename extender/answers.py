@@ -26,9 +26,9 @@ page tables. So:
   object per node again, scattered over the heap).
 
 Measured (bench/lookup.py, 5,000 names in tables of 5,000 / 20,000 / 100,000 nodes, CPU ms,
-both designs in turn on one heap, load 3): filter 1.68 / 2.04 / 1.78 against the former
-design's (a dict per shape from name to a piece encoded per node) 2.08 / 2.78 / 3.06,
-prioritize 1.46 / 1.50 / 1.57 against 1.26 / 1.95 / 2.04. Tried and not kept: the shared index
+both designs in turn on one heap, load 3.4): filter 0.93 / 1.00 / 1.13 against the former
+design's (a dict per shape from name to a piece encoded per node) 0.80 / 1.30 / 2.03,
+prioritize 0.69 / 0.74 / 0.87 against 0.64 / 0.93 / 1.47. Tried and not kept: the shared index
 and byte codes with the dict alone (as slow as the former design, growing as it did: the dict
 lookup is the growth); the names hashed with Python's `hash` and searched in a sorted array
 (hashing alone costs as much as a dict lookup at 5,000 nodes, and checking each match against
@@ -200,7 +200,7 @@ class _Hashed:
             at[left] += 1
             left = left[~hit]
             left = left[at[left] < end[left]]
-        if (found < 0).any() or not (self.rows[found] == rows).all():
+        if (found < 0).any() or not (np.take(self.rows, found, axis=0) == rows).all():
             return None
         return self.slot_of[found]
 
@@ -215,12 +215,23 @@ def _mixed(rows: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
     return hashes
 
 
-def _joined(names: list[str], suffixes: list[str], escaped: Mapping[str, str]) -> str:
-    """Each name followed by its suffix, as one string (names JSON-escaped where needed)."""
-    parts: list[str] = [""] * (2 * len(names))
-    parts[::2] = list(map(escaped.get, names, names)) if escaped else names
-    parts[1::2] = suffixes
-    return "".join(parts)
+def _joined(first: str, names: list[str], suffixes: list[str], cut: int, names_: Names) -> bytes:
+    """`first`, then each name followed by its suffix (names JSON-escaped where needed), less
+    the last suffix's `cut` characters (what opens the entry after it), encoded."""
+    escaped = names_.escaped
+    parts: list[str] = [first] * (2 * len(names) + 1)
+    parts[1::2] = list(map(escaped.get, names, names)) if escaped else names
+    parts[2::2] = suffixes
+    parts[-1] = parts[-1][:-cut]
+    return "".join(parts).encode()
+
+
+def _chosen(table: npt.NDArray[np.object_], codes: bytes, mask: bytes | None = None) -> list[str]:
+    """`table`'s entries at each code (whose `mask` byte is set), in their order."""
+    found = np.frombuffer(codes, np.uint8)
+    if mask is not None:
+        found = found[np.frombuffer(mask, np.bool_)]
+    return cast("list[str]", table[found].tolist())
 
 
 class _Table:
@@ -290,6 +301,7 @@ class Verdicts(_Table):
         self._reasons: dict[tuple[bool, str], int] = {}
         self._others: dict[str, tuple[bool, bytes]] = {}
         self._counts = [0, len(self._codes), 0, 0, 0]
+        self._suffix_table = np.array(self._suffixes, dtype=object)
 
     def _full(self) -> bool:
         return bool(self._others)
@@ -372,9 +384,10 @@ class Verdicts(_Table):
         failing = list(compress(names, mask))
         if not failing:
             return Failures([])
-        suffixes = list(map(self._suffixes.__getitem__, compress(codes, mask)))
-        text = '"' + _joined(failing, suffixes, self._names.escaped)
-        return Failures([text[:-2].encode()])
+        if len(self._suffix_table) != len(self._suffixes):
+            self._suffix_table = np.array(self._suffixes, dtype=object)
+        suffixes = _chosen(self._suffix_table, codes, mask)
+        return Failures([_joined('"', failing, suffixes, 2, self._names)])
 
     def _sort_by_name(self, names: list[str], unknown: str) -> tuple[list[str], Failures, Failures]:
         """The per-name path, for calls naming nodes the table does not hold."""
@@ -402,6 +415,7 @@ class Verdicts(_Table):
 _HOST = '{"Host":"'
 _SCORES = ["", *(f'","Score":{score}}},{{"Host":"' for score in range(11))]
 """What follows a host's name in the HostPriorityList for each score code (whole score + 1)."""
+_SCORE_TABLE = np.array(_SCORES, dtype=object)
 
 
 class Totals(_Table):
@@ -454,9 +468,8 @@ class Totals(_Table):
             return self._answer_by_name(names, unknown)
         if 0 in scores:
             return self._answer_by_name(names, unknown)
-        suffixes = list(map(_SCORES.__getitem__, scores))
-        text = _HOST + _joined(names, suffixes, self._names.escaped)
-        return HostScores([text[: -len(_HOST) - 1].encode()])
+        suffixes = _chosen(_SCORE_TABLE, scores)
+        return HostScores([_joined(_HOST, names, suffixes, len(_HOST) + 1, self._names)])
 
     def _answer_by_name(self, names: list[str], unknown: float) -> HostScores:
         names = list(dict.fromkeys(names))

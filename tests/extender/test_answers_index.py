@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -31,6 +32,14 @@ class Node:
     name: str
     verdict: Verdict
     total: float
+
+
+def verdict_of(node: Any) -> Verdict:
+    return cast("Node", node).verdict
+
+
+def total_of(node: Any) -> float:
+    return cast("Node", node).total
 
 
 class Cluster:
@@ -57,7 +66,9 @@ class Cluster:
 
 
 def expected_sort(cluster: Cluster, names: list[str]) -> tuple[list[str], bytes, bytes]:
-    passed, failed, unresolvable = [], [], []
+    passed: list[str] = []
+    failed: list[bytes] = []
+    unresolvable: list[bytes] = []
     for name in names:
         node = cluster.views.get(name)
         verdict = node.verdict if node is not None else fail(UNKNOWN)
@@ -82,7 +93,8 @@ def weak(rows: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
 
 def summed(rows: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
     """A hash blind to the order of a name's 8-byte words: `swapped` names collide."""
-    return rows.sum(axis=1, dtype=np.uint64)
+    summed: npt.NDArray[np.uint64] = rows.sum(axis=1, dtype=np.uint64)
+    return summed
 
 
 def swapped(name: str) -> str:
@@ -115,7 +127,7 @@ def test_tables_answer_as_the_names_read_one_by_one(
         if hashing == "weak":
             patch.setattr(answers, "_mixed", summed)
         index = Names()
-        verdicts, totals = Verdicts(index, lambda n: n.verdict), Totals(index, lambda n: n.total, 0)
+        verdicts, totals = Verdicts(index, verdict_of), Totals(index, total_of, 0)
         for _ in range(calls):
             known = list(cluster.views)
             sent = rng.choices(known, k=rng.randrange(0, 40)) if known else []
@@ -179,7 +191,7 @@ def test_names_longer_than_any_node_are_not_found() -> None:
 def test_the_index_is_renumbered_when_gone_names_fill_it() -> None:
     cluster = Cluster()
     index = Names()
-    table = Verdicts(index, lambda n: n.verdict)
+    table = Verdicts(index, verdict_of)
     for round_ in range(3):
         for i in range(1500):
             cluster.put(Node(f"r{round_}-{i}", PASS, 1.0))
@@ -199,7 +211,7 @@ def test_a_shape_with_more_reasons_than_codes_answers_by_name() -> None:
     for i in range(600):
         verdict = PASS if i % 4 == 0 else (fail if i % 3 else never)(f"reason {i}")
         cluster.put(Node(f"n{i}", verdict, 1.0))
-    table = Verdicts(Names(), lambda n: n.verdict)
+    table = Verdicts(Names(), verdict_of)
     table.sync(cluster)  # type: ignore[arg-type]
     sent = [f"n{i}" for i in range(599, -1, -7)] + ["ghost", "n8"]
     passed, failed, unresolvable = table.sort(sent, UNKNOWN)
