@@ -63,8 +63,11 @@ class Names:
     The index answers a call's names with their slots in two ways. A dict (name -> slot) is
     exact and quick while it fits the caches; at tens of thousands of nodes each lookup reads
     an entry and a key string strewn over the heap, and its cost grows with the cluster.
-    `_Hashed` looks the names up in numpy arrays laid out in one piece instead, and is used
-    for calls of `_HASHED_FROM` names or more.
+    `_Hashed` looks the names up in numpy arrays laid out in one piece instead, at a cost that
+    does not grow with the cluster but with a fixed part (some forty numpy calls, ~0.25 ms);
+    it is used for calls of `_HASHED_FROM` names or more in an index of `_HASHED_INDEX_FROM`
+    names or more (bench/lookup.py: at 1,000 nodes the dict costs half as much, at 5,000 the
+    two are even, at 20,000 the arrays cost 0.7x the dict).
 
     Nodes come and go; once the index holds many more names than the cluster has nodes, it is
     renumbered from the cluster, and each table rebuilds itself on its next use (`epoch`)."""
@@ -103,7 +106,7 @@ class Names:
 
     def locate(self, names: list[str]) -> Slots:
         """The names' slots, in their order; KeyError for a name never held."""
-        if len(names) >= _HASHED_FROM:
+        if len(names) >= _HASHED_FROM and len(self.slots) >= _HASHED_INDEX_FROM:
             hashed = self._hashed
             if hashed is None or hashed.size != len(self.slots):
                 hashed = self._hashed = _Hashed.of(list(self.slots))
@@ -135,6 +138,7 @@ def _repeats(slots: Slots) -> bool:
 
 _SLACK = 1024
 _HASHED_FROM = 1000
+_HASHED_INDEX_FROM = 10_000
 
 
 class _Hashed:
