@@ -13,9 +13,11 @@ call are a fresh random sample, decoded from JSON as a request's are. A shape's 
 a third of the nodes pass, most of the others fail for now for one of a dozen reasons, one in
 nineteen whatever is freed.
 
-`--numpy` also times the alternative of finding each name's code with numpy: the names' hashes
-searched in a sorted array of the nodes' hashes, each match checked against the node's name
-(two names can share a hash), next to the shared index's dict lookup for the same codes.
+`--numpy` also times an alternative not kept: Python's `hash` of each name searched in a sorted
+array of the nodes' hashes, each match checked against the node's name string (two names can
+share a hash), next to the shared index's dict lookup for the same codes. (The tables' own
+numpy path, `extender.answers._Hashed`, is what "filter" and "prioritize" time from 10,000
+nodes.)
 
     python -m bench.lookup [--sizes 5000,20000,100000] [--names 5000] [--calls 120] [--numpy]
         [--against former_answers.py]

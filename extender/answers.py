@@ -14,10 +14,11 @@ heap, and in a virtual machine each such read can also miss the TLB, whose refil
 page tables. So:
 
 - one index, `Names`, numbers the node names (each node's slot), shared by every table; for a
-  call of many names it finds them with numpy (`_Hashed`): the names converted to rows of one
-  array in one step, hashed, found in a sorted array of the nodes' hashes through a directory
-  by their top bits, and each match compared with its node's row (exact: a name is only taken
-  for a node whose name it is; any doubt, and the dict answers);
+  call of many names among 10,000 nodes or more it finds them with numpy (`_Hashed`): the
+  names converted to rows of one array in one step, hashed, found in a sorted array of the
+  nodes' hashes through a directory by their top bits, and each match compared with its node's
+  row (exact: a name is only taken for a node whose name it is; any doubt, and the dict
+  answers);
 - a table is a byte per slot, not a dict and an object per node: a verdict table's code is the
   node's verdict (pass, or one of the shape's few failure reasons), a totals table's the node's
   whole score;
