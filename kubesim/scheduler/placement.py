@@ -54,9 +54,9 @@ from kubesim.scheduler.fit import (
 )
 from kubesim.scheduler.nodetree import NodeTree, scan, scan_verdicts
 from kubesim.scheduler.nominated import Nominations
-from kubesim.scheduler.pods import pod_key, pod_requests
+from kubesim.scheduler.pods import GPU, pod_key, pod_requests
 from kubesim.scheduler.preemption import priority
-from kubesim.scheduler.verdicts import VerdictTable
+from kubesim.scheduler.verdicts import NodeTable
 
 
 class Unschedulable(Exception):
@@ -144,8 +144,10 @@ class Placement:
         self._next_start = 0
         self._verdicts: dict[Hashable, dict[str, tuple[NodeFacts, int, str | None]]] = {}
         """Per pod shape: node -> (its facts, its usage's changes, the verdict then)."""
-        self._tables: dict[Hashable, VerdictTable] = {}
+        self._tables: dict[Hashable, NodeTable[str | None]] = {}
         """Per pod shape: its verdict on every node, for a pod nominated nowhere."""
+        self._gpu_scores: dict[int, NodeTable[int]] = {}
+        """Per GPU count asked: the in-tree score of every node."""
         self._none_passed: dict[Hashable, tuple[tuple[int, int, int], dict[str, str]]] = {}
         """Per pod shape: the cluster's state when a whole pass found no node, and its reasons."""
 
@@ -235,7 +237,7 @@ class Placement:
     def _journals(self) -> tuple[ChangeLog, ...]:
         return (self._tree.touched, self._usage.touched, self._nominations.touched)
 
-    def _table(self, shape: Shape) -> VerdictTable:
+    def _table(self, shape: Shape) -> NodeTable[str | None]:
         """The shape's verdict table: the judgement `checker` makes for a pod of the shape
         nominated nowhere (no node to leave out of the nominated pods it counts)."""
         table = self._tables.get(shape.key)
@@ -247,7 +249,18 @@ class Placement:
                 used = _plus(usage.of(name), nominations.of(name, mine))
                 return fit_failure(nodes[name], used, requests, constraints, shape.deferred)
 
-            table = self._tables[shape.key] = VerdictTable(judge)
+            table = self._tables[shape.key] = NodeTable(judge)
+        return table
+
+    def _gpu_score_table(self, gpus: int) -> NodeTable[int]:
+        table = self._gpu_scores.get(gpus)
+        if table is None:
+            nodes, usage, asked = self._nodes, self._usage, {GPU: gpus}
+
+            def judge(name: str) -> int:
+                return gpu_score(nodes[name], usage.of(name), asked)
+
+            table = self._gpu_scores[gpus] = NodeTable(judge)
         return table
 
     def checker(self, pod: Json, shape: Shape) -> Callable[[str], str | None]:
@@ -280,9 +293,10 @@ class Placement:
         extender: ExtenderClient | None,
     ) -> dict[str, int]:
         """The in-tree score plus the extender's, scaled."""
-        scores = {
-            n: FIT_WEIGHT * gpu_score(self._nodes[n], self._usage.of(n), requests) for n in feasible
-        }
+        journals = (self._tree.touched, self._usage.touched)
+        kept = self._gpu_score_table(requests.get(GPU, 0)).current(self._tree, journals)
+        where = self._tree.positions()
+        scores = {n: FIT_WEIGHT * kept[where[n]] for n in feasible}
         if extender is None:
             return scores
         scale = self._config.extender_weight * (MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY)

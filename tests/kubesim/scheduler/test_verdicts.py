@@ -17,7 +17,7 @@ from kubesim.scheduler.clock import ManualClock
 from kubesim.scheduler.fit import NodeUsage
 from kubesim.scheduler.nodetree import NodeTree
 from kubesim.scheduler.placement import Placement, Unschedulable
-from kubesim.scheduler.verdicts import VerdictTable
+from kubesim.scheduler.verdicts import NodeTable
 from tests.kubesim.scheduler.cluster import node, pod
 
 ZONES = ["", "a", "b", "c"]
@@ -113,7 +113,7 @@ def test_a_table_behind_a_forgetful_journal_judges_every_node_again(
         free = facts[name] - usage.of(name).get(GPU, 0)
         return None if free >= 4 else "Insufficient nvidia.com/gpu"
 
-    table = VerdictTable(judge)
+    table = NodeTable(judge)
     for number, (which, amount) in enumerate(changes):
         usage.place(("ns", f"p{number}"), f"n{which % len(gpus)}", {GPU: amount})
         if number % 3 == 0:
@@ -136,3 +136,19 @@ def test_a_node_changed_in_place_is_judged_again() -> None:
     cache.usage.place(("team-a", "running"), "n002", requests(8))
     message = "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."
     assert asyncio.run(outcome(placement, gpu_pod("p2", 8, 0), slow=False))[0] == message
+
+
+def test_the_kept_scores_follow_the_usage() -> None:
+    cache = SchedulerCache()
+    for index in range(3):
+        cache.node_changed(None, gpu_node(index, 8, "a"))
+    clock = ManualClock()
+    placement = Placement(
+        SchedulerConfig(), cache.nodes, cache.tree, cache.usage, clock, cache.nominations
+    )
+    assert asyncio.run(outcome(placement, gpu_pod("p0", 1, 0), slow=False)) == ("n000", 3)
+    cache.usage.place(("team-a", "a"), "n000", requests(4))
+    cache.usage.place(("team-a", "b"), "n001", requests(2))
+    assert asyncio.run(outcome(placement, gpu_pod("p1", 1, 0), slow=False)) == ("n002", 3)
+    cache.node_changed(None, gpu_node(2, 2, "a"))  # 50 against n001's 62
+    assert asyncio.run(outcome(placement, gpu_pod("p2", 1, 0), slow=False)) == ("n001", 3)
