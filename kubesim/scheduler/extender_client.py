@@ -78,13 +78,8 @@ class ExtenderClient:
             raise ExtenderError(f"filter with extender at URL {self.url}: not an object")
         if error := wire_field(result, "Error"):
             raise ExtenderError(str(error))
-        hopeless = {
-            str(n): str(r)
-            for n, r in (wire_field(result, "FailedAndUnresolvableNodes") or {}).items()
-        }
-        failed.update(
-            {str(n): str(r) for n, r in (wire_field(result, "FailedNodes") or {}).items()}
-        )
+        hopeless = _strings(wire_field(result, "FailedAndUnresolvableNodes") or {})
+        failed.update(_strings(wire_field(result, "FailedNodes") or {}))
         failed.update(hopeless)
         if unresolvable is not None:
             unresolvable.update(hopeless)
@@ -222,3 +217,9 @@ def http_post(url: str, session: aiohttp.ClientSession, http_timeout: float) -> 
 def _describe(error: BaseException) -> str:
     """The words for a call that went unanswered (a timeout's str() is empty)."""
     return str(error) or type(error).__name__
+
+
+def _strings(reasons: Mapping[Any, Any]) -> dict[str, str]:
+    """Node -> reason as strings, converted a list at a time: at `percentageOfNodesToScore`
+    100 a gang member's answer fails all but one of the cluster's nodes."""
+    return dict(zip(map(str, reasons), map(str, reasons.values()), strict=True))

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from kube_rdma.core import nodeconstraints
 from kube_rdma.core.nodeconstraints import NodeConstraints
 from kube_rdma.core.objects import Json
+from kubesim.scheduler.changes import ChangeLog
 from kubesim.scheduler.pods import GPU, PodKey, amounts
 
 MAX_NODE_SCORE = 100
@@ -99,6 +100,8 @@ class NodeUsage:
         """Per node, a count that moves whenever its usage does (absent: 0)."""
         self.version = 0
         """Moves whenever any node's usage does."""
+        self.touched = ChangeLog()
+        """The nodes whose usage moved, in order."""
 
     def of(self, node: str) -> Mapping[str, int]:
         return self._used.get(node, {})
@@ -115,6 +118,7 @@ class NodeUsage:
     def _add(self, node: str, requests: Mapping[str, int], sign: int) -> None:
         self.version += 1
         self.changes[node] = self.changes.get(node, 0) + 1
+        self.touched.add(node)
         used = self._used.setdefault(node, {})
         for name, amount in requests.items():
             used[name] = used.get(name, 0) + sign * amount

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from kubesim.scheduler.changes import ChangeLog
 from kubesim.scheduler.pods import PodKey
 
 
@@ -21,6 +22,8 @@ class Nominations:
         """Per node, a count that moves whenever its nominations do (absent: 0)."""
         self.version = 0
         """Moves whenever any node's nominations do."""
+        self.touched = ChangeLog()
+        """The nodes whose nominations moved, in order."""
 
     def node_of(self, key: PodKey) -> str | None:
         found = self._pods.get(key)
@@ -56,3 +59,4 @@ class Nominations:
     def _bump(self, node: str) -> None:
         self.version += 1
         self.changes[node] = self.changes.get(node, 0) + 1
+        self.touched.add(node)

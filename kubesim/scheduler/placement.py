@@ -21,11 +21,13 @@ Where it simplifies, and a careful reader could tell: ties go to the smallest no
 
 A node's in-tree verdict for a pod depends only on the node, its usage and what the pod asks
 (requests and node constraints), so it is kept until the node or its usage changes: pods of one
-shape, as a gang's members are, are judged once per node state (the simulator's day of
-thousands of pods over thousands of nodes depends on it). And when no node passed for a shape,
-the whole pass is kept until any node, its usage or a nomination changes: a backlog of pending
-pods of one shape, retried one after another after an event that freed nothing for them, is
-judged once, not node by node for each.
+shape, as a gang's members are, are judged once per node state, and the walk reads a table of
+the shape's verdicts on every node (kubesim/scheduler/verdicts.py) instead of calling a filter
+per node (the simulator's day of thousands of pods over thousands of nodes depends on it; the
+walk's answer is the same, kubesim/scheduler/nodetree.py `scan_verdicts`). And when no node
+passed for a shape, the whole pass is kept until any node, its usage or a nomination changes: a
+backlog of pending pods of one shape, retried one after another after an event that freed
+nothing for them, is judged once, not node by node for each.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from dataclasses import dataclass
 
 from kube_rdma.core.nodeconstraints import NodeConstraints
 from kube_rdma.core.objects import Json
+from kubesim.scheduler.changes import ChangeLog
 from kubesim.scheduler.clock import Clock
 from kubesim.scheduler.config import SchedulerConfig, num_feasible_nodes_to_find
 from kubesim.scheduler.extender_client import MAX_EXTENDER_PRIORITY, ExtenderClient, ExtenderError
@@ -49,10 +52,11 @@ from kubesim.scheduler.fit import (
     fit_failure,
     gpu_score,
 )
-from kubesim.scheduler.nodetree import NodeTree, scan
+from kubesim.scheduler.nodetree import NodeTree, scan, scan_verdicts
 from kubesim.scheduler.nominated import Nominations
-from kubesim.scheduler.pods import pod_key, pod_requests
+from kubesim.scheduler.pods import GPU, pod_key, pod_requests
 from kubesim.scheduler.preemption import priority
+from kubesim.scheduler.verdicts import NodeTable
 
 
 class Unschedulable(Exception):
@@ -140,6 +144,10 @@ class Placement:
         self._next_start = 0
         self._verdicts: dict[Hashable, dict[str, tuple[NodeFacts, int, str | None]]] = {}
         """Per pod shape: node -> (its facts, its usage's changes, the verdict then)."""
+        self._tables: dict[Hashable, NodeTable[str | None]] = {}
+        """Per pod shape: its verdict on every node, for a pod nominated nowhere."""
+        self._gpu_scores: dict[int, NodeTable[int]] = {}
+        """Per GPU count asked: the in-tree score of every node."""
         self._none_passed: dict[Hashable, tuple[tuple[int, int, int], dict[str, str]]] = {}
         """Per pod shape: the cluster's state when a whole pass found no node, and its reasons."""
 
@@ -216,10 +224,44 @@ class Placement:
         kept = self._none_passed.get(shape.key)
         if keep and kept is not None and kept[0] == state:
             return [], kept[1], len(names)
-        feasible, failed, processed = scan(names, self._next_start, wanted, check)
+        if keep:
+            verdicts = self._table(shape).current(self._tree, self._journals)
+            feasible, failed, processed = scan_verdicts(names, verdicts, self._next_start, wanted)
+        else:
+            feasible, failed, processed = scan(names, self._next_start, wanted, check)
         if keep and not feasible:
             self._none_passed[shape.key] = (state, failed)
         return feasible, failed, processed
+
+    @property
+    def _journals(self) -> tuple[ChangeLog, ...]:
+        return (self._tree.touched, self._usage.touched, self._nominations.touched)
+
+    def _table(self, shape: Shape) -> NodeTable[str | None]:
+        """The shape's verdict table: the judgement `checker` makes for a pod of the shape
+        nominated nowhere (no node to leave out of the nominated pods it counts)."""
+        table = self._tables.get(shape.key)
+        if table is None:
+            requests, constraints, mine = shape.requests, shape.constraints, shape.priority
+            nodes, usage, nominations = self._nodes, self._usage, self._nominations
+
+            def judge(name: str) -> str | None:
+                used = _plus(usage.of(name), nominations.of(name, mine))
+                return fit_failure(nodes[name], used, requests, constraints, shape.deferred)
+
+            table = self._tables[shape.key] = NodeTable(judge)
+        return table
+
+    def _gpu_score_table(self, gpus: int) -> NodeTable[int]:
+        table = self._gpu_scores.get(gpus)
+        if table is None:
+            nodes, usage, asked = self._nodes, self._usage, {GPU: gpus}
+
+            def judge(name: str) -> int:
+                return gpu_score(nodes[name], usage.of(name), asked)
+
+            table = self._gpu_scores[gpus] = NodeTable(judge)
+        return table
 
     def checker(self, pod: Json, shape: Shape) -> Callable[[str], str | None]:
         """The in-tree verdict on a node for the pod (None: it fits), nominated pods counted."""
@@ -251,9 +293,10 @@ class Placement:
         extender: ExtenderClient | None,
     ) -> dict[str, int]:
         """The in-tree score plus the extender's, scaled."""
-        scores = {
-            n: FIT_WEIGHT * gpu_score(self._nodes[n], self._usage.of(n), requests) for n in feasible
-        }
+        journals = (self._tree.touched, self._usage.touched)
+        kept = self._gpu_score_table(requests.get(GPU, 0)).current(self._tree, journals)
+        where = self._tree.positions()
+        scores = {n: FIT_WEIGHT * kept[where[n]] for n in feasible}
         if extender is None:
             return scores
         scale = self._config.extender_weight * (MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY)

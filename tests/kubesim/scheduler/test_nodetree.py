@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from kubesim.scheduler.nodetree import NodeTree, scan
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kubesim.scheduler.nodetree import NodeTree, scan, scan_verdicts
 
 
 def test_scan_starts_at_the_offset_and_counts_what_it_processed() -> None:
@@ -28,3 +31,22 @@ def test_node_tree_takes_zones_round_robin() -> None:
     assert tree.list() == ["a1", "c1", "a2", "c2", "a3"]
     tree.upsert("a2", "C")
     assert tree.list() == ["a1", "c1", "a3", "c2", "a2"]
+
+
+@given(
+    verdicts=st.lists(st.sampled_from([None, None, "Too many pods", "Insufficient cpu"])),
+    start=st.integers(-5, 40),
+    wanted=st.integers(-1, 40),
+)
+def test_scan_over_known_verdicts_walks_as_the_scan_node_by_node(
+    verdicts: list[str | None], start: int, wanted: int
+) -> None:
+    nodes = [f"n{i}" for i in range(len(verdicts))]
+    verdict = dict(zip(nodes, verdicts, strict=True))
+    feasible, failed, processed = scan(nodes, start, wanted, verdict.__getitem__)
+    fast_feasible, fast_failed, fast_processed = scan_verdicts(nodes, verdicts, start, wanted)
+    assert (fast_feasible, list(fast_failed.items()), fast_processed) == (
+        feasible,
+        list(failed.items()),
+        processed,
+    )
