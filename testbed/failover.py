@@ -300,9 +300,11 @@ async def _kill(
         serving = await serving_pod(leases, replicas)
         # Strike while a gang is being placed; patient, since on a loaded machine the first
         # plans may come many seconds after the start. None within the minute: recorded as 0.
+        # The count the wait saw, not a second reading: a gang can bind whole in between.
+        seen: list[int] = []
         with contextlib.suppress(AssertionError):
-            await eventually(functools.partial(_plans, core), within=60)
-        report.plans_at_kills.append(await _plans(core))
+            await eventually(functools.partial(_count_plans, core, seen), within=60)
+        report.plans_at_kills.append(seen[-1] if seen else 0)
         killed_at = time.monotonic()
         serving.kill()
         report.takeovers.append(await take_over(leases, serving, killed_at))
@@ -331,6 +333,12 @@ async def take_over(leases: Any, killed: Replica, killed_at: float) -> float:
     took = time.monotonic() - killed_at
     await killed.start()
     return took
+
+
+async def _count_plans(core: Any, seen: list[int]) -> int:
+    """`_plans`, each count also appended to `seen`."""
+    seen.append(await _plans(core))
+    return seen[-1]
 
 
 async def _plans(core: Any) -> int:
