@@ -16,7 +16,7 @@ nineteen whatever is freed.
 `--numpy` also times an alternative not kept: Python's `hash` of each name searched in a sorted
 array of the nodes' hashes, each match checked against the node's name string (two names can
 share a hash), next to the shared index's dict lookup for the same codes. (The tables' own
-numpy path, `extender.answers._Hashed`, is what "filter" and "prioritize" time from 10,000
+numpy path, `extender.nameindex._Hashed`, is what "filter" and "prioritize" time from 10,000
 nodes.)
 
     python -m bench.lookup [--sizes 5000,20000,100000] [--names 5000] [--calls 120] [--numpy]
@@ -47,7 +47,7 @@ from typing import Any
 
 import orjson
 
-from extender import answers
+from extender import answers, nameindex
 from extender.filters import Verdict
 
 SHAPES = 6
@@ -127,7 +127,7 @@ def median_ms(call: Call, bodies: list[bytes]) -> float:
 class HashedIndex:
     """The alternative: each name's slot found by its hash in a sorted array, then checked."""
 
-    def __init__(self, names: answers.Names) -> None:
+    def __init__(self, names: nameindex.Names) -> None:
         import numpy as np
 
         self.np = np
@@ -150,7 +150,7 @@ class HashedIndex:
 
 def tables(module: ModuleType, cluster: Cluster) -> tuple[list[Any], list[Any], Any]:
     """Six shapes' verdict and totals tables over one index, as `module` builds them."""
-    names = module.Names()
+    names = module.Names()  # the former answers.py held its own index
     verdicts = [module.Verdicts(names, judge(s)) for s in range(SHAPES)]
     totals = [module.Totals(names, total(s), None) for s in range(SHAPES)]
     for table in (*verdicts, *totals):

@@ -23,11 +23,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from extender.answers import Names, Totals, Verdicts
+from extender.answers import Totals, Verdicts
 from extender.book.reservations import NO_PLANS, GangKey, GangPlans
 from extender.cluster.model import Cluster, NodeInfo
 from extender.filters import Filter, Verdict, fail
 from extender.filters import registry as filter_registry
+from extender.nameindex import Names
 from extender.notes import node_notes
 from extender.pairing import Rails, rails
 from extender.podview import PodView

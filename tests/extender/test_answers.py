@@ -12,10 +12,11 @@ import orjson
 import pytest
 
 from extender import protocol
-from extender.answers import Names, Verdicts
+from extender.answers import Verdicts
 from extender.cluster.model import Cluster
 from extender.engine import Engine, FilterOutcome
 from extender.filters import PASS, fail, never
+from extender.nameindex import Names
 from extender.podview import PodView, pod_view
 from extender.weights import DEFAULT, Weights
 from kube_rdma.core.objects import Json

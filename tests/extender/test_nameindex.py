@@ -17,9 +17,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from extender import answers
-from extender.answers import Names, Totals, Verdicts
+from extender import nameindex
+from extender.answers import Totals, Verdicts
 from extender.filters import PASS, Verdict, fail, never
+from extender.nameindex import Names
 from extender.protocol import host_piece
 
 UNKNOWN = "not in the cache"
@@ -123,10 +124,10 @@ def test_tables_answer_as_the_names_read_one_by_one(
     for name in names_for(rng, nodes, odd):
         cluster.put(Node(name, rng.choice(VERDICTS), rng.uniform(-2, 13)))
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(answers, "_HASHED_FROM", 10**9 if hashing == "dict" else 1)
-        patch.setattr(answers, "_HASHED_INDEX_FROM", 0)
+        patch.setattr(nameindex, "HASHED_FROM", 10**9 if hashing == "dict" else 1)
+        patch.setattr(nameindex, "HASHED_INDEX_FROM", 0)
         if hashing == "weak":
-            patch.setattr(answers, "_mixed", summed)
+            patch.setattr(nameindex, "_mixed", summed)
         index = Names()
         verdicts, totals = Verdicts(index, verdict_of), Totals(index, total_of, 0)
         for _ in range(calls):
@@ -163,27 +164,27 @@ def test_a_weak_hash_finds_the_same_names() -> None:
     for i in range(40):
         cluster.put(Node(f"n{i}", VERDICTS[i % len(VERDICTS)], float(i % 11)))
     sent = [*(f"n{i}" for i in range(0, 40, 3)), "n99", "m1"]
-    hashed = answers._Hashed.of(list(cluster.views))
+    hashed = nameindex._Hashed.of(list(cluster.views))
     assert hashed.usable
     assert hashed.slots(sent) is None  # n99, m1: not found here, the dict will say
     assert list(hashed.slots(sent[:-2])) == list(range(0, 40, 3))  # type: ignore[arg-type]
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(answers, "_mixed", weak)
-        assert not answers._Hashed.of(list(cluster.views)).usable
-        only = answers._Hashed.of(["n1", "n2"])  # two names, two hashes under the weak one
+        patch.setattr(nameindex, "_mixed", weak)
+        assert not nameindex._Hashed.of(list(cluster.views)).usable
+        only = nameindex._Hashed.of(["n1", "n2"])  # two names, two hashes under the weak one
         assert only.usable
         assert only.slots(["n2", "n1"]) is not None
         assert only.slots(["n2", "n6"]) is None  # n6 has n1's weak hash
 
 
 def test_a_name_with_nul_is_not_taken_for_its_prefix() -> None:
-    hashed = answers._Hashed.of(["node-1", "node-2"])
+    hashed = nameindex._Hashed.of(["node-1", "node-2"])
     assert hashed.slots(["node-1\0"]) is None
     assert hashed.slots(["node-1", "node-2"]) is not None
 
 
 def test_names_longer_than_any_node_are_not_found() -> None:
-    hashed = answers._Hashed.of(["node-1", "node-2"])
+    hashed = nameindex._Hashed.of(["node-1", "node-2"])
     width = hashed.dtype.itemsize
     assert hashed.slots(["node-1" + "x" * width]) is None
     assert hashed.slots(["node-1" + "x" * (width - 6)]) is None
@@ -202,7 +203,7 @@ def test_the_index_is_renumbered_when_gone_names_fill_it() -> None:
     cluster.put(Node("last", fail("full"), 1.0))
     table.sync(cluster)  # type: ignore[arg-type]
     assert index.epoch >= 1
-    assert len(index.slots) <= 2 * len(cluster.views) + answers._SLACK
+    assert len(index.slots) <= 2 * len(cluster.views) + nameindex.SLACK
     passed, failed, _ = table.sort(["last", "r0-1"], UNKNOWN)
     assert (passed, dict(failed)) == ([], {"last": "full", "r0-1": UNKNOWN})
 
