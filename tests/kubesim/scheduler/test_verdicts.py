@@ -121,14 +121,19 @@ def test_a_table_behind_a_forgetful_journal_judges_every_node_again(
     assert table.current(tree, [usage.touched]) == [judge(n) for n in tree.list()]
 
 
-def test_a_node_changed_in_place_is_judged_again() -> None:
+def three_free_nodes() -> tuple[SchedulerCache, Placement]:
+    """Three 8-GPU nodes of one zone, nothing on them, and the in-tree pass over them."""
     cache = SchedulerCache()
     for index in range(3):
         cache.node_changed(None, gpu_node(index, 8, "a"))
-    clock = ManualClock()
     placement = Placement(
-        SchedulerConfig(), cache.nodes, cache.tree, cache.usage, clock, cache.nominations
+        SchedulerConfig(), cache.nodes, cache.tree, cache.usage, ManualClock(), cache.nominations
     )
+    return cache, placement
+
+
+def test_a_node_changed_in_place_is_judged_again() -> None:
+    cache, placement = three_free_nodes()
     assert asyncio.run(outcome(placement, gpu_pod("p0", 8, 0), slow=False)) == ("n000", 3)
     cache.node_changed(None, gpu_node(0, 4, "a"))
     cache.nominations.set(("team-a", "other"), "n001", 0, requests(8))
@@ -139,13 +144,7 @@ def test_a_node_changed_in_place_is_judged_again() -> None:
 
 
 def test_the_kept_scores_follow_the_usage() -> None:
-    cache = SchedulerCache()
-    for index in range(3):
-        cache.node_changed(None, gpu_node(index, 8, "a"))
-    clock = ManualClock()
-    placement = Placement(
-        SchedulerConfig(), cache.nodes, cache.tree, cache.usage, clock, cache.nominations
-    )
+    cache, placement = three_free_nodes()
     assert asyncio.run(outcome(placement, gpu_pod("p0", 1, 0), slow=False)) == ("n000", 3)
     cache.usage.place(("team-a", "a"), "n000", requests(4))
     cache.usage.place(("team-a", "b"), "n001", requests(2))
