@@ -18,13 +18,13 @@ thousands of members of one gang do not each redo what the plan changed.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import Any
 
 from extender.answers import Totals, Verdicts
 from extender.book.reservations import NO_PLANS, GangKey, GangPlans
+from extender.bounded import CACHE_LIMIT, Recent, bound
 from extender.cluster.model import Cluster, NodeInfo
 from extender.filters import Filter, Verdict, fail
 from extender.filters import registry as filter_registry
@@ -37,14 +37,11 @@ from extender.scores import Criterion
 from extender.scores import registry as score_registry
 from extender.weights import Weights
 
-_T = TypeVar("_T")
 NOT_CACHED = fail("node is not in the extender's cache yet (just added?); it is retried")
-_CACHE_LIMIT = 200_000
 _TABLES = 32
 """Pod shapes whose answers for every node are kept (extender/answers.py), the most recently
-used: a cluster runs a handful of shapes at a time, and a shape's two tables cost 150-220 bytes
-per node, most of it the failures already encoded (0.7-1.1 MB at 5,000 nodes; 32 shapes at
-most, 35 MB)."""
+used: a cluster runs a handful of shapes at a time, and a shape's two tables cost a byte per
+node each (0.2 MB at 100,000 nodes; 32 shapes at most, 6.4 MB)."""
 _OVERLAYS = 8
 """Tables with the gang plans laid over them kept, per (shape, gang) the most recently used: a
 few gangs are placed at a time, and one such table costs what a shape's does."""
@@ -94,17 +91,15 @@ class Engine:
         self._totals: dict[tuple[int, int, int], float] = {}
         self._held_states: dict[tuple[int, tuple[tuple[str, int], ...]], int] = {}
         self._names = Names()
-        self._verdict_tables: OrderedDict[tuple[Any, ...], Verdicts] = OrderedDict()
-        self._total_tables: OrderedDict[tuple[Any, ...], Totals] = OrderedDict()
-        self._held_verdict_tables: OrderedDict[tuple[Any, ...], _Overlay] = OrderedDict()
-        self._held_total_tables: OrderedDict[tuple[Any, ...], tuple[int, Totals | None]] = (
-            OrderedDict()
-        )
+        self._verdict_tables: Recent[Verdicts] = Recent(_TABLES)
+        self._total_tables: Recent[Totals] = Recent(_TABLES)
+        self._held_verdict_tables: Recent[_Overlay] = Recent(_OVERLAYS)
+        self._held_total_tables: Recent[tuple[int, Totals | None]] = Recent(_OVERLAYS)
 
     def _shape(self, pod: PodView) -> int:
         number = self._shapes.get(pod.shape)
         if number is None:
-            if len(self._shapes) >= _CACHE_LIMIT:
+            if len(self._shapes) >= CACHE_LIMIT:
                 # Numbers are about to be handed out again: forget what the old ones stood for.
                 for cache in (self._shapes, self._verdicts, self._scores, self._totals):
                     cache.clear()
@@ -113,23 +108,23 @@ class Engine:
 
     def _verdict_table(self, pod: PodView) -> Verdicts:
         """The pod's shape's verdict on every node, current."""
-        table = _recent(self._verdict_tables, pod.shape)
+        table = self._verdict_tables.get(pod.shape)
         if table is None:
             table = Verdicts(self._names, lambda node: self._verdict(pod, self._shape(pod), node))
-            _keep(self._verdict_tables, pod.shape, table)
+            self._verdict_tables.put(pod.shape, table)
         table.sync(self._cluster)
         return table
 
     def _total_table(self, pod: PodView, weights: Weights) -> Totals:
         """The pod's shape's total score on every node under `weights`, current."""
-        table = _recent(self._total_tables, pod.shape)
+        table = self._total_tables.get(pod.shape)
         if table is None or table.weights is not weights:
             table = Totals(
                 self._names,
                 lambda node: self._cached_total(pod, self._shape(pod), node, weights),
                 weights,
             )
-            _keep(self._total_tables, pod.shape, table)
+            self._total_tables.put(pod.shape, table)
         table.sync(self._cluster)
         return table
 
@@ -149,7 +144,7 @@ class Engine:
         key = (node.state, tuple(sorted(held.items())))
         state = self._held_states.get(key)
         if state is None:
-            _bound(self._held_states)
+            bound(self._held_states)
             state = self._held_states[key] = -(len(self._held_states) + 1)
         return replace(node, requested=requested, state=state)
 
@@ -181,9 +176,9 @@ class Engine:
         them all over a copy of the table at each call. The first time, only `held`, the held
         nodes among the call's names: plans changing at every call cost what they did."""
         key, version = (pod.shape, gang), self._plans.version
-        found = _recent(self._held_verdict_tables, key)
+        found = self._held_verdict_tables.get(key)
         if found is None or found.version != version or found.base is not table:
-            _keep(self._held_verdict_tables, key, _Overlay(version, table), _OVERLAYS)
+            self._held_verdict_tables.put(key, _Overlay(version, table))
             return table.overlaid(self._held_verdict_map(pod, gang, held))
         changed = None if found.table is None else self._cluster.changed_since(found.changes)
         views = self._cluster.views
@@ -227,7 +222,7 @@ class Engine:
         verdict = self._verdicts.get(key)
         if verdict is None:
             verdict = self._judge(pod, node)
-            _bound(self._verdicts)
+            bound(self._verdicts)
             self._verdicts[key] = verdict
         return verdict
 
@@ -248,7 +243,7 @@ class Engine:
         found = self._rails.get(key)
         if found is None:
             found = rails(node.topology, pod.link_layer, pod.min_rate)
-            _bound(self._rails)
+            bound(self._rails)
             self._rails[key] = found
         return found
 
@@ -272,7 +267,7 @@ class Engine:
                 name: c.neutral if c.live is not None else c.score(pod, node, found)
                 for name, c in self._criteria.items()
             }
-            _bound(self._scores)
+            bound(self._scores)
             self._scores[key] = scores
         return scores
 
@@ -343,14 +338,12 @@ class Engine:
         thousands scores the cluster once, not once a member."""
         key = (pod.shape, gang, self._plans.member_gang(pod.key), id(weights))
         version = self._plans.version
-        found = _recent(self._held_total_tables, key)
+        found = self._held_total_tables.get(key)
         if found is not None and found[0] == version and found[1] is not None:
             found[1].sync(self._cluster)
             return found[1]
         if found is None or found[0] != version:
-            _keep(
-                self._held_total_tables, key, (version, None), _OVERLAYS
-            )  # once more, then a table
+            self._held_total_tables.put(key, (version, None))  # once more, then a table
             return None
         shape = self._shape(pod)
 
@@ -364,7 +357,7 @@ class Engine:
 
         table = Totals(self._names, total, weights)
         table.sync(self._cluster)
-        _keep(self._held_total_tables, key, (version, table), _OVERLAYS)
+        self._held_total_tables.put(key, (version, table))
         return table
 
     def _cached_total(self, pod: PodView, shape: int, node: NodeInfo, weights: Weights) -> float:
@@ -373,7 +366,7 @@ class Engine:
         total = self._totals.get(key)
         if total is None:
             total = self.total(self._node_scores(pod, shape, node), weights)
-            _bound(self._totals)
+            bound(self._totals)
             self._totals[key] = total
         return total
 
@@ -411,27 +404,3 @@ class _Overlay:
     base: Verdicts
     changes: int = 0
     table: Verdicts | None = None
-
-
-def _recent(tables: OrderedDict[tuple[Any, ...], _T], shape: tuple[Any, ...]) -> _T | None:
-    table = tables.get(shape)
-    if table is not None:
-        tables.move_to_end(shape)
-    return table
-
-
-def _keep(
-    tables: OrderedDict[tuple[Any, ...], _T],
-    shape: tuple[Any, ...],
-    table: _T,
-    limit: int = _TABLES,
-) -> None:
-    tables[shape] = table
-    if len(tables) > limit:
-        tables.popitem(last=False)
-
-
-def _bound(cache: dict[Any, Any]) -> None:
-    """Caches are keyed by interned states that only grow; start over past a size limit."""
-    if len(cache) >= _CACHE_LIMIT:
-        cache.clear()
