@@ -7,8 +7,8 @@ import aiohttp
 from kube_rdma.core.objects import Json
 
 
-async def explained_gang(url: str, namespace: str, pod: str) -> Json:
-    """The pod's gang as /explain names it: name, size, source and the native group."""
+async def gang_part(url: str, namespace: str, pod: str) -> Json:
+    """The `gang` part of /explain's answer for the pod, as it came."""
     query = {"namespace": namespace, "name": pod}
     async with (
         aiohttp.ClientSession() as session,
@@ -16,4 +16,10 @@ async def explained_gang(url: str, namespace: str, pod: str) -> Json:
     ):
         body: Json = await answer.json()
     gang: Json = body["gang"]
+    return gang
+
+
+async def explained_gang(url: str, namespace: str, pod: str) -> Json:
+    """The pod's gang as /explain names it: name, size, source and the native group."""
+    gang = await gang_part(url, namespace, pod)
     return {k: gang[k] for k in ("name", "size", "source", "native") if k in gang}

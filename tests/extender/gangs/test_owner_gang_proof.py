@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-import aiohttp
 import pytest
 from aiohttp import web
 from kubernetes_asyncio import client
@@ -25,6 +24,7 @@ from kube_rdma.core.objects import Json
 from kubesim.scheduler import EmulatedScheduler, SchedulerConfig
 from kubesim.scheduler.controllers import Controllers, Replicas
 from testbed.fakeapi import RESOURCES, WORKLOAD_RESOURCES, FakeApiServer, eventually
+from tests.extender.gangs.explaining import gang_part
 from tests.extender.gangs.test_gang_proof import CONFIG, SMALL, TRANSIENT, load
 
 NS = "team-a"
@@ -57,13 +57,7 @@ async def extender(api: FakeApiServer) -> AsyncIterator[str]:
 
 
 async def gang_seen(url: str, pod: str) -> Json:
-    query = {"namespace": NS, "name": pod}
-    async with (
-        aiohttp.ClientSession() as session,
-        session.get(f"{url}/explain", params=query) as answer,
-    ):
-        body: Json = await answer.json()
-    gang: Json = body["gang"]
+    gang = await gang_part(url, NS, pod)
     gang.pop("plan", None)
     gang.pop("waiting", None)  # a member still pending when asked waits for its gang
     gang.pop("capacity", None)
