@@ -108,16 +108,21 @@ def summarize(
 
 
 def in_process(
-    nodes: int, sizes: list[int], max_gang_size: int | None = None, members: int | None = None
+    nodes: int,
+    sizes: list[int],
+    max_gang_size: int | None = None,
+    members: int | None = None,
+    nominate: bool = False,
 ) -> None:
     """With `members`, only the first that many members of each gang are sent: the leaves
-    are then the plan's (the first member makes it), the CPU the mean over those sent."""
+    are then the plan's (the first member makes it), the CPU the mean over those sent. With
+    `nominate`, the extender nominates the members to their planned nodes (written into the
+    model, the writes charged to the first member) and each later member is sent as
+    kube-scheduler sends a pod with a nominated node: its filter with that one name, and no
+    prioritize (one feasible node is not scored)."""
     import gc
 
-    import orjson
-
-    from bench.scale import floor_filter, floor_prioritize
-    from extender import protocol
+    from extender.cluster.nominations import ModelNominations
     from extender.cluster.snapshot import SnapshotSource
     from extender.cluster.trim import trim_node
     from testbed.clustergen import MAX_NODES
@@ -135,39 +140,21 @@ def in_process(
         if max_gang_size is not None:
             contention = replace(settings.contention, max_gang_size=max_gang_size)
             settings = replace(settings, contention=contention)
-        app = create_app(settings, source)
+        writes = ModelNominations(source.cluster) if nominate else None
+        app = create_app(settings, source, nominations=writes)
         scheduler = app[EXTENDER].scheduler
         gang = Job(f"llm-{size}", "team-llm", members=size, gpus=8, arrival=0.0, duration=1.0)
         pods = gang.pods()
-        for pod in pods:
+        for i, pod in enumerate(pods):
+            pod["metadata"]["uid"] = f"{gang.name}-{i}"  # as the apiserver gives each
             source.cluster.upsert_pod(pod)
         usable = usable_leaves(scheduler, source.cluster, names)
         chosen: dict[str, str] = {}
-        cpu = floor = 0.0
-        first = 0.0
         sent = pods if members is None else pods[: max(members, 1)]
-        for i, pod in enumerate(sent):
-            body = orjson.dumps({"Pod": pod, "NodeNames": names})
-            c0 = time.thread_time()
-            args = protocol.decode_args(body)
-            outcome = scheduler.filter(args.pod, args.names)
-            answer = protocol.filter_result(
-                args, outcome.passed, outcome.failed, outcome.unresolvable
-            )
-            orjson.dumps(answer)
-            args = protocol.decode_args(body)
-            answer_scores(scheduler, args)
-            c1 = time.thread_time()
-            floor_filter(body)
-            floor_prioritize(body)
-            c2 = time.thread_time()
-            if i == 0:
-                first = c1 - c0
-            else:
-                cpu += c1 - c0
-                floor += c2 - c1
-            if len(outcome.passed) == 1:
-                chosen[pod["metadata"]["name"]] = outcome.passed[0]
+
+        cpu, floor, first = asyncio.run(
+            send(scheduler, source.cluster, gang.namespace, sent, names, chosen, nominate)
+        )
         made = [d for d in scheduler.planner.history if d.gang.name == gang.name]
         plans = len(made)
         domain = f"{made[0].domain} (a leaf could take {made[0].narrowest_fit})" if made else "-"
@@ -192,13 +179,63 @@ def in_process(
             f"plans {plans}, "
             f"planned {plan is not None} in {domain}, leaves {len(leaves)} ({fewest_text}); "
             f"first member {first:.2f} s CPU; then per member "
-            f"{cpu / max(len(sent) - 1, 1) * 1000:.1f} ms CPU against the floor's "
-            f"{floor / max(len(sent) - 1, 1) * 1000:.1f} ms; load {load}",
+            f"{cpu / max(len(sent) - 1, 1) * 1000:.2f} ms CPU against the floor's "
+            f"{floor / max(len(sent) - 1, 1) * 1000:.2f} ms; load {load}",
             flush=True,
         )
         for pod in pods:
             source.cluster.delete_pod(("team-llm", pod["metadata"]["name"]))
         del app, scheduler
+
+
+async def send(
+    scheduler: Any,
+    cluster: Any,
+    namespace: str,
+    sent: list[Any],
+    names: list[str],
+    chosen: dict[str, str],
+    nominate: bool,
+) -> tuple[float, float, float]:
+    """Each member's calls in turn, as kube-scheduler sends them; the CPU of the members after
+    the first, real and floor, and the first's; the node each member passed alone, into
+    `chosen`."""
+    import orjson
+
+    from bench.scale import floor_filter, floor_prioritize
+    from extender import protocol
+
+    cpu = floor = first = 0.0
+    for i, pod in enumerate(sent):
+        asked = names
+        cached = cluster.pod(namespace, pod["metadata"]["name"]) or pod
+        nominated = (cached.get("status") or {}).get("nominatedNodeName")
+        if nominate and i > 0 and nominated:
+            pod, asked = cached, [nominated]
+        body = orjson.dumps({"Pod": pod, "NodeNames": asked})
+        c0 = time.thread_time()
+        args = protocol.decode_args(body)
+        outcome = scheduler.filter(args.pod, args.names)
+        answer = protocol.filter_result(args, outcome.passed, outcome.failed, outcome.unresolvable)
+        orjson.dumps(answer)
+        if len(asked) > 1:
+            args = protocol.decode_args(body)
+            answer_scores(scheduler, args)
+        if i == 0 and nominate:
+            await scheduler.planner.nominator.drain()
+        c1 = time.thread_time()
+        floor_filter(body)
+        if len(asked) > 1:
+            floor_prioritize(body)
+        c2 = time.thread_time()
+        if i == 0:
+            first = c1 - c0
+        else:
+            cpu += c1 - c0
+            floor += c2 - c1
+        if len(outcome.passed) == 1:
+            chosen[pod["metadata"]["name"]] = outcome.passed[0]
+    return cpu, floor, first
 
 
 def answer_scores(scheduler: Any, args: Any) -> bytes:
@@ -255,6 +292,11 @@ def main() -> int:
         "--max-gang-size", type=int, help="with --in-process: the extender's (default 4,096)"
     )
     parser.add_argument(
+        "--nominate",
+        action="store_true",
+        help="with --in-process: members nominated to their planned nodes (--nominate-members)",
+    )
+    parser.add_argument(
         "--members",
         type=int,
         help="with --in-process: send only the first N members (1: the plan alone)",
@@ -262,8 +304,9 @@ def main() -> int:
     args = parser.parse_args()
     if args.in_process:
         logging.getLogger("kube_rdma").setLevel(logging.ERROR)
-        print(f"big gangs in process: {args.nodes:,} free nodes, every name in each call")
-        in_process(args.nodes, args.sizes, args.max_gang_size, args.members)
+        sent = "nominated members one name each" if args.nominate else "every name in each call"
+        print(f"big gangs in process: {args.nodes:,} free nodes, {sent}")
+        in_process(args.nodes, args.sizes, args.max_gang_size, args.members, args.nominate)
         return 0
     logging.getLogger("kube_rdma").setLevel(logging.ERROR)  # a line per timed-out bind request
     print(

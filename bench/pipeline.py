@@ -109,11 +109,13 @@ def _is_gang_bind(body: bytes) -> bool:
 def percentage(gangs: bool) -> Any:
     """kubesim's configuration for a variant: kube-scheduler's adaptive percentage of nodes to
     find, but for gangs with the extender 100 %, as manifests/scheduler/configmap.yaml sets it
-    (a sample of the nodes would leave out the nodes planned for the gang's other members)."""
+    (a sample of the nodes would leave out the nodes planned for the gang's other members),
+    unless the extender nominates the members to their nodes (`--nominate`)."""
 
     def config(variant: simulation.Variant, settings: simulation.Settings) -> Any:
         found = scheduler_config(variant, settings)
-        wanted = 100 if gangs and variant.weights is not None else None
+        full = gangs and variant.weights is not None and not settings.nominate_members
+        wanted = 100 if full else None
         return replace(found, percentage_of_nodes_to_score=wanted)
 
     return config
@@ -148,10 +150,15 @@ def throughput(result: simulation.Run) -> tuple[int, float, float]:
 
 
 def one(
-    cluster: SimCluster, jobs: list[Job], extender: bool, cycle: float, bind_cost: float = 0.0
+    cluster: SimCluster,
+    jobs: list[Job],
+    extender: bool,
+    cycle: float,
+    bind_cost: float = 0.0,
+    nominate: bool = False,
 ) -> dict[str, Any]:
     variant = simulation.Variant("extender" if extender else "plain", DEFAULT if extender else None)
-    settings = simulation.Settings(cycle=cycle, patience=PATIENCE)
+    settings = simulation.Settings(cycle=cycle, patience=PATIENCE, nominate_members=nominate)
     costed: list[CostedExtender] = []
 
     def build(*args: Any, **kwargs: Any) -> CostedExtender:
@@ -193,6 +200,12 @@ def main() -> int:
     parser.add_argument("--cycle-ms", type=float, default=2.0)
     parser.add_argument("--busy", type=float, default=0.5, help="share of GPUs running pods")
     parser.add_argument("--streams", default="single pods,gangs", help="which, comma-separated")
+    parser.add_argument(
+        "--nominate",
+        action="store_true",
+        help="the extender nominates gang members to their planned nodes (--nominate-members); "
+        "gangs keep kube-scheduler's adaptive percentage",
+    )
     args = parser.parse_args()
     logging.getLogger("kube_rdma.extender").setLevel(logging.WARNING)
     with tempfile.TemporaryDirectory() as folder:
@@ -224,7 +237,7 @@ def main() -> int:
         if label not in chosen:
             continue
         plain = one(cluster, jobs, False, args.cycle_ms / 1000)
-        served = one(cluster, jobs, True, args.cycle_ms / 1000, bind_cost)
+        served = one(cluster, jobs, True, args.cycle_ms / 1000, bind_cost, args.nominate)
         spent = served.get("cpu_ms_p50", {})
         bind_cost = spent.get("bind", bind_cost * 1000) / 1000
         ratio = served["pods_per_s"] / plain["pods_per_s"] if plain["pods_per_s"] else 0.0

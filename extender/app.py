@@ -36,6 +36,7 @@ from certs.watch import watch_certificate
 from extender import protocol
 from extender.book.records import PlanRecords
 from extender.cluster.disruptions import Disruptions
+from extender.cluster.nominations import Nominations
 from extender.cluster.source import BindError, ClusterSource, LookupFailed
 from extender.contention_metrics import ContentionCollector
 from extender.explain import table
@@ -122,9 +123,11 @@ def create_app(
     tls: CertificateReloader | None = None,
     records: PlanRecords | None = None,
     disruptions: Disruptions | None = None,
+    nominations: Nominations | None = None,
 ) -> web.Application:
     """The extender app, its gang plans written to `records` (default: kept in memory only),
-    its gang preemptions made through `disruptions` (default: none made); raises ConfigError
+    its gang preemptions made through `disruptions` (default: none made), its gangs' members
+    nominated to their planned nodes through `nominations` (default: none); raises ConfigError
     when the weights file is unusable at start-up."""
     metrics = Metrics()
     weights = WatchedFile(
@@ -145,6 +148,7 @@ def create_app(
         contention=settings.contention,
         disruptions=disruptions,
         own_pods_only=settings.own_pods_only,
+        nominations=nominations,
     )
     metrics.registry.register(ContentionCollector(scheduler, time.monotonic))
     app = web.Application(client_max_size=settings.max_body_bytes)

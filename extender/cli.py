@@ -109,6 +109,14 @@ def _register_extender(subcommands: argparse._SubParsersAction[argparse.Argument
         "manifests/scheduler configures",
     )
     extender.add_argument(
+        "--nominate-members",
+        action="store_true",
+        help="write each planned gang member's status.nominatedNodeName (its planned node), so "
+        "that kube-scheduler tries that node first and sends one name per member call "
+        "(PreferNominatedNode, kube-scheduler 1.22 and later); needs patch on pods/status. With "
+        "it, gangs need no percentageOfNodesToScore of 100 (docs/gangs.md)",
+    )
+    extender.add_argument(
         "--plan-namespace",
         default=os.environ.get("POD_NAMESPACE", "kube-rdma"),
         help="namespace of the ConfigMaps that record gang plans, so that the extender that "
@@ -251,6 +259,7 @@ async def _scheduler_app(args: argparse.Namespace, tls: Any = None) -> Any:
     from extender.cluster.disruptions import LiveDisruptions, ModelDisruptions
     from extender.cluster.live import LiveSource
     from extender.cluster.model import Cluster
+    from extender.cluster.nominations import LiveNominations
     from extender.cluster.snapshot import SnapshotSource
     from extender.gangs.planner import GangSettings
     from extender.gangs.settings import level_settings
@@ -294,7 +303,9 @@ async def _scheduler_app(args: argparse.Namespace, tls: Any = None) -> Any:
     custom = client.CustomObjectsApi(api)
     source = LiveSource(client.CoreV1Api(api), custom_api=custom, cluster=cluster)
     records = ConfigMapRecords(client.CoreV1Api(api), args.plan_namespace, _identity())
-    app = create_app(settings, source, tls, records, LiveDisruptions(client.CoreV1Api(api)))
+    nominations = LiveNominations(client.CoreV1Api(api)) if args.nominate_members else None
+    disruptions = LiveDisruptions(client.CoreV1Api(api))
+    app = create_app(settings, source, tls, records, disruptions, nominations)
     if args.topology_object:
         from extender.app import EXTENDER
         from extender.levels.watched import TopologyWatch

@@ -25,6 +25,7 @@ from extender.book.records import MemoryRecords, PlanRecords
 from extender.book.reservations import Reservations
 from extender.cluster.devices import DraNames
 from extender.cluster.disruptions import Disruptions, ModelDisruptions
+from extender.cluster.nominations import Nominations
 from extender.cluster.pods import PodKey
 from extender.cluster.source import ClusterSource
 from extender.engine import Engine
@@ -33,6 +34,7 @@ from extender.gangs.fences import plan_fence
 from extender.gangs.fitting import FitMeasure
 from extender.gangs.identity import Gang, Singleton, gang_of
 from extender.gangs.making import PlanMaker
+from extender.gangs.nominating import Nominator
 from extender.gangs.ownership import owner_gang
 from extender.gangs.planner import GangSettings, Planner
 from extender.gangs.quorum import Quorum
@@ -66,6 +68,7 @@ class Core:
         clock: Callable[[], float] = time.monotonic,
         contention: ContentionSettings = DEFAULT_CONTENTION,
         disruptions: Disruptions | None = None,
+        nominations: Nominations | None = None,
     ) -> None:
         """`resources`: the GPU and the RDMA resource names. Without `disruptions` no gang
         preempts (holds still apply)."""
@@ -123,6 +126,7 @@ class Core:
             requirements=self.requirements,
             fence_of=partial(plan_fence, cluster, self.requirements),
             quorum=Quorum(cluster, self.gang, contention.max_gang_size, clock),
+            nominator=None if nominations is None else Nominator(cluster, nominations),
         )
         self.upkeep = Upkeep(
             cluster,

@@ -22,6 +22,7 @@ from extender.binding import node_settings
 from extender.book.records import PlanRecords
 from extender.book.reservations import GangKey
 from extender.cluster.disruptions import Disruptions
+from extender.cluster.nominations import Nominations
 from extender.cluster.pods import PodKey
 from extender.cluster.source import BindError, ClusterSource, LookupFailed
 from extender.cluster.trim import DEFAULT_SCHEDULER
@@ -63,9 +64,11 @@ class Scheduler:
         contention: ContentionSettings = DEFAULT_CONTENTION,
         disruptions: Disruptions | None = None,
         own_pods_only: bool = False,
+        nominations: Nominations | None = None,
     ) -> None:
         """`clock` times the gang plans (seconds): the simulator gives its simulated clock.
-        Without `disruptions` no gang preempts (holds still apply). With `own_pods_only`, only
+        Without `disruptions` no gang preempts (holds still apply); with `nominations`, each
+        gang plan's members are nominated to their planned nodes. With `own_pods_only`, only
         pods of `contention.scheduler_name` are bound."""
         self._source = source
         self._weights = weights
@@ -80,6 +83,7 @@ class Scheduler:
             clock,
             contention,
             disruptions,
+            nominations,
         )
         self._core = core
         self.view, self.gang = core.view, core.gang

@@ -132,6 +132,9 @@ class Cluster:
         """Pods not bound to a node and not finished."""
         self.nominated: dict[PodKey, tuple[str, dict[str, int], int]] = {}
         """Pending pods with a nominated node: the node, their requests and their priority."""
+        self.expected: dict[PodKey, str] = {}
+        """Gang members kube-rdma nominates to their planned node (extender/gangs/nominating.py):
+        the plan's reservation already counts what they will use there."""
         self.preempted: deque[Json] = deque(maxlen=10_000)
         """Pods deleted by kube-scheduler's preemption, not yet looked at (extender/scheduling.py
         tears down the rest of their gangs)."""
@@ -214,10 +217,12 @@ class Cluster:
     def nominated_use(self, priority: int) -> dict[str, dict[str, int]]:
         """node -> what pending pods of `priority` or higher, nominated there by
         kube-scheduler's preemption, will take: kube-scheduler filters other pods as if they
-        ran there (RunFilterPluginsWithNominatedPods, pkg/scheduler/framework/runtime)."""
+        ran there (RunFilterPluginsWithNominatedPods, pkg/scheduler/framework/runtime). A gang
+        member nominated to its planned node is not counted: its plan holds that node for it."""
         found: dict[str, dict[str, int]] = {}
-        for node, requests, theirs in self.nominated.values():
-            if theirs >= priority:
+        expected = self.expected
+        for key, (node, requests, theirs) in self.nominated.items():
+            if theirs >= priority and expected.get(key) != node:
                 held = found.setdefault(node, {})
                 for resource, amount in requests.items():
                     held[resource] = held.get(resource, 0) + amount
@@ -226,6 +231,7 @@ class Cluster:
     def delete_pod(self, key: PodKey, final: Json | None = None) -> None:
         """`final`, the pod as its deletion shows it, tells a pod kube-scheduler preempted."""
         self.nominated.pop(key, None)
+        self.expected.pop(key, None)
         self.pending.discard(key)
         if final is not None and preempted_by_scheduler(final):
             self.preempted.append(final)

@@ -120,6 +120,27 @@ class Plan:
                 self.assigned[pod] = index
         return index
 
+    def assign_among(self, pod: PodKey, nodes: Iterable[str]) -> None:
+        """Give the pod the first free slot on one of `nodes`, if there is one."""
+        among = set(nodes)
+        taken = set(self.assigned.values())
+        for index, node in enumerate(self.slots):
+            if node in among and index not in taken:
+                self.assigned[pod] = index
+                return
+
+    def assign_free(self, pods: Iterable[PodKey]) -> None:
+        """Give each pod without a slot the next free one, in order, in one pass over the slots
+        (a plan of one group, not sliced: any free slot is as good as another)."""
+        taken = set(self.assigned.values())
+        free: Iterator[int] = filterfalse(taken.__contains__, range(len(self.slots)))
+        for pod in pods:
+            if pod not in self.assigned:
+                index = next(free, None)
+                if index is None:
+                    return
+                self.assigned[pod] = index
+
     def _for(self, index: int, group: Hashable | None) -> bool:
         planned = self.constraints[index] if index < len(self.constraints) else None
         return group is None or planned is None or planned.key == group

@@ -35,10 +35,17 @@ from extender.gangs.fitting import FitMeasure
 from extender.gangs.identity import Gang, gang_of
 from extender.gangs.making import PlanMaker, need_of
 from extender.gangs.native import child_rank
+from extender.gangs.nominating import Nominator
 from extender.gangs.plan import Plan, record_of
 from extender.gangs.quorum import Presence, Quorum
 from extender.gangs.requirements import LevelSettings, Requirements
-from extender.gangs.sampling import ruled_out_reason, sampled, sampled_reason
+from extender.gangs.sampling import (
+    moved_reason,
+    nominating_reason,
+    ruled_out_reason,
+    sampled,
+    sampled_reason,
+)
 from extender.gangs.settings import Decision as Decision
 from extender.gangs.settings import GangSettings as GangSettings
 from extender.gangs.standing import Standing
@@ -68,11 +75,14 @@ class Planner:
         requirements: Requirements | None = None,
         fence_of: Callable[[Plan], Fence | None] | None = None,
         quorum: Quorum | None = None,
+        nominator: Nominator | None = None,
     ) -> None:
         """`holds` keeps the nodes held for waiting gangs from lower-priority gangs' plans;
         `priority` gives a gang's priority, and `ahead` the waiting gangs of a higher one,
         first first (extender/preemption/contention.py); `quorum` counts a gang's members
-        (default: by the pods' own keys, extender/gangs/quorum.py)."""
+        (default: by the pods' own keys, extender/gangs/quorum.py); `nominator` nominates each
+        plan's members to their nodes (extender/gangs/nominating.py; None: no nominations)."""
+        self.nominator = nominator
         self._quorum = quorum or Quorum(
             cluster,
             lambda pod: gang_of(pod, cluster.podgroup_size, native=cluster.native.find),
@@ -120,7 +130,7 @@ class Planner:
         if (refused := self.refusal(pod, gang)) is not None:
             return FilterOutcome([], {}, dict.fromkeys(names, refused))
         self._book.join(pod.key, gang.key)
-        plan = self._current(gang, pod)
+        plan = self._current(gang, pod, names)
         if plan is None:
             reason = self.no_fit_reason(pod, gang)
             return FilterOutcome([], {}, dict.fromkeys(names, reason))
@@ -148,7 +158,7 @@ class Planner:
         """Why the gang is given up at the bind barrier (extender/gangs/standing.py)."""
         return self._standing.stalled(plan)
 
-    def _current(self, gang: Gang, pod: PodView) -> Plan | None:
+    def _current(self, gang: Gang, pod: PodView, names: list[str] | None = None) -> Plan | None:
         plan = self.plans.get(gang.key)
         if plan is not None and (reason := self._standing.expired(plan)) is not None:
             log.info(reason, extra={"gang": str(gang)})
@@ -158,7 +168,7 @@ class Planner:
             log.info("plan of gang %s no longer fits; planning again", gang)
             self.drop(gang.key)
             plan = None
-        return plan or self._plan(gang, pod)
+        return plan or self._plan(gang, pod, names=names)
 
     def attempt(self, gang: Gang, pod: PodView) -> str | None:
         """Plan the gang now if it fits (outside a filter call: a gang kube-scheduler's
@@ -204,6 +214,16 @@ class Planner:
         return rank_of(cached, plan.gang.size, master)
 
     def _absent(self, plan: Plan, pod: PodView, node: str, names: list[str]) -> FilterOutcome:
+        nominator = self.nominator
+        if nominator is not None:
+            if len(names) == 1 and names[0] in self._nominated_to(pod.key):
+                # kube-scheduler tried the pod's nomination first, one the plan has since
+                # moved from: its search follows in the same cycle.
+                reason = moved_reason(str(plan.gang), names[0], node)
+                return FilterOutcome([], {}, dict.fromkeys(names, reason))
+            if nominator.wanted(pod.key) == node and not nominator.landed(pod.key, node):
+                reason = nominating_reason(str(plan.gang), node)
+                return FilterOutcome([], {}, dict.fromkeys(names, reason))
         percentage = self.settings.percentage_of_nodes_to_score
         if not sampled(len(names), len(self._cluster.views), percentage):
             return self._ruled_out(plan, pod, node, names)
@@ -235,9 +255,23 @@ class Planner:
         reason = ruled_out_reason(str(plan.gang), node, len(names))
         return FilterOutcome([], {}, dict.fromkeys(names, reason))
 
+    def _nominated_to(self, key: PodKey) -> set[str | None]:
+        """The nodes the pod is, or is being, nominated to."""
+        cached = self._cluster.pod(*key)
+        found = (cached.get("status") or {}).get("nominatedNodeName") if cached else None
+        return {found, self.nominator.wanted(key) if self.nominator else None} - {None}
+
     # Planning (extender/gangs/making.py)
 
-    def _plan(self, gang: Gang, pod: PodView, excluded: Iterable[str] = ()) -> Plan | None:
+    def _plan(
+        self,
+        gang: Gang,
+        pod: PodView,
+        excluded: Iterable[str] = (),
+        names: list[str] | None = None,
+    ) -> Plan | None:
+        """A plan for the gang, made for `pod`; `names`, what kube-scheduler sent with it: the
+        pod's slot is on one of them where the plan has one free (nominations on)."""
         made = self._maker.make(gang, pod, self._clock(), excluded)
         if made is None:
             return None
@@ -246,6 +280,9 @@ class Planner:
         self.plans[gang.key] = plan
         self._reserve(plan)
         self.records.put(record_of(plan))
+        if self.nominator is not None:
+            asking = None if names is None else (pod.key, names)
+            self.nominator.place(plan, self._members(gang), self.member_hint, asking)
         log.info(
             "planned gang %s: %d pods on %d nodes in %s",
             gang,
@@ -306,7 +343,10 @@ class Planner:
 
     def drop(self, gang: GangKey, reason: str | None = None) -> None:
         """Forget the gang's plan and remove its record; the binds waiting on it fail with
-        `reason`."""
+        `reason`; its members' nominations are taken back."""
+        plan = self.plans.get(gang)
+        if plan is not None and self.nominator is not None:
+            self.nominator.withdraw(plan)
         self.forget(gang, reason)
         self.records.remove(gang)
 
@@ -330,6 +370,8 @@ class Planner:
     def bound(self, pod: PodKey, gang: Gang, node: str) -> None:
         """A member was bound: its reservation is now real usage; a whole gang needs no plan."""
         self.bound_members.setdefault(gang.key, {})[pod] = node
+        if self.nominator is not None:
+            self.nominator.settled(pod)
         plan = self.plans.get(gang.key)
         if plan is None:
             return
@@ -351,11 +393,15 @@ class Planner:
         self.bound_members[plan.gang.key] = dict(bound)
         self._reserve(plan)
         self.records.put(record_of(plan))
+        if self.nominator is not None:
+            self.nominator.place(plan, self._members(plan.gang), self.member_hint)
 
     # Upkeep
 
     def sweep(self) -> None:
         """Forget deleted members; expire, release or shrink plans accordingly."""
+        if self.nominator is not None:
+            self.nominator.sweep()
         for gang, bound in list(self.bound_members.items()):
             for key in [k for k in bound if self._cluster.pod(*k) is None]:
                 del bound[key]

@@ -46,3 +46,17 @@ def ruled_out_reason(gang: str, node: str, candidates: int) -> str:
         "are every node that passed its filters, so a check the extender cannot see refused it "
         f"(another plugin, pod affinity, volumes, ports); the gang is planned again without {node}"
     )
+
+
+def nominating_reason(gang: str, node: str) -> str:
+    return (
+        f"gang {gang}: this member is being nominated to its planned node {node}; "
+        "kube-scheduler tries that node first once the nomination is written"
+    )
+
+
+def moved_reason(gang: str, nominated: str, node: str) -> str:
+    return (
+        f"gang {gang}: this member is nominated to {nominated}, but its plan holds {node} "
+        "for it (kube-scheduler's search follows in the same cycle)"
+    )

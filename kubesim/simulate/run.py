@@ -40,7 +40,13 @@ from kubesim.simulate.clock import run_simulated
 from kubesim.simulate.cluster import SimCluster
 from kubesim.simulate.dra import DraStore
 from kubesim.simulate.holds import HoldRecorder, StoreRecords
-from kubesim.simulate.source import SimulatedSource, StoreDisruptions, follow, follow_claims
+from kubesim.simulate.source import (
+    SimulatedSource,
+    StoreDisruptions,
+    StoreNominations,
+    follow,
+    follow_claims,
+)
 from kubesim.simulate.store import MemoryApiserver, PodListener
 from kubesim.simulate.wire import NAME, InProcessExtender
 
@@ -75,6 +81,10 @@ class Settings:
     preemption: bool = True
     """False: kube-scheduler's preemption off in every variant (a profile without
     DefaultPreemption), to compare."""
+    nominate_members: bool = False
+    """The extender nominates each gang plan's members to their planned nodes
+    (`--nominate-members`), and kube-scheduler keeps its adaptive percentage of nodes to
+    find; False: the extender's documented setting without it, 100 %."""
 
 
 @dataclass
@@ -219,7 +229,9 @@ def _extender(
     scheduler = Scheduler(
         SimulatedSource(model, store),
         lambda: weights,
-        app.gangs,
+        replace(app.gangs, percentage_of_nodes_to_score=0)
+        if settings.nominate_members
+        else app.gangs,
         app.gpu_resources,
         app.rdma_resources,
         StoreRecords(store),
@@ -229,6 +241,7 @@ def _extender(
             app.contention, scheduler_name=scheduler_config(variant, settings).scheduler_name
         ),
         disruptions=StoreDisruptions(store),
+        nominations=StoreNominations(store) if settings.nominate_members else None,
     )
     return InProcessExtender(scheduler, settings.http_timeout, model.cluster)
 
@@ -241,7 +254,9 @@ def scheduler_config(variant: Variant, settings: Settings) -> SchedulerConfig:
         preempt_via_extender=with_extender,
         preemption=settings.preemption,
         # The extender's documented setting; plain kube-scheduler's adaptive default.
-        percentage_of_nodes_to_score=100 if with_extender else None,
+        percentage_of_nodes_to_score=100
+        if with_extender and not settings.nominate_members
+        else None,
         http_timeout=settings.http_timeout,
         backoff_initial=settings.backoff_initial,
         backoff_max=settings.backoff_max,

@@ -17,6 +17,7 @@ from extender.cluster import dra_objects
 from extender.cluster.claims import claim_names, reserved
 from extender.cluster.disruptions import Refused, event_for
 from extender.cluster.model import Cluster
+from extender.cluster.nominations import NominationFailed
 from extender.cluster.pods import pod_key
 from extender.cluster.snapshot import SnapshotSource
 from extender.cluster.source import BindError
@@ -128,7 +129,24 @@ class StoreDisruptions:
         await self._store.create_event(event["metadata"]["namespace"], event)
 
     def _same(self, namespace: str, name: str, uid: str) -> bool:
-        """The pod exists with that uid (a precondition: a pod recreated under the same name
-        is another pod)."""
-        pod = self._store.pods().get((namespace, name))
-        return pod is not None and (not uid or pod["metadata"].get("uid") == uid)
+        return same_pod(self._store, namespace, name, uid)
+
+
+class StoreNominations:
+    """The extender's Nominations (extender/cluster/nominations.py) as status patches to
+    `store`, refused for a pod gone or of another uid, as the live patch's uid test is."""
+
+    def __init__(self, store: MemoryApiserver) -> None:
+        self._store = store
+
+    async def nominate(self, namespace: str, name: str, uid: str, node: str | None) -> None:
+        if not same_pod(self._store, namespace, name, uid):
+            raise NominationFailed(f"pod {namespace}/{name}: gone, or not uid {uid}")
+        await self._store.patch_pod_status(namespace, name, {"nominatedNodeName": node})
+
+
+def same_pod(store: MemoryApiserver, namespace: str, name: str, uid: str) -> bool:
+    """The pod exists with that uid (a precondition: a pod recreated under the same name is
+    another pod)."""
+    pod = store.pods().get((namespace, name))
+    return pod is not None and (not uid or pod["metadata"].get("uid") == uid)

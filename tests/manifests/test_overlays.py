@@ -182,11 +182,19 @@ def test_the_large_cluster_overlay_sizes_the_extender_from_the_measurement() -> 
 
 
 @needs_kubectl
-def test_the_large_cluster_overlay_changes_only_the_extenders_size_and_gang_limit() -> None:
-    assert changed(LARGE) == [("Deployment", "kube-rdma", SCHEDULER)]
+def test_the_large_cluster_overlay_changes_only_size_gang_limit_and_nominations() -> None:
+    assert changed(LARGE) == [
+        ("ClusterRole", "", "kube-rdma-extender"),
+        ("ConfigMap", "kube-rdma", "rdma-scheduler-config"),
+        ("Deployment", "kube-rdma", SCHEDULER),
+    ]
     base_args = build_parser().parse_args(extender_container(".")["args"])
     args = build_parser().parse_args(extender_container(LARGE)["args"])
-    assert vars(args) == vars(base_args) | {"max_gang_size": 8192}
+    assert vars(args) == vars(base_args) | {
+        "max_gang_size": 8192,
+        "nominate_members": True,
+        "percentage_of_nodes_to_score": 0,
+    }
     base, overlay = (
         object_of(built("."), "Deployment", SCHEDULER),
         object_of(built(LARGE), "Deployment", SCHEDULER),
@@ -195,6 +203,30 @@ def test_the_large_cluster_overlay_changes_only_the_extenders_size_and_gang_limi
         [*_, extender] = deployment["spec"]["template"]["spec"]["containers"]
         extender.pop("args"), extender.pop("resources")
     assert overlay == base
+
+
+@needs_kubectl
+def test_the_large_cluster_scheduler_finds_its_adaptive_share_and_the_extender_agrees() -> None:
+    base, overlay = scheduler_config("."), scheduler_config(LARGE)
+    assert (base.pop("percentageOfNodesToScore"), overlay.pop("percentageOfNodesToScore")) == (
+        100,
+        0,
+    )
+    assert overlay == base
+    args = build_parser().parse_args(extender_container(LARGE)["args"])
+    assert args.percentage_of_nodes_to_score == 0
+
+
+@needs_kubectl
+def test_the_large_cluster_extender_may_patch_pod_status_and_nothing_more() -> None:
+    def rules(directory: str) -> list[Json]:
+        found: list[Json] = object_of(built(directory), "ClusterRole", "kube-rdma-extender")[
+            "rules"
+        ]
+        return found
+
+    base, overlay = rules("."), rules(LARGE)
+    assert overlay == [*base, {"apiGroups": [""], "resources": ["pods/status"], "verbs": ["patch"]}]
 
 
 # --- kube-scheduler's version ---------------------------------------------------------------
