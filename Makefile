@@ -73,8 +73,10 @@ bench: $(STAMP)
 	$(PY) -m bench.nccl_conf
 	$(PY) -m bench.scale --sizes 300,1000 --names 500 --calls 60
 	$(PY) -m bench.pipeline --nodes 1000 --pods 100 --gangs 6
+	$(PY) -m bench.pipeline --nodes 1000 --gangs 6 --streams gangs --nominate
 	$(PY) -m bench.lookup --sizes 2000,12000 --calls 20 --rounds 1
 	$(PY) -m bench.biggang --in-process --nodes 2000 --sizes 64 256
+	$(PY) -m bench.biggang --in-process --nodes 2000 --sizes 256 --nominate
 	$(PY) -m bench.extender_memory --burst 1000 --nodes 500
 	$(PY) -m bench.simulate --nodes 300 --jobs 60
 

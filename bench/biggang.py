@@ -24,7 +24,11 @@ bodies. Reported per gang size: placed whole from one plan (each member passed e
 planned node, the first member's call made the only plan), the leaves it spans against the
 fewest that could hold it, and the CPU per member, real and floor.
 
-    python -m bench.biggang --in-process --nodes 20000 --sizes 2048 4096 8192
+    python -m bench.biggang --in-process --nodes 20000 --sizes 2048 4096 8192 [--nominate]
+
+With `--nominate`, the extender nominates the members to their planned nodes
+(`--nominate-members`) and every member after the first is sent as kube-scheduler sends a pod
+with a nominated node: a filter of that one name, no prioritize.
 """
 
 from __future__ import annotations

@@ -72,6 +72,7 @@ class Plan:
     _groups: tuple[list[NodeConstraints | None], int, frozenset[Hashable]] | None = field(
         default=None, repr=False, compare=False
     )
+    _described: tuple[list[str], int, str] | None = field(default=None, repr=False, compare=False)
 
     @property
     def mixed(self) -> bool:
@@ -151,8 +152,12 @@ class Plan:
                 waiter.set_exception(BindError(reason))
 
     def describe(self) -> str:
-        nodes = len(set(self.slots))
-        return f"plan: {len(self.slots)} pods on {nodes} nodes in {self.domain}"
+        """Said in each member's filter answer: the nodes counted once per list of slots."""
+        seen = self._described
+        if seen is None or seen[0] is not self.slots or seen[1] != len(self.slots):
+            text = f"plan: {len(self.slots)} pods on {len(set(self.slots))} nodes in {self.domain}"
+            seen = self._described = (self.slots, len(self.slots), text)
+        return seen[2]
 
 
 def record_of(plan: Plan) -> PlanRecord:

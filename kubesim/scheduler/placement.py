@@ -186,6 +186,8 @@ class Placement:
                 if extender is not None:
                     found = await extender.filter(pod, found, failed, unresolvable)
                 if found:
+                    # The cycle's own work (PreFilter, Reserve, Permit, ...) as any cycle's.
+                    await self._spend(started)
                     return nominated, 1
             else:
                 in_tree[nominated] = failed[nominated] = reason
@@ -198,8 +200,7 @@ class Placement:
         failed.update(scanned)
         self._next_start = (self._next_start + processed) % len(names)
         sampled = len(feasible)
-        if self._config.in_tree_time > 0:
-            await self._clock.sleep(self._config.in_tree_time - (self._clock.now() - started))
+        await self._spend(started)
         if feasible and extender is not None:
             feasible = await extender.filter(pod, feasible, failed, unresolvable)
         if not feasible:
@@ -209,6 +210,11 @@ class Placement:
             return feasible[0], sampled
         scores = await self._scores(pod, feasible, pod_requests(pod), extender)
         return min(feasible, key=lambda n: (-scores[n], n)), sampled
+
+    async def _spend(self, started: float) -> None:
+        """What is left of the cycle's in-tree time since `started`."""
+        if self._config.in_tree_time > 0:
+            await self._clock.sleep(self._config.in_tree_time - (self._clock.now() - started))
 
     def _scan(
         self,

@@ -56,8 +56,9 @@ def test_a_preempted_job_starts_again_and_its_run_so_far_is_lost(
     assert low.first_started == pytest.approx(0.0, abs=0.1)
     assert low.started is not None
     assert 2401.0 <= low.started < 2410.0
+    # A failed cycle (10 ms), the 1 s backoff, and the cycle on its nominated node (10 ms).
     assert class_of(result, HIGH, "1")["time_to_place_seconds"]["max"] == pytest.approx(  # type: ignore[index]
-        1.01, abs=0.01
+        1.02, abs=0.005
     )
 
 
