@@ -25,6 +25,7 @@ from extender.cluster.model import Cluster
 from extender.cluster.nominations import NominationFailed, Nominations
 from extender.cluster.pods import PodKey
 from extender.gangs.plan import Plan
+from extender.gangs.sampling import moved_reason, nominating_reason
 from kube_rdma.core.objects import Json
 
 log = logging.getLogger("kube_rdma.extender")
@@ -75,6 +76,23 @@ class Nominator:
         """Whether the cache shows the pod nominated to `node`."""
         pod = self._cluster.pod(*key)
         return pod is not None and _nominated(pod) == node
+
+    def absent(self, gang: str, key: PodKey, node: str, names: list[str]) -> str | None:
+        """Why a member whose planned `node` is not among `names` fails without that counting
+        as a miss of the node: kube-scheduler tried first a nomination the plan has since moved
+        from (its search follows in the same cycle), or the member's nomination to `node` is
+        not written yet; None when neither."""
+        if len(names) == 1 and names[0] in self._nominated_to(key):
+            return moved_reason(gang, names[0], node)
+        if self.wanted(key) == node and not self.landed(key, node):
+            return nominating_reason(gang, node)
+        return None
+
+    def _nominated_to(self, key: PodKey) -> set[str]:
+        """The nodes the pod is, or is to be, nominated to."""
+        pod = self._cluster.pod(*key)
+        found = {_nominated(pod) if pod is not None else None, self.wanted(key)}
+        return {node for node in found if node is not None}
 
     def place(
         self,

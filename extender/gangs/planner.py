@@ -39,13 +39,7 @@ from extender.gangs.nominating import Nominator
 from extender.gangs.plan import Plan, record_of
 from extender.gangs.quorum import Presence, Quorum
 from extender.gangs.requirements import LevelSettings, Requirements
-from extender.gangs.sampling import (
-    moved_reason,
-    nominating_reason,
-    ruled_out_reason,
-    sampled,
-    sampled_reason,
-)
+from extender.gangs.sampling import ruled_out_reason, sampled, sampled_reason
 from extender.gangs.settings import Decision as Decision
 from extender.gangs.settings import GangSettings as GangSettings
 from extender.gangs.standing import Standing
@@ -214,15 +208,9 @@ class Planner:
         return rank_of(cached, plan.gang.size, master)
 
     def _absent(self, plan: Plan, pod: PodView, node: str, names: list[str]) -> FilterOutcome:
-        nominator = self.nominator
-        if nominator is not None:
-            if len(names) == 1 and names[0] in self._nominated_to(pod.key):
-                # kube-scheduler tried the pod's nomination first, one the plan has since
-                # moved from: its search follows in the same cycle.
-                reason = moved_reason(str(plan.gang), names[0], node)
-                return FilterOutcome([], {}, dict.fromkeys(names, reason))
-            if nominator.wanted(pod.key) == node and not nominator.landed(pod.key, node):
-                reason = nominating_reason(str(plan.gang), node)
+        if self.nominator is not None:
+            reason = self.nominator.absent(str(plan.gang), pod.key, node, names)
+            if reason is not None:
                 return FilterOutcome([], {}, dict.fromkeys(names, reason))
         percentage = self.settings.percentage_of_nodes_to_score
         if not sampled(len(names), len(self._cluster.views), percentage):
@@ -254,12 +242,6 @@ class Planner:
             replanned.ruled_out = avoided
         reason = ruled_out_reason(str(plan.gang), node, len(names))
         return FilterOutcome([], {}, dict.fromkeys(names, reason))
-
-    def _nominated_to(self, key: PodKey) -> set[str | None]:
-        """The nodes the pod is, or is being, nominated to."""
-        cached = self._cluster.pod(*key)
-        found = (cached.get("status") or {}).get("nominatedNodeName") if cached else None
-        return {found, self.nominator.wanted(key) if self.nominator else None} - {None}
 
     # Planning (extender/gangs/making.py)
 
