@@ -1,7 +1,7 @@
 """Metrics of shared clusters, read from the scheduler's state at each scrape: gangs waiting
 and for how long, members at the bind barrier, the holds in force, the preemptions and
-evictions made, and the evictions refused (the extender's eviction budget,
-PodDisruptionBudgets, a gang's backoff)."""
+evictions made, the evictions refused (the extender's eviction budget,
+PodDisruptionBudgets, a gang's backoff), and the members' nominations written."""
 
 from __future__ import annotations
 
@@ -90,3 +90,14 @@ class ContentionCollector(Collector):
             "Evictions the extender may still make in the current minute (--eviction-budget).",
             value=budget.left(),
         )
+        nominator = scheduler.planner.nominator
+        nominations = CounterMetricFamily(
+            "kube_rdma_gang_nominations",
+            "Gang members' status.nominatedNodeName writes (--nominate-members; none without "
+            "it), by result: written, or failed (the apiserver refused: the pod gone or "
+            "replaced).",
+            labels=["result"],
+        )
+        nominations.add_metric(["written"], nominator.written if nominator else 0)
+        nominations.add_metric(["failed"], nominator.failed if nominator else 0)
+        yield nominations

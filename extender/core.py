@@ -164,15 +164,20 @@ class Core:
         return gang_of(pod, cluster.podgroup_size, self._owner_gang, cluster.native.find, held)
 
     def waiting_members(self, gang: Gang) -> list[Json]:
-        """The gang's pods in the cache that are not bound yet: the planner groups them by the
-        nodes they may use."""
-        return [
-            pod
-            for pod in self._source.cluster.pods()
-            if not (pod.get("spec") or {}).get("nodeName")
-            and (pod.get("metadata") or {}).get("namespace") == gang.namespace
-            and gang_key(self.gang(pod)) == gang.key
-        ]
+        """The gang's pods in the cache that are not bound yet, by name: the planner groups
+        them by the nodes they may use. Read from the cache's pending pods, not every pod (a
+        million at 100,000 nodes, several times a plan)."""
+        cluster = self._source.cluster
+        found = []
+        for key in sorted(k for k in cluster.pending if k[0] == gang.namespace):
+            pod = cluster.pod(*key)
+            if (
+                pod is not None
+                and not (pod.get("spec") or {}).get("nodeName")
+                and gang_key(self.gang(pod)) == gang.key
+            ):
+                found.append(pod)
+        return found
 
     def bound_members(self, gang: Gang) -> int:
         """How many of the gang's pods the cache shows bound."""

@@ -121,6 +121,7 @@ def test_the_registries_export_what_the_docs_list() -> None:
         "kube_rdma_gang_evictions_total",
         "kube_rdma_eviction_refusals_total",
         "kube_rdma_eviction_budget_remaining",
+        "kube_rdma_gang_nominations_total",
         "kube_rdma_tls_reloads_total",
         "kube_rdma_tls_certificate_expiry_seconds",
     }

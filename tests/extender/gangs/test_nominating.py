@@ -5,13 +5,18 @@ member nominated to its node is not counted twice against it."""
 from __future__ import annotations
 
 import pytest
+from prometheus_client import CollectorRegistry
 
+from extender.app import EXTENDER, Settings, create_app
 from extender.cluster.nominations import ModelNominations, NominationFailed
+from extender.cluster.snapshot import SnapshotSource
+from extender.contention_metrics import ContentionCollector
 from extender.engine import FilterOutcome
 from extender.gangs.nominating import Nominator
 from extender.gangs.planner import GangSettings
 from extender.gangs.sampling import moved_reason, nominating_reason
 from kube_rdma.core.objects import Json
+from testbed.builders import nodes
 from tests.extender.gangs.two_leaves import PAIR, TRIO, Setup, member
 
 PLANNED = "gang team-a/pair has this member planned on {} (plan: 2 pods on 2 nodes in leaf-b)"
@@ -146,3 +151,23 @@ async def test_a_pod_nominated_elsewhere_or_of_another_gang_still_counts(nominat
     pod = trio[0]
     s.cluster.upsert_pod({**pod, "status": {**pod["status"], "nominatedNodeName": nominated}})
     assert s.cluster.nominated_use(0) == {nominated: {"nvidia.com/gpu": 8, "rdma/hca": 1}}
+
+
+async def test_the_app_nominates_through_its_writer_and_counts_the_writes() -> None:
+    pods = [member(PAIR, i) for i in range(2)]
+    nodes_ = [nodes.node(f"gpu-{i}", nodes.hgx()) for i in range(1, 4)]
+    source = SnapshotSource([*nodes_, *pods])
+    app = create_app(Settings(), source, nominations=ModelNominations(source.cluster))
+    scheduler = app[EXTENDER].scheduler
+    outcome = scheduler.filter(pods[0], ["gpu-1", "gpu-2", "gpu-3"])
+    assert len(outcome.passed) == 1
+    assert scheduler.planner.nominator is not None
+    await scheduler.planner.nominator.drain()
+    planned = scheduler.planner.plans[PAIR.key].slots
+    assert {
+        p["metadata"]["name"]: p["status"]["nominatedNodeName"] for p in source.cluster.pods()
+    } == {"pair-0": planned[0], "pair-1": planned[1]}
+    registry = CollectorRegistry()
+    registry.register(ContentionCollector(scheduler, lambda: 0.0))
+    written = registry.get_sample_value("kube_rdma_gang_nominations_total", {"result": "written"})
+    assert written == 2
