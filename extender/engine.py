@@ -284,7 +284,7 @@ class Engine:
             return dict.fromkeys(names, 0.0)
         weights = self._weights()
         table = self._total_table(pod, weights)
-        live = self._live_weights(weights)
+        live = self._live_weights(weights, pod)
         if not live and not self._held_among(names):
             return table.of(names, 0.0)
         overlaid = self._overlaid_totals(pod, gang, weights, live)
@@ -313,7 +313,7 @@ class Engine:
         names = names if isinstance(names, list) else list(names)
         if pod.relevant:
             weights = self._weights()
-            live = self._live_weights(weights)
+            live = self._live_weights(weights, pod)
             if not live and not self._held_among(names):
                 return self._total_table(pod, weights).answer(names, 0.0)
             overlaid = self._overlaid_totals(pod, gang, weights, live)
@@ -370,15 +370,19 @@ class Engine:
             self._totals[key] = total
         return total
 
-    def _live_weights(self, weights: Weights) -> list[tuple[float, Criterion]]:
-        """The live criteria that count now, with their share of the weights; a call per node
-        each, so one whose score cannot differ from neutral (no gang planned) is left out."""
+    def _live_weights(self, weights: Weights, pod: PodView) -> list[tuple[float, Criterion]]:
+        """The live criteria that count now for the pod, with their share of the weights; a
+        call per node each, so one whose score cannot differ from neutral (no gang planned, or
+        none for this pod yet) is left out."""
         chosen = weights.as_dict()
         whole = sum(chosen.values())
         return [
             (chosen[name] / whole, c)
             for name, c in self._live.items()
-            if chosen[name] and c.live is not None and c.live()
+            if chosen[name]
+            and c.live is not None
+            and c.live()
+            and (c.live_for is None or c.live_for(pod))
         ]
 
     def explain(self, pod: PodView, gang: GangKey | None = None) -> list[Assessment]:

@@ -98,6 +98,7 @@ def choose_in(fits: Fits, demands: Sequence[int], search: Search) -> Choice | No
                 return Choice(value, [n for n, _ in _slots(fits, members, demands, search) or []])
             if len(demands) == 1:
                 narrower = search.levels[: search.levels.index(label)] if label != CLUSTER else None
+                members = [n for n in members if _admits(fits[n], 0)]  # what packing counts
                 members = _packed(fits, members, needed, narrower or search.levels)
             slots = _fill(members, fits, demands)
             assert slots is not None

@@ -18,6 +18,9 @@ from extender.gangs.pools import MemberGroup, open_groups
 from extender.gangs.requirements import Requirements
 from extender.podview import PodView
 
+_NOTHING: dict[str, int] = {}
+"""What nothing holds on a node (never written to)."""
+
 
 class FitMeasure:
     def __init__(
@@ -46,26 +49,33 @@ class FitMeasure:
     ) -> Fits:
         skip = set(excluded) | self.held_off(gang)
         levels = self._requirements.levels()
+        views = self._cluster.views
+        names = [name for name in views if name not in skip]
+        # The shape's verdicts first (a table, in C), the member groups' constraints then only
+        # on the nodes that pass: a plan judges every node of the cluster.
+        passed = self._engine.filter(pod, names, gang.key).passed
         open_to: dict[str, frozenset[int] | None] = {}
-        for info in self._cluster.nodes():
-            if info.name not in skip and ((which := open_groups(groups, info)) is None or which):
-                open_to[info.name] = which
-        passed = self._engine.filter(pod, list(open_to), gang.key).passed
-        nominated = self._cluster.nominated_use(self._priority(gang.key))
-        scores = self._engine.prioritize(pod, passed, gang.key)
-        result = {}
         for name in passed:
-            node = self._cluster.node(name)
-            assert node is not None
-            held = self._book.held(name, gang.key)
-            for resource, amount in (aside.get(name) or {}).items():
-                held[resource] = held.get(resource, 0) + amount
-            for resource, amount in nominated.get(name, {}).items():
-                held[resource] = held.get(resource, 0) + amount
+            which = open_groups(groups, views[name])
+            if which is None or which:
+                open_to[name] = which
+        nominated = self._cluster.nominated_use(self._priority(gang.key))
+        scores = self._engine.prioritize(pod, list(open_to), gang.key)
+        by_node, labels_of = self._book.by_node, self._requirements.labels
+        result = {}
+        for name, which in open_to.items():
+            node = views[name]
+            if name in by_node or name in aside or name in nominated:
+                held = self._book.held(name, gang.key)
+                for resource, amount in (aside.get(name) or {}).items():
+                    held[resource] = held.get(resource, 0) + amount
+                for resource, amount in nominated.get(name, {}).items():
+                    held[resource] = held.get(resource, 0) + amount
+            else:
+                held = _NOTHING
             count = members_fitting(pod, node, held)
             if count:
-                labels = self._requirements.labels(node, levels)
-                result[name] = Fit(count, scores[name], labels, open_to[name])
+                result[name] = Fit(count, scores[name], labels_of(node, levels), which)
         return result
 
     def held_off(self, gang: Gang) -> set[str]:

@@ -30,6 +30,10 @@ class Criterion:
     other criterion per (shape, state), and this one's `neutral` score with them. A live
     criterion is scored per node and call, so it is given no rails (None) to keep that cheap."""
     neutral: float = 10.0
+    live_for: Callable[[PodView], bool] | None = None
+    """For a live criterion: whether its score can differ from `neutral` for this pod right
+    now (None: whenever `live` says so). A gang's member before its gang is planned scores
+    neutral everywhere; the planner scores every feasible node for it."""
 
 
 def registry(plans: GangPlans) -> dict[str, Criterion]:

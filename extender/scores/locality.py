@@ -32,4 +32,10 @@ def criterion(plans: GangPlans) -> Criterion:
             return AWAY
         return NEUTRAL
 
-    return Criterion(score, live=plans.active, neutral=NEUTRAL)
+    def live_for(pod: PodView) -> bool:
+        gang = plans.member_gang(pod.key)
+        if gang is not None:
+            return plans.planned_nodes(gang) is not None
+        return plans.active()
+
+    return Criterion(score, live=plans.active, neutral=NEUTRAL, live_for=live_for)
