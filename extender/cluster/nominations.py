@@ -25,14 +25,19 @@ from typing import Any, Protocol
 
 from extender.cluster.model import Cluster
 from kube_rdma.kube.client import call
-from kube_rdma.kube.errors import ApiError
+from kube_rdma.kube.errors import ApiError, Invalid, NotFound
 
 JSON_PATCH = "application/json-patch+json"
 REQUEST_TIMEOUT_SECONDS = 10.0
 
 
 class NominationFailed(Exception):
-    """The apiserver did not write the nomination (the pod is gone, or is another pod now)."""
+    """The apiserver did not write the nomination: the pod is gone or is another pod now
+    (`gone`), or it refused for a reason of its own (RBAC, a fault), which an admin should see."""
+
+    def __init__(self, message: str, gone: bool = True) -> None:
+        super().__init__(message)
+        self.gone = gone
 
 
 class Nominations(Protocol):
@@ -64,8 +69,10 @@ class LiveNominations:
                 _content_type=JSON_PATCH,
                 request_timeout=REQUEST_TIMEOUT_SECONDS,
             )
-        except ApiError as e:
+        except (NotFound, Invalid) as e:  # the uid test failed: another pod of that name
             raise NominationFailed(f"pod {namespace}/{name}: {e}") from e
+        except ApiError as e:
+            raise NominationFailed(f"pod {namespace}/{name}: {e}", gone=False) from e
 
 
 class ModelNominations:

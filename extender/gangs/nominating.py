@@ -191,7 +191,8 @@ class Nominator:
             try:
                 await self._writer.nominate(key[0], key[1], uid, node)
             except NominationFailed as e:
-                log.info("could not nominate %s/%s to %s: %s", *key, node, e)
+                level = logging.INFO if e.gone else logging.WARNING
+                log.log(level, "could not nominate %s/%s to %s: %s", *key, node, e)
                 self.failed += 1
                 self._cluster.expected.pop(key, None)
                 self._wanted.pop(key, None)

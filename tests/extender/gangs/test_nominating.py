@@ -33,7 +33,7 @@ class Written(ModelNominations):
 
     async def nominate(self, namespace: str, name: str, uid: str, node: str | None) -> None:
         if name in self.refused:
-            raise NominationFailed(f"pod {namespace}/{name}: refused")
+            raise NominationFailed(f"pod {namespace}/{name}: forbidden", gone=False)
         await super().nominate(namespace, name, uid, node)
         self.writes.append((name, node))
 
@@ -130,7 +130,9 @@ async def test_a_new_plan_before_the_writes_writes_only_the_new_nominations() ->
     assert sorted(written.writes) == [("pair-0", "b0"), ("pair-1", "b1")]
 
 
-async def test_a_refused_nomination_is_counted_and_its_member_counted_as_any_pod() -> None:
+async def test_a_refused_nomination_is_counted_and_its_member_counted_as_any_pod(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     s, written = pair()
     written.refused.add("pair-1")
     s.filter(PAIR, 0)
@@ -140,6 +142,10 @@ async def test_a_refused_nomination_is_counted_and_its_member_counted_as_any_pod
     assert (nominator.written, nominator.failed) == (1, 1)
     assert s.cluster.expected == {("team-a", "pair-0"): "b0"}
     assert nominator.wanted(("team-a", "pair-1")) is None
+    [warned] = [r for r in caplog.records if r.levelname == "WARNING"]
+    assert warned.getMessage() == (
+        "could not nominate team-a/pair-1 to b1: pod team-a/pair-1: forbidden"
+    )
 
 
 @pytest.mark.parametrize("nominated", ["b0", "a0"])
