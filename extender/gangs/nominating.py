@@ -23,7 +23,7 @@ from itertools import islice
 
 from extender.cluster.model import Cluster
 from extender.cluster.nominations import NominationFailed, Nominations
-from extender.cluster.pods import PodKey
+from extender.cluster.pods import PodKey, pod_key
 from extender.gangs.plan import Plan
 from extender.gangs.sampling import moved_reason, nominating_reason
 from kube_rdma.core.objects import Json
@@ -35,11 +35,6 @@ WRITERS = 8
 
 Hint = Callable[[Plan, PodKey], tuple[Hashable | None, int | None]]
 """A member's group and rank in a plan (Planner.member_hint)."""
-
-
-def _key(pod: Json) -> PodKey:
-    meta = pod.get("metadata") or {}
-    return str(meta.get("namespace") or "default"), str(meta.get("name"))
 
 
 def _uid(pod: Json) -> str:
@@ -105,7 +100,7 @@ class Nominator:
         the `asking` member (the one whose filter call made the plan, with the names it was
         sent) first, on a slot of one of those names if the plan has one free: its own call
         then passes at once."""
-        pods = {_key(pod): pod for pod in members if not _bound(pod)}
+        pods = {pod_key(pod): pod for pod in members if not _bound(pod)}
         simple = not (plan.mixed or plan.slice_size or plan.slice_sizes)
         if asking is not None and simple and asking[0] not in plan.assigned:
             plan.assign_among(asking[0], asking[1])
